@@ -1,0 +1,1 @@
+"""Placeholder: the Gradio chat page is being built (issue 7)."""

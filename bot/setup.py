@@ -1,0 +1,258 @@
+"""TrainingSetup: the one description of a training run that parser, tools, UI and evals share.
+
+Field names and units follow DESIGN.md. Every field may be unknown (``None``) because a question
+rarely states everything; ``check_setup`` reports bad values one clear line per field, and
+``resolve_setup`` fills what the calculator needs from the catalogs and stated defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.catalog import GPUSpec, ModelSpec, UnknownNameError, lookup_gpu, lookup_model
+
+Precision = Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"]
+Optimizer = Literal["adamw", "sgd", "adam8bit"]
+Finetune = Literal["full", "lora", "qlora"]
+IntraLink = Literal["nvlink", "pcie"]
+InterLink = Literal["infiniband", "ethernet", "none"]
+
+# Sane bounds: beyond these a value is a typo or a joke, and we say so instead of computing.
+LIMITS: dict[str, tuple[float, float]] = {
+    "params_b": (0.001, 100_000),  # 1M .. 100T parameters
+    "gpu_memory_gb": (1, 1024),
+    "gpu_count": (1, 100_000),
+    "gpus_per_node": (1, 64),
+    "nodes": (1, 20_000),
+    "inter_node_gbps": (0.1, 10_000),
+    "seq_len": (1, 2_097_152),
+    "micro_batch": (1, 65_536),
+    "cpu_ram_gb": (1, 1_000_000),
+    "lora_rank": (1, 4096),
+}
+
+
+class TrainingSetup(BaseModel):
+    """A (possibly partial) training setup. ``None`` means "not stated"."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    model: str | None = None
+    params_b: float | None = None
+    gpu: str | None = None
+    gpu_memory_gb: float | None = None
+    gpu_count: int | None = None
+    gpus_per_node: int | None = None
+    nodes: int | None = None
+    intra_node_link: IntraLink | None = None
+    inter_node_link: InterLink | None = None
+    inter_node_gbps: float | None = None
+    precision: Precision | None = None
+    optimizer: Optimizer | None = None
+    finetune: Finetune | None = None
+    seq_len: int | None = None
+    micro_batch: int | None = None
+    activation_checkpointing: bool | None = None
+    cpu_ram_gb: float | None = None
+    lora_rank: int | None = None
+
+    def merged(self, newer: TrainingSetup) -> TrainingSetup:
+        """This setup updated with every field ``newer`` states (for follow-up questions)."""
+        data = self.model_dump()
+        data.update({k: v for k, v in newer.model_dump().items() if v is not None})
+        return TrainingSetup(**data)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One invalid or contradictory field, with a message a user can act on."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class SetupError(ValueError):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+def check_setup(setup: TrainingSetup) -> list[Problem]:
+    """Every bad value and contradiction in ``setup``; empty when it is usable."""
+    problems: list[Problem] = []
+    for name, (low, high) in LIMITS.items():
+        value = getattr(setup, name)
+        if value is None:
+            continue
+        if value <= 0:
+            problems.append(Problem(name, f"must be positive, got {value:g}"))
+        elif value < low or value > high:
+            problems.append(Problem(name, f"{value:g} is outside the plausible range {low:g}..{high:g}"))
+
+    model = gpu = None
+    if setup.model:
+        try:
+            model = lookup_model(setup.model)
+        except UnknownNameError as err:
+            problems.append(Problem("model", str(err)))
+    if setup.gpu:
+        try:
+            gpu = lookup_gpu(setup.gpu)
+        except UnknownNameError as err:
+            problems.append(Problem("gpu", str(err)))
+
+    if model and setup.params_b and not model.approximate:
+        if abs(model.params_b - setup.params_b) / model.params_b > 0.25:
+            problems.append(Problem(
+                "params_b", f"{setup.params_b:g}B contradicts {model.name} ({model.params_b:.2f}B)"))
+    if gpu and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1:
+        problems.append(Problem(
+            "gpu_memory_gb", f"{setup.gpu_memory_gb:g} GB contradicts {gpu.name} ({gpu.memory_gb:g} GB)"))
+    if gpu and setup.precision in ("bf16-mixed", "bf16") and not gpu.supports_bf16:
+        problems.append(Problem("precision", f"{gpu.name} has no bf16 support; use fp16-mixed or fp32"))
+
+    n, g, c = setup.nodes, setup.gpus_per_node, setup.gpu_count
+    if n and g and c and n * g != c and all(p.field not in ("nodes", "gpus_per_node", "gpu_count")
+                                            for p in problems):
+        problems.append(Problem("gpu_count", f"{c} GPUs contradicts {n} nodes x {g} GPUs per node = {n * g}"))
+    if n and c and c < n and n > 0:
+        problems.append(Problem("nodes", f"{n} nodes cannot hold only {c} GPUs"))
+    if n == 1 and setup.inter_node_link not in (None, "none"):
+        pass  # a single node ignores the inter-node link; not an error
+    if setup.finetune == "qlora" and setup.optimizer is None:
+        pass
+    return problems
+
+
+def validate_setup(data: dict) -> TrainingSetup:
+    """Build and check a setup from a plain dict; raises ``SetupError`` with every problem."""
+    from pydantic import ValidationError
+
+    try:
+        setup = TrainingSetup(**data)
+    except ValidationError as err:
+        problems = [Problem(".".join(str(x) for x in e["loc"]) or "setup", e["msg"]) for e in err.errors()]
+        raise SetupError(problems) from None
+    problems = check_setup(setup)
+    if problems:
+        raise SetupError(problems)
+    return setup
+
+
+# Defaults used when a field is not stated; the answer lists each one it used.
+DEFAULTS = {
+    "precision": "bf16-mixed",
+    "optimizer": "adamw",
+    "finetune": "full",
+    "seq_len": 2048,
+    "micro_batch": 1,
+    "activation_checkpointing": False,
+    "lora_rank": 16,
+}
+
+
+@dataclass(frozen=True)
+class ResolvedSetup:
+    """A complete setup the calculator can use: catalog entries looked up, defaults filled.
+
+    ``assumed`` names the fields that were filled from defaults rather than stated.
+    """
+
+    setup: TrainingSetup
+    model: ModelSpec
+    gpu: GPUSpec | None
+    gpu_memory_gb: float
+    gpu_count: int
+    gpus_per_node: int
+    nodes: int
+    intra_node_link: str
+    inter_node_link: str
+    inter_node_gbps: float
+    assumed: tuple[str, ...]
+
+    @property
+    def precision(self) -> str:
+        return self.setup.precision  # type: ignore[return-value]
+
+
+def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
+                  default_gpu_count: int | None = None) -> ResolvedSetup:
+    """Fill a checked setup for computation. Raises ``SetupError`` when it cannot be computed:
+    invalid values, or no model size / GPU memory / GPU count and no default given for them."""
+    problems = check_setup(setup)
+    if problems:
+        raise SetupError(problems)
+    assumed: list[str] = []
+    data = setup.model_dump()
+    for key, value in DEFAULTS.items():
+        if data[key] is None:
+            data[key] = value
+            assumed.append(key)
+
+    if setup.model:
+        model = lookup_model(setup.model)
+        if model.approximate and setup.params_b:
+            from bot.catalog import generic_model
+
+            model = generic_model(setup.params_b)
+    elif setup.params_b:
+        from bot.catalog import generic_model
+
+        model = generic_model(setup.params_b)
+    else:
+        raise SetupError([Problem("params_b", "model size unknown: name a model or a parameter count")])
+    data["params_b"] = round(model.params_b, 3) if data["params_b"] is None else data["params_b"]
+
+    gpu_name = setup.gpu or (default_gpu if setup.gpu_memory_gb is None else None)
+    gpu = lookup_gpu(gpu_name) if gpu_name else None
+    if setup.gpu is None and gpu is not None:
+        assumed.append("gpu")
+        data["gpu"] = gpu.name
+    memory = setup.gpu_memory_gb or (gpu.memory_gb if gpu else None)
+    if memory is None:
+        raise SetupError([Problem("gpu_memory_gb", "GPU memory unknown: name a GPU or its memory size")])
+    if setup.gpu_memory_gb is None and gpu is not None:
+        data["gpu_memory_gb"] = gpu.memory_gb
+
+    nodes, per_node, count = setup.nodes, setup.gpus_per_node, setup.gpu_count
+    if count is None:
+        if nodes and per_node:
+            count = nodes * per_node
+        elif default_gpu_count:
+            count = default_gpu_count * (nodes or 1) if nodes and not per_node else default_gpu_count
+            assumed.append("gpu_count")
+        else:
+            raise SetupError([Problem("gpu_count", "number of GPUs unknown")])
+    if nodes is None:
+        nodes = max(1, count // per_node) if per_node else 1
+    if per_node is None:
+        per_node = max(1, count // nodes)
+    if nodes * per_node != count:
+        raise SetupError([Problem("gpu_count", f"{count} GPUs do not split evenly over {nodes} nodes")])
+    data.update(gpu_count=count, nodes=nodes, gpus_per_node=per_node)
+
+    intra = setup.intra_node_link or (gpu.intra_link if gpu else "pcie")
+    if setup.intra_node_link is None:
+        assumed.append("intra_node_link")
+    inter = setup.inter_node_link or ("none" if nodes == 1 else "infiniband")
+    if setup.inter_node_link is None and nodes > 1:
+        assumed.append("inter_node_link")
+    # 200 Gb/s InfiniBand HDR per GPU is the common A100/H100 pod build; 25 Gb/s for Ethernet.
+    default_gbps = {"infiniband": 200.0, "ethernet": 25.0, "none": 0.0}[inter]
+    gbps = setup.inter_node_gbps or default_gbps
+    if setup.inter_node_gbps is None and nodes > 1:
+        assumed.append("inter_node_gbps")
+    data.update(intra_node_link=intra, inter_node_link=inter,
+                inter_node_gbps=gbps if nodes > 1 else setup.inter_node_gbps)
+
+    return ResolvedSetup(
+        setup=TrainingSetup(**data), model=model, gpu=gpu, gpu_memory_gb=float(memory),
+        gpu_count=count, gpus_per_node=per_node, nodes=nodes, intra_node_link=intra,
+        inter_node_link=inter, inter_node_gbps=float(gbps), assumed=tuple(assumed),
+    )

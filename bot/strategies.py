@@ -1,0 +1,48 @@
+"""Strategy ids shared by every part (see DESIGN.md), with their display names."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+StrategyId = Literal[
+    "ddp",
+    "fsdp_full_shard",
+    "fsdp_shard_grad_op",
+    "fsdp_hybrid_shard",
+    "fsdp_full_shard_offload",
+    "none",
+    "out_of_scope",
+]
+
+# The strategies that train something; `none` and `out_of_scope` are answers, not strategies.
+TRAINING_STRATEGIES: tuple[str, ...] = (
+    "ddp",
+    "fsdp_shard_grad_op",
+    "fsdp_full_shard",
+    "fsdp_hybrid_shard",
+    "fsdp_full_shard_offload",
+)
+ALL_STRATEGIES: tuple[str, ...] = TRAINING_STRATEGIES + ("none", "out_of_scope")
+
+LABELS_EN = {
+    "ddp": "DDP",
+    "fsdp_full_shard": "FSDP full shard",
+    "fsdp_shard_grad_op": "FSDP shard grad-op",
+    "fsdp_hybrid_shard": "HSDP (hybrid shard)",
+    "fsdp_full_shard_offload": "FSDP full shard + CPU offload",
+    "none": "nothing fits as asked",
+    "out_of_scope": "out of scope",
+}
+LABELS_ZH = {
+    "ddp": "DDP",
+    "fsdp_full_shard": "FSDP 全分片 (FULL_SHARD)",
+    "fsdp_shard_grad_op": "FSDP 梯度+优化器分片 (SHARD_GRAD_OP)",
+    "fsdp_hybrid_shard": "HSDP 混合分片 (HYBRID_SHARD)",
+    "fsdp_full_shard_offload": "FSDP 全分片 + CPU 卸载",
+    "none": "按现有条件放不下",
+    "out_of_scope": "不在讨论范围内",
+}
+
+
+def label(strategy: str, language: str = "en") -> str:
+    return (LABELS_ZH if language == "zh" else LABELS_EN).get(strategy, strategy)

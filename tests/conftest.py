@@ -1,0 +1,23 @@
+"""Shared test setup: an isolated data dir per test session, offline switches, one torch thread.
+
+The data dir (index, benchmark store) is created once per session under pytest's temp root, or
+taken from SHARDWISE_TEST_DATA_DIR so CI can build the index once and reuse it across steps.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ["SHARDWISE_DATA_DIR"] = os.environ.get("SHARDWISE_TEST_DATA_DIR") or tempfile.mkdtemp(
+    prefix="shardwise-test-"
+)
+
+import bot  # noqa: E402,F401  (sets offline env vars)
+
+try:
+    import torch  # noqa: E402
+
+    torch.set_num_threads(1)  # two cores, several processes: oversubscription slows everything
+except ImportError:  # pragma: no cover
+    pass
