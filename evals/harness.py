@@ -1,0 +1,306 @@
+"""Load eval cases, ask the bot, score every answer: the harness behind ``python -m evals run``.
+
+A cases file is JSONL, one case per line (format in ``evals/cases/README.md``)::
+
+    {"id": "zh-7b-8xa100-40g", "turns": ["7B模型全参微调，8张A100 40G，DDP还是FSDP？"],
+     "expect": {"language": "zh", "strategy": ["fsdp_full_shard"], "numbers": {...},
+                "cite_kinds": ["calc"], "asks": ["gpu_memory_gb"], "forbid": ["sk-"]}}
+
+``turns`` is one conversation: the last turn is asked with the earlier ones as history, and the
+expectations apply to that answer. :func:`load_cases` validates every line and raises
+:class:`CaseFileError` naming the file, the line and the field. :func:`run_cases` calls ``ask``
+once per case, times it, runs every metric (``evals/metrics.py``) and the baselines
+(``evals/baselines.py``) and returns a :class:`RunResult` that ``evals/report.py`` renders.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from bot.setup import TrainingSetup
+from bot.strategies import ALL_STRATEGIES
+from evals.metrics import METRIC_NAMES, MetricResult, Sources, run_metrics
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+GOLD_CASES = CASES_DIR / "gold.jsonl"
+# The gate's default: the pass rate the gold set reaches with the bot of today, minus a margin.
+DEFAULT_MIN_PASS = 0.95
+
+CITE_KINDS = ("forum", "doc", "calc", "bench")
+SETUP_FIELDS = tuple(TrainingSetup.model_fields)
+# DESIGN.md number keys: memory.<strategy>.<field>, comm.<strategy>.<field>, time.<strategy>.step_seconds
+_STRATEGY = "|".join(ALL_STRATEGIES)
+NUMBER_KEY = re.compile(
+    rf"^(memory\.({_STRATEGY})\.(params_gib|grads_gib|optimizer_gib|activations_gib|buffers_gib|total_gib"
+    rf"|fits|max_micro_batch|usable_gib|host_ram_gib)"
+    rf"|comm\.({_STRATEGY})\.(gb_per_step|seconds_per_step|vs_ddp)"
+    rf"|time\.({_STRATEGY})\.step_seconds)$"
+)
+
+
+class CaseFileError(ValueError):
+    """A cases file that cannot be used; the message names the file, line and field."""
+
+
+class Expect(BaseModel):
+    """What the answer to the last turn must satisfy. Every field is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    language: str | None = None
+    strategy: list[str] | None = None
+    numbers: dict[str, bool | tuple[float, float]] | None = None
+    cite_kinds: list[str] | None = None
+    asks: list[str] | None = None
+    forbid: list[str] | None = None
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("zh", "en"):
+            raise ValueError(f"must be 'zh' or 'en', got {value!r}")
+        return value
+
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            if not value:
+                raise ValueError("must list at least one strategy id")
+            bad = [s for s in value if s not in ALL_STRATEGIES]
+            if bad:
+                raise ValueError(f"{bad} not strategy ids (one of {', '.join(ALL_STRATEGIES)})")
+        return value
+
+    @field_validator("numbers", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, dict):
+            raise ValueError("must be an object of DESIGN.md number keys")
+        for key, want in value.items():
+            if not NUMBER_KEY.match(key):
+                raise ValueError(f"{key!r} is not a DESIGN.md number key (memory.<strategy>.<field>, "
+                                 "comm.<strategy>.<field>, time.<strategy>.step_seconds)")
+            if isinstance(want, bool):
+                continue
+            ok = (isinstance(want, list) and len(want) == 2
+                  and all(isinstance(x, int | float) and not isinstance(x, bool) for x in want))
+            if not ok:
+                raise ValueError(f"{key}: expected true/false or [low, high], got {want!r}")
+            if want[0] > want[1]:
+                raise ValueError(f"{key}: range [{want[0]}, {want[1]}] has low > high")
+            if key.endswith(".fits"):
+                raise ValueError(f"{key}: a fits key takes true or false, not a range")
+        return value
+
+    @field_validator("cite_kinds")
+    @classmethod
+    def _cite_kinds(cls, value: list[str] | None) -> list[str] | None:
+        bad = [k for k in value or [] if k not in CITE_KINDS]
+        if bad:
+            raise ValueError(f"{bad} not citation kinds (one of {', '.join(CITE_KINDS)})")
+        return value
+
+    @field_validator("asks")
+    @classmethod
+    def _asks(cls, value: list[str] | None) -> list[str] | None:
+        bad = [k for k in value or [] if k not in SETUP_FIELDS]
+        if bad:
+            raise ValueError(f"{bad} not setup field names (one of {', '.join(SETUP_FIELDS)})")
+        return value
+
+    @field_validator("forbid")
+    @classmethod
+    def _forbid(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not all(s for s in value):
+            raise ValueError("forbidden strings must be non-empty")
+        return value
+
+
+class Case(BaseModel):
+    """One conversation and what its last answer must satisfy.
+
+    ``tags`` (e.g. "follow-up", "injection") and ``note`` are optional extras for people reading
+    the file; any other top-level key is rejected so a typo never silently drops an expectation.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    turns: list[str]
+    expect: Expect = Expect()
+    tags: list[str] = []
+    note: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("turns")
+    @classmethod
+    def _turns(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("must hold at least one question")
+        return value
+
+    @property
+    def language(self) -> str:
+        from evals.metrics import detect_language
+
+        return self.expect.language or detect_language(self.turns[-1])
+
+
+def load_cases(path: Path | str) -> list[Case]:
+    """Read and validate a JSONL cases file. Blank lines are skipped.
+
+    Raises :class:`CaseFileError` with ``file:line: field: problem`` for the first bad line (and a
+    count of the others), for duplicate ids and for an empty file.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8-sig").split("\n")  # -sig: tolerate a BOM
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: no such cases file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CaseFileError(f"{path}: cannot read: {err}") from None
+    cases: list[Case] = []
+    errors: list[str] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as err:
+            errors.append(f"{where}: not valid JSON ({err.msg} at column {err.colno})")
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"{where}: expected a JSON object with id, turns, expect")
+            continue
+        try:
+            case = Case.model_validate(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "case"
+            message = first["msg"].removeprefix("Value error, ")
+            extra = f" (+{err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+            errors.append(f"{where}: {loc}: {message}{extra}")
+            continue
+        if case.id in seen:
+            errors.append(f"{where}: duplicate id {case.id!r} (first on line {seen[case.id]})")
+            continue
+        seen[case.id] = lineno
+        cases.append(case)
+    if errors:
+        more = f"\n(and {len(errors) - 1} more bad lines)" if len(errors) > 1 else ""
+        raise CaseFileError(errors[0] + more)
+    if not cases:
+        raise CaseFileError(f"{path}: no cases (expected one JSON object per line)")
+    return cases
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+AskFn = Callable[..., Any]  # ask(question, history=None) -> bot.answer.Answer
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    answer: Any | None  # bot.answer.Answer, None when ask raised
+    latency_s: float
+    metrics: list[MetricResult]
+    error: str | None = None
+    baselines: dict[str, str] = field(default_factory=dict)  # baseline name -> strategy it picks
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(m.passed is not False for m in self.metrics)
+
+    @property
+    def failures(self) -> list[MetricResult]:
+        if self.error is not None:
+            return [MetricResult("error", False, self.error)]
+        return [m for m in self.metrics if m.passed is False]
+
+    def metric(self, name: str) -> MetricResult | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+@dataclass
+class RunResult:
+    cases_file: str
+    results: list[CaseResult]
+    seconds: float
+    baselines_on: bool = True
+
+    @property
+    def pass_rate(self) -> float:
+        return sum(r.passed for r in self.results) / len(self.results) if self.results else 0.0
+
+
+def run_case(case: Case, ask: AskFn, sources: Sources | None = None, baselines: bool = True) -> CaseResult:
+    """Ask the last turn with the earlier turns as history; score the answer."""
+    history = list(case.turns[:-1]) or None
+    start = time.perf_counter()
+    try:
+        answer = ask(case.turns[-1], history=history)
+    except Exception as err:  # a crash is a failed case, reported with its cause, never a stop
+        latency = time.perf_counter() - start
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        return CaseResult(case, None, latency, [], error=f"ask raised {type(err).__name__}: {err} "
+                                                          f"(at {Path(where.filename).name}:{where.lineno})")
+    latency = time.perf_counter() - start
+    try:
+        metrics = run_metrics(case, answer, sources)
+    except Exception as err:  # e.g. an answer that is not an Answer
+        return CaseResult(case, answer, latency, [], error=f"scoring failed: {type(err).__name__}: {err}")
+    picks: dict[str, str] = {}
+    if baselines:
+        from evals.baselines import baseline_strategies
+
+        picks = baseline_strategies(answer.setup)
+    return CaseResult(case, answer, latency, metrics, baselines=picks)
+
+
+def run_cases(cases: list[Case], ask: AskFn, *, cases_file: str = "", sources: Sources | None = None,
+              baselines: bool = True, on_case: Callable[[CaseResult], None] | None = None) -> RunResult:
+    """Run every case in order; ``on_case`` is called after each (the progress bar)."""
+    start = time.perf_counter()
+    results = []
+    for case in cases:
+        result = run_case(case, ask, sources, baselines)
+        results.append(result)
+        if on_case:
+            on_case(result)
+    return RunResult(cases_file, results, time.perf_counter() - start, baselines)
+
+
+def default_ask() -> AskFn:
+    """``bot.ask``; raises ImportError with a clear message when the bot is not built."""
+    try:
+        from bot.assistant import ask
+    except ImportError as err:
+        raise ImportError(f"bot.ask is not available ({err}); the harness needs bot/assistant.py") from err
+    return ask
+
+
+__all__ = ["Case", "CaseFileError", "CaseResult", "Expect", "GOLD_CASES", "METRIC_NAMES", "RunResult",
+           "load_cases", "run_case", "run_cases"]

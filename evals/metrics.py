@@ -1,0 +1,403 @@
+"""The metrics: each one a plain function over (case, answer) returning a :class:`MetricResult`.
+
+A metric says ``passed=True``/``False`` with an explanation a person can act on (expected vs got),
+or ``passed=None`` when it does not apply (the case states no such expectation). The harness runs
+every metric in :data:`METRICS` on every case; a case passes when no metric failed.
+
+Expectation metrics (from the case's ``expect``): ``language``, ``strategy``, ``numbers``,
+``cite_kinds``, ``asks``, ``forbid``. Integrity metrics (on every answer, whatever the case says):
+``citation_integrity`` and ``number_traceability``. The rules and tolerances are written out in
+``docs/evals.md``; the tokenizer below is the part most worth reading before changing anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bot.answer import Answer
+    from evals.harness import Case
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric on one case. ``passed`` is None when the metric does not apply."""
+
+    name: str
+    passed: bool | None
+    detail: str = ""
+
+
+def _na(name: str, why: str = "no expectation") -> MetricResult:
+    return MetricResult(name, None, why)
+
+
+# --------------------------------------------------------------------------------------------
+# Language
+# --------------------------------------------------------------------------------------------
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_EN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def detect_language(text: str) -> str:
+    """'zh' when Chinese characters outnumber English words, else 'en'.
+
+    Counting characters against words (not characters against characters) is deliberate: one
+    Chinese character carries about as much as one English word, so "7B模型，8张A100，DDP还是FSDP"
+    (7 characters, 2 words) is Chinese and "is 显存 the same as VRAM?" (2 characters, 4 words)
+    is English.
+    """
+    cjk = len(_CJK.findall(text))
+    words = len(_EN_WORD.findall(text))
+    return "zh" if cjk > 0 and cjk >= words else "en"
+
+
+def check_language(case: Case, answer: Answer) -> MetricResult:
+    """The answer is labelled, and written, in the case's language (or the question's, detected).
+
+    "Written in": the text minus code blocks and minus verbatim forum quotes (an English answer
+    may quote the Chinese forum) is detected as the same language.
+    """
+    expected = case.expect.language or detect_language(case.turns[-1])
+    source = "expected" if case.expect.language else "detected from the question"
+    if answer.language != expected:
+        return MetricResult("language", False, f"{source} {expected!r}, answer.language is {answer.language!r}")
+    prose = strip_code_blocks(answer.text)
+    for citation in answer.citations:
+        if citation.quote:
+            prose = prose.replace(citation.quote, " ")
+    written = detect_language(prose) if prose.strip() else expected
+    if written != expected:
+        return MetricResult("language", False, f"{source} {expected!r}, but the text reads as {written!r}")
+    return MetricResult("language", True, f"{expected} ({source})")
+
+
+# --------------------------------------------------------------------------------------------
+# Expectations
+# --------------------------------------------------------------------------------------------
+
+
+def check_strategy(case: Case, answer: Answer) -> MetricResult:
+    allowed = case.expect.strategy
+    if allowed is None:
+        return _na("strategy")
+    got = answer.recommendation.strategy
+    if got in allowed:
+        return MetricResult("strategy", True, got)
+    return MetricResult("strategy", False, f"expected one of {allowed}, got {got!r}")
+
+
+def check_numbers(case: Case, answer: Answer) -> MetricResult:
+    """Each expected key equals a boolean, or lies in an inclusive ``[low, high]`` range."""
+    expected = case.expect.numbers
+    if not expected:
+        return _na("numbers")
+    problems, good = [], []
+    for key, want in expected.items():
+        if key not in answer.numbers:
+            problems.append(f"{key}: expected {_show(want)}, absent from answer.numbers")
+            continue
+        got = answer.numbers[key]
+        if isinstance(want, bool):
+            ok = isinstance(got, bool) and got == want
+        else:
+            low, high = want
+            ok = not isinstance(got, bool) and isinstance(got, int | float) and low <= got <= high
+        (good if ok else problems).append(f"{key}: expected {_show(want)}, got {got!r}")
+    if problems:
+        return MetricResult("numbers", False, "; ".join(problems))
+    return MetricResult("numbers", True, "; ".join(good))
+
+
+def _show(want: Any) -> str:
+    if isinstance(want, bool):
+        return str(want).lower()
+    return f"[{want[0]:g}, {want[1]:g}]"
+
+
+def check_cite_kinds(case: Case, answer: Answer) -> MetricResult:
+    kinds = case.expect.cite_kinds
+    if not kinds:
+        return _na("cite_kinds")
+    have = {c.kind for c in answer.citations}
+    missing = [k for k in kinds if k not in have]
+    if missing:
+        return MetricResult("cite_kinds", False, f"expected citations of kinds {kinds}, none of {missing}; "
+                                                 f"cited kinds: {sorted(have) or 'none'}")
+    return MetricResult("cite_kinds", True, f"cited {sorted(have)}")
+
+
+def check_asks(case: Case, answer: Answer) -> MetricResult:
+    asks = case.expect.asks
+    if not asks:
+        return _na("asks")
+    missing = [f for f in asks if f not in answer.questions]
+    if missing:
+        return MetricResult("asks", False, f"expected questions about {asks}, missing {missing}; "
+                                           f"answer.questions = {answer.questions}")
+    return MetricResult("asks", True, f"asks {asks}")
+
+
+def check_forbid(case: Case, answer: Answer) -> MetricResult:
+    """None of the forbidden strings appears in the text (exact, case-sensitive substring)."""
+    forbid = case.expect.forbid
+    if not forbid:
+        return _na("forbid")
+    found = [s for s in forbid if s in answer.text]
+    if found:
+        snippets = [_context(answer.text, answer.text.index(s), len(s)) for s in found]
+        return MetricResult("forbid", False, f"forbidden text present: {found} ({'; '.join(snippets)})")
+    return MetricResult("forbid", True, f"none of {len(forbid)} forbidden strings")
+
+
+# --------------------------------------------------------------------------------------------
+# Citation integrity
+# --------------------------------------------------------------------------------------------
+
+# "[3]", "[1, 2]", "[1][2]", "[1，2]": citation markers. Markdown links "[text](url)" have text.
+_MARKER_GROUP = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\](?!\()")
+_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…+)\s*")
+
+
+def citation_markers(text: str) -> list[int]:
+    """Every ``n`` referenced as ``[n]`` in the text outside fenced code blocks, in order."""
+    numbers: list[int] = []
+    for group in _MARKER_GROUP.finditer(strip_code_blocks(text)):
+        numbers.extend(int(n) for n in re.findall(r"\d+", group.group(1)))
+    return numbers
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where citations are checked: the corpus text of an id, and whether a bench run exists.
+
+    ``corpus_text(id)`` raises KeyError for an unknown id; ``bench_run_exists(id)`` returns None
+    when no benchmark store can be opened (the citation then cannot be verified, which fails).
+    """
+
+    corpus_text: Callable[[str], str]
+    bench_run_exists: Callable[[str], bool | None]
+
+
+def default_sources() -> Sources:
+    from bot.knowledge.corpus import corpus_text
+
+    def bench_run_exists(run_id: str) -> bool | None:
+        try:
+            from bot.bench.store import ResultStore
+
+            return ResultStore().get(run_id) is not None
+        except Exception:  # no store module, or a store that cannot be opened: unverifiable
+            return None
+
+    return Sources(corpus_text=corpus_text, bench_run_exists=bench_run_exists)
+
+
+def quote_in_text(quote: str, text: str) -> bool:
+    """A quote is verbatim when it is a substring of the text; an ellipsis ("...", "…") inside a
+    quote stands for omitted text, so its pieces must appear in order."""
+    pieces = [p for p in _ELLIPSIS.split(quote.strip()) if p]
+    if not pieces:
+        return False
+    position = 0
+    for piece in pieces:
+        found = text.find(piece, position)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
+
+
+def check_citation_integrity(case: Case, answer: Answer, sources: Sources | None = None) -> MetricResult:
+    """Every [n] resolves; forum/doc quotes are verbatim in the corpus; bench ids are stored runs."""
+    sources = sources or default_sources()
+    problems: list[str] = []
+    numbers = [c.n for c in answer.citations]
+    duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
+    if duplicates:
+        problems.append(f"citation numbers used twice: {duplicates}")
+    dangling = sorted(set(citation_markers(answer.text)) - set(numbers))
+    if dangling:
+        problems.append(f"markers with no citation: {', '.join(f'[{n}]' for n in dangling)} "
+                        f"(citations are {sorted(numbers) or 'none'})")
+    for c in answer.citations:
+        if c.kind in ("forum", "doc"):
+            try:
+                text = sources.corpus_text(c.id)
+            except KeyError:
+                problems.append(f"[{c.n}] {c.kind} id {c.id!r} is not in the corpus")
+                continue
+            if c.quote and not quote_in_text(c.quote, text):
+                problems.append(f"[{c.n}] quote is not verbatim in {c.id}: {c.quote[:80]!r}")
+        elif c.kind == "bench":
+            exists = sources.bench_run_exists(c.id)
+            if exists is None:
+                problems.append(f"[{c.n}] bench run {c.id!r} cannot be verified (no benchmark store)")
+            elif not exists:
+                problems.append(f"[{c.n}] bench run {c.id!r} is not in the result store")
+    if problems:
+        return MetricResult("citation_integrity", False, "; ".join(problems))
+    return MetricResult("citation_integrity", True, f"{len(answer.citations)} citations, "
+                                                    f"{len(set(citation_markers(answer.text)))} markers resolve")
+
+
+# --------------------------------------------------------------------------------------------
+# Number traceability
+# --------------------------------------------------------------------------------------------
+
+_FENCE_OPEN = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?:\d+(?:\.\d+)*\.?\s+)?")
+_LIST_NUMBER = re.compile(r"^(\s*(?:[-*+>]\s+)?)\d+(?:[.)]\s+|、\s*)")
+_URL = re.compile(r"(?:https?://|www\.)\S+")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._\-]*[A-Za-z0-9%])?")
+_TIMES = re.compile(r"(?<=\d)[xX×*](?=\d)")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?")
+_ANY_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def strip_code_blocks(text: str) -> str:
+    """The text without fenced code blocks (```...``` or ~~~...~~~; an unclosed fence runs to the end)."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        opened = _FENCE_OPEN.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)[0] * 3
+            continue
+        if fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class NumberMention:
+    """A figure printed in the answer: its digits as printed, value, decimals shown, and line."""
+
+    printed: str
+    value: float
+    decimals: int
+    context: str
+
+
+def numbers_in_text(text: str) -> list[NumberMention]:
+    """The figures in answer text that need a source.
+
+    Ignored: fenced code blocks (the how-to snippet), URLs and link targets, citation markers
+    ``[n]``, list numbering ("1. ", "2) ", "3、"), section numbers in headings ("## 2.1 Why"), and
+    names that contain digits: any token that starts with a letter ("A100", "H200", "fp16",
+    "bf16", "FSDP2", "ZeRO-3", "Llama-2-7B", "Qwen2.5-7B", "forum-06", "run-12"), and digits glued
+    behind letters inside a token ("8xA100" counts 8, not 100).
+    Counted: every other digit run, with its unit glued on or not ("7B", "40GB", "12.6 GiB",
+    "1.5x", "15%", "8张", "单卡40G", "14-16GB" is 14 and 16, "2x8" is 2 and 8, "10,000" is 10000).
+    Chinese characters separate tokens; full-width digits are read as ASCII (NFKC).
+    """
+    mentions: list[NumberMention] = []
+    for raw_line in strip_code_blocks(unicodedata.normalize("NFKC", text)).split("\n"):
+        line = _HEADING.sub("", raw_line)
+        line = _LIST_NUMBER.sub(r"\1", line)
+        line = _LINK_TARGET.sub("]", line)
+        line = _URL.sub(" ", line)
+        line = _MARKER_GROUP.sub(" ", line)
+        line = _THOUSANDS.sub("", line)
+        for token in _TOKEN.finditer(line):
+            word = token.group(0)
+            if not word[0].isdigit():
+                continue  # a name: A100, fp16, Llama-2-7B, ZeRO-3, forum-06
+            word = _TIMES.sub(" ", word)
+            for match in _NUMBER.finditer(word):
+                printed = match.group(0)
+                decimals = len(printed.split(".")[1]) if "." in printed else 0
+                mentions.append(NumberMention(printed, float(printed), decimals,
+                                              _context(line, token.start(), len(token.group(0)))))
+    return mentions
+
+
+def _context(text: str, start: int, length: int, width: int = 30) -> str:
+    left = max(0, start - width)
+    return text[left:start + length + width].strip().replace("\n", " ")
+
+
+def _numbers_in_value(value: Any) -> Iterable[float]:
+    """Every figure inside a value, leniently: numbers, and every digit run inside strings."""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int | float):
+        if math.isfinite(value):
+            yield float(value)
+    elif isinstance(value, str):
+        text = _THOUSANDS.sub("", unicodedata.normalize("NFKC", value))
+        for match in _ANY_NUMBER.finditer(text):
+            yield float(match.group(0))
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers_in_value(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _numbers_in_value(item)
+
+
+def traceable_values(case: Case, answer: Answer) -> list[float]:
+    """What a printed figure may come from: ``numbers``, the setup (numbers and the digits inside
+    its strings, e.g. "RTX 4090 24GB"), every cited quote and title, and the user's own turns (an
+    answer may repeat what was asked, e.g. "you wrote -8 GPUs")."""
+    values: list[float] = []
+    values.extend(_numbers_in_value(answer.numbers))
+    values.extend(_numbers_in_value(answer.setup))
+    for c in answer.citations:
+        values.extend(_numbers_in_value([c.quote or "", c.title]))
+    values.extend(_numbers_in_value(list(case.turns)))
+    return values
+
+
+def matches(mention: NumberMention, values: Iterable[float]) -> bool:
+    """Equal after rounding to the precision printed: "12.6" matches 12.55..12.65, "100" matches
+    99.5..100.5 (both ends inclusive, so either rounding direction at the half is accepted).
+    The sign is ignored ("-8" in the text is 8, as the tokenizer reads it)."""
+    tolerance = 0.5 * 10 ** -mention.decimals
+    return any(abs(abs(v) - mention.value) <= tolerance + 1e-9 * max(1.0, abs(v)) for v in values)
+
+
+def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
+    mentions = numbers_in_text(answer.text)
+    if not mentions:
+        return MetricResult("number_traceability", True, "no figures in the text")
+    values = traceable_values(case, answer)
+    untraced = [m for m in mentions if not matches(m, values)]
+    if untraced:
+        shown = "; ".join(f"{m.printed!r} in “{m.context}”" for m in untraced[:8])
+        more = f" (+{len(untraced) - 8} more)" if len(untraced) > 8 else ""
+        return MetricResult("number_traceability", False,
+                            f"{len(untraced)} of {len(mentions)} figures have no source: {shown}{more}")
+    return MetricResult("number_traceability", True, f"all {len(mentions)} figures traced")
+
+
+# --------------------------------------------------------------------------------------------
+
+EXPECTATION_METRICS = ("language", "strategy", "numbers", "cite_kinds", "asks", "forbid")
+INTEGRITY_METRICS = ("citation_integrity", "number_traceability")
+METRIC_NAMES = EXPECTATION_METRICS + INTEGRITY_METRICS
+
+
+def run_metrics(case: Case, answer: Answer, sources: Sources | None = None) -> list[MetricResult]:
+    """Every metric on one answer, in :data:`METRIC_NAMES` order."""
+    return [
+        check_language(case, answer),
+        check_strategy(case, answer),
+        check_numbers(case, answer),
+        check_cite_kinds(case, answer),
+        check_asks(case, answer),
+        check_forbid(case, answer),
+        check_citation_integrity(case, answer, sources),
+        check_number_traceability(case, answer),
+    ]
