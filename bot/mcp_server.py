@@ -1,0 +1,288 @@
+"""The MCP server: shardwise's tools for other agents, over stdio or streamable HTTP.
+
+Four tools, each a thin wrapper over the one implementation every surface uses:
+
+- ``estimate_memory``  -> ``bot.calc.estimate_setup`` (formula; every strategy; instant)
+- ``simulate_memory``  -> ``bot.bench.simulate.simulate_cached`` (exact per-GPU peak from a
+  FakeTensorMode run of one strategy; seconds to minutes, cached by config)
+- ``search_knowledge`` -> ``bot.knowledge.search.search`` (forum answers and docs, zh/en)
+- ``ask``              -> ``bot.ask`` (the full Answer JSON, the same as ``shardwise ask --json``)
+
+Bad arguments (schema violations, impossible setups, unknown models) come back as tool errors
+(``isError``) with a message saying what to fix; they never take the server down.
+``build_mcp_server`` takes the four functions as parameters so tests can swap one; by default
+each is imported on first use, so the server starts without loading torch or the index.
+
+SDK: ``mcp`` 2.x, ``mcp.server.mcpserver.MCPServer`` (https://py.sdk.modelcontextprotocol.io/v2/).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
+
+import click
+from pydantic import BaseModel, Field
+
+from bot.answer import Answer
+
+log = logging.getLogger("shardwise.mcp")
+
+StrategyName = Literal["ddp", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard",
+                       "fsdp_full_shard_offload"]
+
+INSTRUCTIONS = """\
+shardwise answers "DDP or FSDP for my setup?" for PyTorch distributed training with numbers it can
+prove. Use `ask` for a question in plain English or Chinese (it parses the setup, computes, cites
+sources and says what is missing). Use `estimate_memory` when you already know the setup fields and
+want per-GPU memory, communication and step time for every strategy. Use `simulate_memory` to
+confirm one strategy's exact per-GPU peak for a catalog model (slower; cached). Use
+`search_knowledge` to find what the forum and docs say about a topic. GiB = 2^30 bytes."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Structured outputs
+class MemoryReport(BaseModel):
+    """Calculator output: resolved setup, the defaults it assumed, and per-strategy figures."""
+
+    setup: dict[str, Any] = Field(description="The setup as computed (stated fields plus defaults).")
+    assumed: list[str] = Field(description="Fields filled from defaults rather than stated.")
+    memory: dict[str, dict[str, Any]] = Field(
+        description="Per strategy: params/grads/optimizer/activations/buffers/total GiB per GPU, "
+                    "fits, max_micro_batch, usable_gib, host_ram_gib.")
+    comm: dict[str, dict[str, Any]] = Field(description="Per strategy: gb_per_step, seconds_per_step, vs_ddp.")
+    step_seconds: dict[str, float] = Field(description="Per strategy: estimated seconds per training step.")
+    numbers: dict[str, float | int | bool | None] = Field(
+        description="The same figures as flat keys memory.<strategy>.<field>, comm.<strategy>.<field>, "
+                    "time.<strategy>.step_seconds (the keys of an Answer's numbers).")
+    inputs: dict[str, Any] = Field(description="Every input the formulas used (model shape, links, peak "
+                                               "TFLOPS, headroom), for citing the result.")
+
+
+class SimulationReport(BaseModel):
+    """One simulated training step: exact per-GPU peak and its breakdown at the peak, GiB."""
+
+    run_id: str = Field(description="Stored result id (cite as a bench source).")
+    config: dict[str, Any] = Field(description="The normalized configuration that was simulated.")
+    peak_gib: float
+    params_gib: float
+    grads_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    buffers_gib: float = Field(description="Temporaries: unsharded params/grads, collective buffers, DDP "
+                                           "buckets.")
+    host_gib: float = Field(description="Host RAM held by CPU offload (not part of the GPU peak).")
+    seconds: float = Field(description="Wall time the simulation took when it ran.")
+    torch_version: str
+
+
+class KnowledgeHit(BaseModel):
+    id: str
+    kind: Literal["forum", "doc"]
+    title: str
+    url: str
+    score: float = Field(description="Fused rank score; compare within one query only.")
+    lang: str
+    text: str = Field(description="Forum: the verbatim answer. Doc: the matching passage.")
+
+
+class KnowledgeResults(BaseModel):
+    query: str
+    hits: list[KnowledgeHit]
+
+
+class Turn(BaseModel):
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=20_000)
+
+
+# ---------------------------------------------------------------------------------------------
+def _default_estimate(setup):
+    from bot.calc import estimate_setup
+
+    return estimate_setup(setup)
+
+
+def _default_simulate(config):
+    from bot.bench.simulate import simulate_cached
+
+    return simulate_cached(config)
+
+
+def _default_search(query: str, k: int, kinds):
+    from bot.knowledge.search import search
+
+    return search(query, k=k, kinds=kinds)
+
+
+def _default_ask(question: str, history=None) -> Answer:
+    # The same choice as ``shardwise ask``: the LLM path when one is configured, else bot.ask.
+    from bot.llm import ask_with_llm, llm_configured
+
+    if llm_configured():
+        return ask_with_llm(question, history)
+    from bot import ask
+
+    return ask(question, history=history)
+
+
+def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_fn=None):
+    """The MCPServer with the four tools; each ``*_fn`` defaults to the real implementation."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    from bot.setup import SetupError, TrainingSetup
+
+    ask_fn = ask_fn or _default_ask
+    estimate_fn = estimate_fn or _default_estimate
+    simulate_fn = simulate_fn or _default_simulate
+    search_fn = search_fn or _default_search
+    server = MCPServer("shardwise", instructions=INSTRUCTIONS, log_level="WARNING")
+    setup_fields = set(TrainingSetup.model_fields)
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(title="Per-GPU memory for every strategy", annotations=read_only, description=(
+        "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "
+        "and the largest micro-batch that fits), communication per step and step time for EVERY "
+        "strategy (ddp, fsdp_shard_grad_op, fsdp_full_shard, fsdp_hybrid_shard, "
+        "fsdp_full_shard_offload) from setup fields. Needs the model size (model name or params_b), "
+        "the GPU (gpu name or gpu_memory_gb) and gpu_count (or nodes and gpus_per_node); other fields "
+        "default (bf16-mixed, adamw, full fine-tune, seq_len 2048, micro_batch 1) and are listed in "
+        "`assumed`. Instant; a formula, not a measurement."))
+    def estimate_memory(
+        model: Annotated[str | None, Field(description="Catalog model name, e.g. 'Llama-2-7B', "
+                                                       "'Qwen2.5-14B', 'GPT-2', or a size like '7b'.")] = None,
+        params_b: Annotated[float | None, Field(description="Parameters in billions (if no model name).",
+                                                gt=0)] = None,
+        gpu: Annotated[str | None, Field(description="GPU name, e.g. 'A100 40GB', 'H100', 'RTX 4090'.")] = None,
+        gpu_memory_gb: Annotated[float | None, Field(description="Memory per GPU in GB (if no gpu name).",
+                                                     gt=0)] = None,
+        gpu_count: Annotated[int | None, Field(description="Total GPUs.", ge=1)] = None,
+        gpus_per_node: Annotated[int | None, Field(ge=1)] = None,
+        nodes: Annotated[int | None, Field(ge=1)] = None,
+        intra_node_link: Literal["nvlink", "pcie"] | None = None,
+        inter_node_link: Literal["infiniband", "ethernet", "none"] | None = None,
+        inter_node_gbps: Annotated[float | None, Field(description="Per-GPU inter-node bandwidth, Gb/s.",
+                                                       gt=0)] = None,
+        precision: Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"] | None = None,
+        optimizer: Literal["adamw", "sgd", "adam8bit"] | None = None,
+        finetune: Literal["full", "lora", "qlora"] | None = None,
+        seq_len: Annotated[int | None, Field(ge=1)] = None,
+        micro_batch: Annotated[int | None, Field(description="Per-GPU micro-batch.", ge=1)] = None,
+        activation_checkpointing: bool | None = None,
+        cpu_ram_gb: Annotated[float | None, Field(description="Host RAM per node, GB (for CPU offload).",
+                                                  gt=0)] = None,
+        lora_rank: Annotated[int | None, Field(ge=1)] = None,
+    ) -> MemoryReport:
+        fields = {k: v for k, v in locals().items() if k in setup_fields and v is not None}
+        try:
+            est = estimate_fn(TrainingSetup(**fields))
+        except SetupError as err:
+            raise ToolError("cannot compute this setup: " + "; ".join(str(p) for p in err.problems)) from None
+        return MemoryReport(
+            setup={k: v for k, v in est.resolved.setup.model_dump().items() if v is not None},
+            assumed=list(est.resolved.assumed),
+            memory={s: asdict(m) for s, m in est.memory.items()},
+            comm={s: asdict(c) for s, c in est.comm.items()},
+            step_seconds=dict(est.time), numbers=est.numbers(), inputs=est.inputs,
+        )
+
+    @server.tool(title="Simulate one strategy's exact per-GPU peak", description=(
+        "Measure the exact per-GPU peak memory of one training step (forward, backward, optimizer "
+        "step) for a catalog model under one strategy, by running the real PyTorch DDP/FSDP2 code on "
+        "fake tensors on CPU (no GPU, nothing allocated). Slower than estimate_memory (seconds for "
+        "small models, minutes for 70B); results are cached by configuration and get a run_id to cite."))
+    def simulate_memory(
+        model: Annotated[str, Field(description="Catalog model name ('Llama-2-7B', 'GPT-2', 'tiny', ...) "
+                                                "or a size like '7b'.", min_length=1, max_length=100)],
+        gpu_count: Annotated[int, Field(description="World size (total GPUs).", ge=1, le=65_536)],
+        strategy: StrategyName,
+        gpus_per_node: Annotated[int | None, Field(description="HSDP only: GPUs per node (shard group).",
+                                                   ge=1)] = None,
+        seq_len: Annotated[int, Field(ge=1)] = 2048,
+        micro_batch: Annotated[int, Field(ge=1)] = 1,
+        precision: Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"] = "bf16-mixed",
+        activation_checkpointing: bool = False,
+        optimizer: Literal["adamw", "sgd"] = "adamw",
+    ) -> SimulationReport:
+        from bot.bench.simulate import SimConfig, SimError
+
+        config = SimConfig(model=model, gpu_count=gpu_count, strategy=strategy, gpus_per_node=gpus_per_node,
+                           seq_len=seq_len, micro_batch=micro_batch, precision=precision,
+                           activation_checkpointing=activation_checkpointing, optimizer=optimizer)
+        try:
+            run_id, result = simulate_fn(config)
+        except SimError as err:
+            raise ToolError(str(err).split("\n", 1)[0]) from None  # the reason, not the child's traceback
+        return SimulationReport(
+            run_id=run_id, config=asdict(result.config), peak_gib=result.peak_gib, params_gib=result.params_gib,
+            grads_gib=result.grads_gib, optimizer_gib=result.optimizer_gib,
+            activations_gib=result.activations_gib, buffers_gib=result.buffers_gib, host_gib=result.host_gib,
+            seconds=result.seconds, torch_version=result.torch_version)
+
+    @server.tool(title="Search the forum and docs", annotations=read_only, description=(
+        "Search shardwise's knowledge: the forum thread's answers on DDP vs FSDP (Chinese originals) "
+        "and docs written for this project (FSDP2, DDP, HSDP, offload, memory math), in English or "
+        "Chinese. Returns the best entries with their source URLs and text to quote."))
+    def search_knowledge(
+        query: Annotated[str, Field(description="What to look for, English or Chinese.", max_length=2000)],
+        k: Annotated[int, Field(description="How many entries to return.", ge=1, le=20)] = 5,
+        kinds: Annotated[list[Literal["forum", "doc"]] | None,
+                         Field(description="Restrict to forum answers or docs; default both.")] = None,
+    ) -> KnowledgeResults:
+        if not query.strip():
+            raise ToolError("query is empty: say what to look for")
+        hits = search_fn(query, k, tuple(kinds) if kinds else ("forum", "doc"))
+        return KnowledgeResults(query=query, hits=[KnowledgeHit(**asdict(h)) for h in hits])
+
+    @server.tool(name="ask", title="Ask shardwise (full answer)", annotations=read_only, description=(
+        "Ask a question about choosing DDP or FSDP (or HSDP, offload) in English or Chinese, e.g. "
+        "'DDP or FSDP for Llama-2-7B on 8x A100 40GB?'. Returns the full Answer: the parsed setup, "
+        "what is missing, the recommendation (strategy id, alternatives, confidence, reasons), every "
+        "figure as flat numbers, citations (forum/doc/calc/bench), follow-up questions and the answer "
+        "as markdown with [n] markers. Pass earlier turns in `history` for follow-ups."))
+    def ask_tool(
+        question: Annotated[str, Field(description="The question, English or Chinese.", max_length=20_000)],
+        history: Annotated[list[Turn] | None,
+                           Field(description="Earlier turns of this conversation, oldest first.",
+                                 max_length=50)] = None,
+    ) -> Answer:
+        turns = [t.model_dump() for t in history] if history else None
+        return ask_fn(question, history=turns)
+
+    _reject_unknown_arguments(server)
+    return server
+
+
+def _reject_unknown_arguments(server) -> None:
+    """Make a misspelled argument ("micro_batch_size") an error instead of silently dropping it
+    (the SDK ignores unknown keys, and a dropped field would be computed from its default)."""
+    for tool in server._tool_manager.list_tools():  # no public hook for the argument model's config
+        model = tool.fn_metadata.arg_model
+        model.model_config["extra"] = "forbid"
+        model.model_rebuild(force=True)
+        tool.parameters["additionalProperties"] = False
+
+
+@click.command(name="mcp")
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: interface to bind.")
+@click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port (endpoint /mcp).")
+def mcp_command(use_http: bool, host: str, port: int) -> None:
+    """Serve estimate_memory, simulate_memory, search_knowledge and ask over MCP (stdio by default)."""
+    try:
+        import torch
+
+        torch.set_num_threads(1)  # a tool call should not take every core from the agent's machine
+    except ImportError:  # pragma: no cover
+        pass
+    # stdout is the protocol channel in stdio mode: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server = build_mcp_server()
+    if use_http:
+        click.echo(f"shardwise MCP: streamable HTTP on http://{host}:{port}/mcp", err=True)
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")

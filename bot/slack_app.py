@@ -1,0 +1,544 @@
+"""The Slack bot: ``bot.ask`` where teams talk. No logic of its own beyond Slack plumbing.
+
+What it owns:
+- ``build_slack_app``: a slack_bolt ``App`` answering ``app_mention`` events, direct messages and
+  the ``/shardwise <question>`` slash command. Replies go in a thread; a follow-up inside a
+  thread sends the thread's earlier messages (``conversations.replies``) to ``ask`` as history.
+- ``answer_message``: an ``Answer`` rendered as Block Kit (recommendation, per-GPU memory table,
+  what the forum said, sources as context links) with a plain-text fallback.
+- Slack's delivery rules: acknowledge within 3 s and answer on a worker thread (bolt's
+  ``process_before_response=False``); a retried or duplicated event is answered once
+  (``RecentKeys`` on ``event_id`` and on the message's channel+ts).
+- Secrets: request signatures are checked by bolt before anything runs (forged, unsigned or
+  stale requests get 401); ``SecretRedactor`` strips tokens from logs and from outgoing text.
+- ``shardwise slack``: Socket Mode when ``SLACK_APP_TOKEN`` is set, else HTTP on ``--host/--port``
+  through a small threaded WSGI server (bolt's own dev server would bind every interface).
+
+Slack's limits used below: https://docs.slack.dev/reference/block-kit/blocks (3000 chars per
+section text, 10 context elements, 50 blocks) and https://docs.slack.dev/reference/methods/chat.postMessage
+(text is truncated past 40,000 chars; 4,000 recommended).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import re
+import secrets as secrets_module
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import click
+
+from bot.answer import Answer
+from bot.render import question_text
+from bot.strategies import TRAINING_STRATEGIES, label
+
+log = logging.getLogger("shardwise.slack")
+
+AskFn = Callable[..., Answer]  # ask(question, history=None) -> Answer
+
+EVENTS_PATH = "/slack/events"
+MAX_BODY_BYTES = 1 << 20  # Slack payloads are a few KB; refuse anything huge before reading it
+MAX_QUESTION_CHARS = 8000
+SECTION_LIMIT = 3000
+TEXT_LIMIT = 4000
+
+# ---------------------------------------------------------------------------------------------
+# Secrets never leave the process: redact them from log records and outgoing text.
+# Token formats: https://docs.slack.dev/authentication/tokens (xoxb- bot, xoxp- user, xapp- app-level,
+# xoxe- refresh, xoxa-/xoxr-/xoxs- older kinds).
+_TOKEN_RE = re.compile(r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]+")
+REDACTED = "[redacted]"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with Slack tokens and the given secret values replaced by ``[redacted]``."""
+    text = _TOKEN_RE.sub(REDACTED, text)
+    for secret in secrets:
+        if secret and len(secret) >= 6:  # a 1-char "secret" would shred every message
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+class SecretRedactor(logging.Filter):
+    """A handler filter: formats each record once and rewrites it with secrets removed.
+
+    Attached to handlers (not loggers) so it also sees records propagated from slack_bolt and
+    slack_sdk loggers.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()):
+        super().__init__()
+        self.secrets = [s for s in secrets if s]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage(), self.secrets)
+        record.args = None
+        if record.exc_info:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info), self.secrets)
+            record.exc_info = None
+        return True
+
+
+def install_log_redaction(secrets: Iterable[str] = ()) -> SecretRedactor:
+    """Add a ``SecretRedactor`` to every root handler (creating a stderr handler if none)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redactor = SecretRedactor(secrets)
+    for handler in root.handlers:
+        handler.addFilter(redactor)
+    return redactor
+
+
+# ---------------------------------------------------------------------------------------------
+class RecentKeys:
+    """A thread-safe set of recently seen keys with a TTL and a size bound (dedupe retries)."""
+
+    def __init__(self, ttl_seconds: float = 3600.0, max_size: int = 10_000):
+        self.ttl, self.max_size = ttl_seconds, max_size
+        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def seen_before(self, key: str) -> bool:
+        """True if ``key`` was added within the TTL; otherwise record it and return False."""
+        now = time.monotonic()
+        with self._lock:
+            while self._seen and (len(self._seen) > self.max_size
+                                  or next(iter(self._seen.values())) < now - self.ttl):
+                self._seen.popitem(last=False)
+            if key in self._seen:
+                return True
+            self._seen[key] = now
+            return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering: Answer -> Block Kit. Numbers come only from answer.numbers, as everywhere else.
+_LABELS = {
+    "en": {"rec": "Recommendation", "conf": "confidence", "alt": "Alternatives",
+           "mem": "Per-GPU memory (GiB)", "strategy": "strategy", "total": "GiB/GPU", "fits": "fits",
+           "batch": "max mb", "step": "step s", "yes": "yes", "no": "no",
+           "forum": "What the forum said", "change": "What would change it", "sources": "Sources", "questions": "To be more precise, tell me",
+           "asked": "asked", "conf_values": {"high": "high", "medium": "medium", "low": "low"}},
+    "zh": {"rec": "建议", "conf": "置信度", "alt": "备选",
+           "mem": "每卡显存 (GiB)", "strategy": "策略", "total": "GiB/卡", "fits": "放得下",
+           "batch": "最大mb", "step": "步时 s", "yes": "是", "no": "否",
+           "forum": "论坛里怎么说", "change": "什么会改变结论", "sources": "来源", "questions": "补充这些信息可以更准确",
+           "asked": "提问", "conf_values": {"high": "高", "medium": "中", "low": "低"}},
+}
+
+
+def _escape(text: str) -> str:
+    # Slack mrkdwn control characters: https://docs.slack.dev/messaging/formatting-message-text
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+_MD_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_MD_HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
+_MD_BULLET = re.compile(r"^[-*] ", re.MULTILINE)
+
+
+def md_to_mrkdwn(markdown: str) -> str:
+    """Answer.text (CommonMark) as Slack mrkdwn: escape, then bullets, links, bold and headings."""
+    text = _MD_BULLET.sub("• ", _escape(markdown))
+    text = _MD_LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", text)
+    text = _MD_BOLD.sub(r"*\1*", text)
+    return _MD_HEADING.sub(r"*\1*", text)
+
+
+def _section(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, SECTION_LIMIT)}}
+
+
+def _width(text: str) -> int:
+    # CJK characters take two columns in a monospace font; ljust/rjust count them as one.
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _ljust(text: str, width: int) -> str:
+    return text + " " * max(0, width - _width(text))
+
+
+def _rjust(text: str, width: int) -> str:
+    return " " * max(0, width - _width(text)) + text
+
+
+# Headings and the setup line written by bot/render.py (render_markdown), in both languages.
+_FORUM_HEADINGS = ("What the forum said", "论坛里怎么说")
+_CHANGE_HEADINGS = ("What would change it", "什么会改变结论")
+_HEADING_LINE = re.compile(r"^\*\*(.+?)\*\*\s*$", re.MULTILINE)
+_SETUP_LINE = re.compile(r"^(?:Setup: |配置：).+$", re.MULTILINE)
+
+
+def text_section(markdown: str, headings: tuple[str, ...]) -> str | None:
+    """The body under a ``**Heading**`` line of the answer text, up to the next heading."""
+    found = [m for m in _HEADING_LINE.finditer(markdown)]
+    for i, match in enumerate(found):
+        if match.group(1).strip() in headings:
+            end = found[i + 1].start() if i + 1 < len(found) else len(markdown)
+            return markdown[match.end():end].strip() or None
+    return None
+
+
+def memory_table(answer: Answer) -> str | None:
+    """A fixed-width per-GPU memory table from ``memory.<strategy>.*`` numbers, or None."""
+    words = _LABELS[answer.language]
+    nums = answer.numbers
+    rows = [s for s in TRAINING_STRATEGIES if f"memory.{s}.total_gib" in nums]
+    if not rows:
+        return None
+    has_batch = any(f"memory.{s}.max_micro_batch" in nums for s in rows)
+    has_step = any(f"time.{s}.step_seconds" in nums for s in rows)
+    names = {s: label(s, answer.language) for s in rows}
+    width = max(_width(words["strategy"]), *(_width(n) for n in names.values()))
+    columns = [(words["total"], 8), (words["fits"], 6)]
+    if has_batch:
+        columns.append((words["batch"], 7))
+    if has_step:
+        columns.append((words["step"], 7))
+    lines = ["  ".join([_ljust(words["strategy"], width)] + [_rjust(name, w) for name, w in columns])]
+    for s in rows:
+        fits = nums.get(f"memory.{s}.fits")
+        cells = [f"{float(nums[f'memory.{s}.total_gib']):.1f}",
+                 words["yes"] if fits else words["no"] if fits is not None else "?"]
+        if has_batch:
+            mb = nums.get(f"memory.{s}.max_micro_batch")
+            cells.append(str(int(mb)) if mb is not None else "-")
+        if has_step:
+            step = nums.get(f"time.{s}.step_seconds")
+            cells.append(f"{float(step):.2f}" if step is not None else "-")
+        lines.append("  ".join([_ljust(names[s], width)] + [_rjust(c, w) for c, (_, w) in zip(cells, columns, strict=True)]))
+    return "\n".join(lines)
+
+
+def _citation_link(citation) -> str:
+    title = _escape(_clip(citation.title, 80))
+    if citation.url and re.match(r"https?://", citation.url):
+        return f"[{citation.n}] <{citation.url}|{title}>"
+    # forum answers live in the seed thread (a "seed:" address, not a web page): name them
+    return f"[{citation.n}] {title}" + (f" ({_escape(citation.id)})" if citation.kind == "bench" else "")
+
+
+def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str | None = None) -> list[dict]:
+    """Block Kit blocks for an Answer (see module docstring for the layout)."""
+    words = _LABELS[answer.language]
+    rec = answer.recommendation
+    blocks: list[dict] = []
+    if asked_by and question:  # slash commands: others in the channel did not see the question
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": _clip(f"<@{asked_by}> {words['asked']}: {_escape(question)}", 2000)}]})
+
+    headline = rec.strategy in TRAINING_STRATEGIES or (rec.strategy == "none" and bool(rec.why))
+    if headline:
+        head = f"*{words['rec']}: {_escape(label(rec.strategy, answer.language))}*"
+        if rec.strategy != "none":
+            head += f"  ({words['conf']}: {words['conf_values'].get(rec.confidence, rec.confidence)})"
+        lines = [head]
+        if rec.alternatives:
+            alts = ", ".join(label(a, answer.language) for a in rec.alternatives)
+            lines.append(f"{words['alt']}: {_escape(alts)}")
+        lines += [f"• {md_to_mrkdwn(why)}" for why in rec.why]
+        blocks.append(_section("\n".join(lines)))
+    else:  # out_of_scope / still asking / refused input: the answer's own text says what to do
+        blocks.append(_section(md_to_mrkdwn(answer.text) or label(rec.strategy, answer.language)))
+
+    setup_line = _SETUP_LINE.search(answer.text) if headline else None
+    if setup_line:  # which setup (and which assumed defaults) the numbers are for
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": _clip(md_to_mrkdwn(setup_line.group(0)), 2000)}]})
+
+    table = memory_table(answer)
+    if table:
+        blocks.append(_section(f"*{words['mem']}*\n```{table}```"))
+
+    forum_text = text_section(answer.text, _FORUM_HEADINGS) if headline else None
+    if forum_text:  # with the verdict on each claim, as the answer text has it
+        blocks.append(_section(f"*{words['forum']}*\n{md_to_mrkdwn(forum_text)}"))
+    else:
+        forum = [c for c in answer.citations if c.kind == "forum" and c.quote]
+        if forum:
+            quotes = [f"[{c.n}] > {_escape(_clip(' '.join(c.quote.split()), 280))}" for c in forum[:3]]
+            blocks.append(_section(f"*{words['forum']}*\n" + "\n".join(quotes)))
+
+    change_text = text_section(answer.text, _CHANGE_HEADINGS) if headline else None
+    if change_text:
+        blocks.append(_section(f"*{words['change']}*\n{md_to_mrkdwn(change_text)}"))
+
+    if answer.questions and headline:  # otherwise the answer's text, shown above, asks them
+        asks = "\n".join(f"• {_escape(question_text(q, answer.language))}" for q in answer.questions)
+        blocks.append(_section(f"*{words['questions']}*\n{asks}"))
+
+    links = [_citation_link(c) for c in answer.citations]
+    for start in range(0, min(len(links), 40), 10):  # 10 elements per context block
+        chunk = links[start:start + 10]
+        if start == 0:
+            chunk[0] = f"*{words['sources']}:* {chunk[0]}"
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(t, 2000)}
+                                                       for t in chunk]})
+    return blocks[:50]
+
+
+def answer_message(answer: Answer, *, asked_by: str | None = None, question: str | None = None,
+                   secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """``{"text": fallback, "blocks": [...]}`` for chat.postMessage / response_url, secrets removed."""
+    fallback = _clip(md_to_mrkdwn(answer.text) if answer.text else label(answer.recommendation.strategy,
+                                                                         answer.language), TEXT_LIMIT)
+    blocks = answer_blocks(answer, asked_by=asked_by, question=question)
+    secrets = list(secrets)
+    return {"text": redact(fallback, secrets), "blocks": _redact_blocks(blocks, secrets)}
+
+
+def _redact_blocks(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [_redact_blocks(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_blocks(v, secrets) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Slack text -> question, thread -> history
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^>|]+)(?:\|([^>]*))?>")
+
+
+def clean_text(text: str) -> str:
+    """A Slack message as plain text: mentions removed, links unwrapped, entities decoded."""
+    text = _MENTION.sub("", text or "")
+    text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
+    return html.unescape(text).strip()
+
+
+def _looks_chinese(text: str) -> bool:
+    return bool(re.search(r"[\u4e00-\u9fff]", text))
+
+
+def thread_history(client, channel: str, thread_ts: str, before_ts: str, bot_user_id: str | None,
+                   limit: int = 50) -> list[dict[str, str]]:
+    """The thread's messages before ``before_ts`` as ``[{"role", "content"}]`` (oldest first)."""
+    response = client.conversations_replies(channel=channel, ts=thread_ts, limit=limit)
+    turns: list[dict[str, str]] = []
+    for message in response.get("messages", []):
+        if float(message.get("ts", 0)) >= float(before_ts) or message.get("subtype") not in (None, "bot_message"):
+            continue
+        from_bot = bool(message.get("bot_id")) or (bot_user_id and message.get("user") == bot_user_id)
+        content = clean_text(message.get("text", ""))
+        if content:
+            turns.append({"role": "assistant" if from_bot else "user", "content": content})
+    return turns
+
+
+def _error_text(question: str) -> str:
+    if _looks_chinese(question):
+        return "抱歉，回答这个问题时出错了。请换个说法再试一次。"
+    return "Sorry, something went wrong while answering. Please try again or rephrase the question."
+
+
+def _usage_text(language: str = "en") -> str:
+    if language == "zh":
+        return "问我一个分布式训练的问题，例如：`7B 模型，8 张 A100 40GB，用 DDP 还是 FSDP？`"
+    return "Ask me a distributed-training question, e.g. `DDP or FSDP for a 7B model on 8x A100 40GB?`"
+
+
+# ---------------------------------------------------------------------------------------------
+def default_ask(question: str, history=None) -> Answer:
+    """The same choice as ``shardwise ask``: the LLM path when one is configured, else bot.ask."""
+    from bot.llm import ask_with_llm, llm_configured
+
+    if llm_configured():
+        return ask_with_llm(question, history)
+    from bot import ask
+
+    return ask(question, history=history)
+
+
+def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
+                    signing_secret: str | None = None, api_url: str | None = None,
+                    slash_command: str = "/shardwise", dedupe: RecentKeys | None = None,
+                    socket_mode: bool = False):
+    """The bolt App. ``ask_fn`` defaults to ``default_ask`` (imported on first question).
+
+    ``token``/``signing_secret``/``api_url`` default to ``SLACK_BOT_TOKEN``,
+    ``SLACK_SIGNING_SECRET`` and ``SLACK_API_URL``. No network call happens here: the bot's own
+    user id comes from ``auth.test`` on the first request (bolt caches it).
+    """
+    from slack_bolt import App, BoltResponse
+    from slack_sdk import WebClient
+
+    token = token or os.environ.get("SLACK_BOT_TOKEN")
+    signing_secret = signing_secret or os.environ.get("SLACK_SIGNING_SECRET")
+    api_url = api_url or os.environ.get("SLACK_API_URL")
+    if not token:
+        raise click.UsageError("SLACK_BOT_TOKEN is not set (the bot token, xoxb-...)")
+    if not signing_secret:
+        if not socket_mode:  # bolt would verify against an empty key, which anyone can forge
+            raise click.UsageError("SLACK_SIGNING_SECRET is not set (needed to verify Slack's requests)")
+        signing_secret = secrets_module.token_hex(32)  # Socket Mode skips signatures; HTTP stays shut
+    secrets = [token, signing_secret, os.environ.get("SLACK_APP_TOKEN", "")]
+    dedupe = dedupe or RecentKeys()
+    if api_url and not api_url.endswith("/"):
+        api_url += "/"
+
+    client = WebClient(token=token, base_url=api_url) if api_url else WebClient(token=token)
+    app = App(token=token, signing_secret=signing_secret, client=client, token_verification_enabled=False,
+              process_before_response=False, name="shardwise")
+
+    def answer(question: str, history: list[dict[str, str]] | None) -> Answer:
+        return (ask_fn or default_ask)(question[:MAX_QUESTION_CHARS], history=history or None)
+
+    @app.middleware
+    def drop_duplicates(body, payload, next):
+        # Slack redelivers an event when it saw no 200 within 3 s (X-Slack-Retry-Num), and one
+        # message can reach us under two event ids (two subscriptions matching it). Answer it once.
+        if body.get("type") == "event_callback":
+            keys = [f"event:{body.get('event_id')}"] if body.get("event_id") else []
+            if payload.get("ts") and payload.get("channel"):
+                keys.append(f"msg:{payload['channel']}:{payload['ts']}")
+            seen = [dedupe.seen_before(k) for k in keys]  # record every key, even after a hit
+            if any(seen):
+                log.info("duplicate event %s ignored", body.get("event_id"))
+                return BoltResponse(status=200, body="")
+        return next()
+
+    def reply_in_thread(event: dict, client, context) -> None:
+        channel, ts = event["channel"], event["ts"]
+        thread_ts = event.get("thread_ts") or ts
+        question = clean_text(event.get("text", ""))
+        if not question:
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=_usage_text())
+            return
+        history = None
+        if event.get("thread_ts") and event["thread_ts"] != ts:  # a follow-up inside a thread
+            try:
+                history = thread_history(client, channel, thread_ts, ts, context.bot_user_id)
+            except Exception:  # e.g. a missing *:history scope: answer the message on its own
+                log.warning("could not read thread %s in %s; answering without it", thread_ts, channel,
+                            exc_info=True)
+        try:
+            message = answer_message(answer(question, history), secrets=secrets)
+        except Exception:
+            log.exception("answering a message failed")
+            message = {"text": _error_text(question)}
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                                unfurl_media=False, **message)
+
+    @app.event("app_mention")
+    def on_mention(event, client, context):
+        reply_in_thread(event, client, context)
+
+    @app.event("message")
+    def on_message(event, client, context):
+        # Only direct messages from people: channel messages reach us as app_mention; edits,
+        # joins and bot posts carry a subtype or bot_id.
+        if event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id"):
+            return
+        reply_in_thread(event, client, context)
+
+    @app.command(slash_command)
+    def on_command(ack, command, respond):
+        question = clean_text(command.get("text", ""))
+        language = "zh" if _looks_chinese(question) else "en"
+        if not question:
+            ack(text=_usage_text(language))
+            return
+        ack(text="正在计算…" if language == "zh" else "Working on it…")
+        # The answer goes back through response_url (valid 30 min, works in channels the bot has
+        # not joined), posted in_channel so the team sees it.
+        try:
+            message = answer_message(answer(question, None), asked_by=command.get("user_id"),
+                                     question=question, secrets=secrets)
+            respond(response_type="in_channel", replace_original=False, **message)
+        except Exception:
+            log.exception("answering a slash command failed")
+            respond(response_type="ephemeral", text=_error_text(question))
+
+    return app
+
+
+# ---------------------------------------------------------------------------------------------
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002  (stdlib signature)
+        log.debug("%s %s", self.address_string(), format % args)
+
+
+def wsgi_app(app):
+    """bolt's WSGI adapter on ``/slack/events`` behind a body-size limit."""
+    from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+    handler = SlackRequestHandler(app, path=EVENTS_PATH)
+
+    def application(environ, start_response):
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY_BYTES:
+            start_response("413 Payload Too Large", [("Content-Type", "text/plain")])
+            return [b"payload too large"]
+        return handler(environ, start_response)
+
+    return application
+
+
+def make_http_server(app, host: str = "127.0.0.1", port: int = 3000) -> WSGIServer:
+    """A threaded WSGI server for the app (``port=0`` picks a free one); call ``serve_forever``."""
+    return make_server(host, port, wsgi_app(app), server_class=_ThreadingWSGIServer,
+                       handler_class=_QuietHandler)
+
+
+@click.command(name="slack")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP mode: interface to bind.")
+@click.option("--port", default=3000, show_default=True, type=int, help="HTTP mode: port.")
+@click.option("--debug", is_flag=True, help="Verbose logs (secrets are still redacted).")
+def slack_command(host: str, port: int, debug: bool) -> None:
+    """Run the Slack bot: Socket Mode if SLACK_APP_TOKEN is set, else HTTP on --host/--port.
+
+    Needs SLACK_BOT_TOKEN, plus SLACK_SIGNING_SECRET in HTTP mode. SLACK_API_URL overrides the
+    Web API base URL (proxies, tests).
+    """
+    try:
+        import torch
+
+        torch.set_num_threads(1)  # one answer at a time should not take every core
+    except ImportError:  # pragma: no cover
+        pass
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app_token = os.environ.get("SLACK_APP_TOKEN")
+    install_log_redaction([os.environ.get("SLACK_BOT_TOKEN", ""), os.environ.get("SLACK_SIGNING_SECRET", ""),
+                           app_token or ""])
+    if app_token:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        app = build_slack_app(socket_mode=True)
+        log.info("shardwise Slack bot: Socket Mode")
+        SocketModeHandler(app, app_token).start()
+        return
+    server = make_http_server(build_slack_app(), host, port)
+    log.info("shardwise Slack bot: HTTP on http://%s:%d%s", host, server.server_port, EVENTS_PATH)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
