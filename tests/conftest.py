@@ -6,12 +6,17 @@ taken from SHARDWISE_TEST_DATA_DIR so CI can build the index once and reuse it a
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
-os.environ["SHARDWISE_DATA_DIR"] = os.environ.get("SHARDWISE_TEST_DATA_DIR") or tempfile.mkdtemp(
-    prefix="shardwise-test-"
-)
+if os.environ.get("SHARDWISE_TEST_DATA_DIR"):
+    os.environ["SHARDWISE_DATA_DIR"] = os.environ["SHARDWISE_TEST_DATA_DIR"]
+else:
+    _session_dir = tempfile.mkdtemp(prefix="shardwise-test-")
+    os.environ["SHARDWISE_DATA_DIR"] = _session_dir
+    atexit.register(shutil.rmtree, _session_dir, ignore_errors=True)
 
 import bot  # noqa: E402,F401  (sets offline env vars)
 
