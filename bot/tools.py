@@ -1,0 +1,117 @@
+"""LangChain tools over the same functions every surface uses (no copies of any computation).
+
+``make_tools()`` returns ``estimate_memory``, ``simulate_memory``, ``lookup_benchmarks`` and
+``search_knowledge`` for an agent (``bot.llm``); each returns plain JSON-able data.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+from bot.setup import SetupError, TrainingSetup, resolve_setup
+from bot.strategies import TRAINING_STRATEGIES
+
+# Models above this size are not simulated inside a tool call (a 7B simulation takes ~30 s);
+# the tool answers with a stored result or says how to run one.
+MAX_INLINE_SIM_PARAMS_B = 1.0
+
+
+def estimate_memory(**fields) -> dict:
+    """Per-GPU memory, communication and step time for every strategy, and the recommendation."""
+    from bot.advise import advise
+    from bot.calc import estimate
+
+    setup = TrainingSetup(**{k: v for k, v in fields.items() if v is not None})
+    try:
+        resolved = resolve_setup(setup)
+    except SetupError as err:
+        return {"error": str(err), "problems": [str(p) for p in err.problems]}
+    est = estimate(resolved)
+    adv = advise(resolved, est)
+    return {"setup": resolved.setup.model_dump(), "numbers": est.numbers(),
+            "recommendation": {"strategy": adv.strategy, "alternatives": adv.alternatives,
+                               "confidence": adv.confidence}}
+
+
+class SimulateArgs(BaseModel):
+    model: str = Field(description="catalog model name or a size like '7b'")
+    gpu_count: int = Field(description="number of GPUs (ranks)")
+    strategy: Literal["ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard",
+                      "fsdp_full_shard_offload"]
+    gpus_per_node: int | None = None
+    seq_len: int = 2048
+    micro_batch: int = 1
+    precision: str = "bf16-mixed"
+    activation_checkpointing: bool = False
+
+
+def simulate_memory(**args) -> dict:
+    """Exact per-GPU peak from a FakeTensor simulation: stored result, or run now for small models."""
+    from bot.bench.simulate import SimConfig, SimError, simulate_cached
+    from bot.bench.store import ResultStore
+    from bot.catalog import UnknownNameError, lookup_model
+
+    try:
+        cfg = SimConfig(**args).normalized()
+        store = ResultStore()
+        found = store.find_simulation(cfg)
+        if found is not None:
+            return {"run_id": found.run_id, **found.to_dict()}
+        if lookup_model(cfg.model).params_b > MAX_INLINE_SIM_PARAMS_B:
+            return {"stored": False, "message": "no stored simulation for this config; run "
+                    "`shardwise bench simulate` to record one (takes about half a minute)"}
+        run_id, result = simulate_cached(cfg, store)
+        return {"run_id": run_id, **result.to_dict()}
+    except (SimError, UnknownNameError, TypeError) as err:
+        return {"error": str(err)}
+
+
+def lookup_benchmarks(model: str | None = None, strategy: str | None = None) -> list[dict]:
+    """Stored benchmark and simulation results (ids "run-..." are citable), newest first."""
+    from bot.bench.store import ResultStore
+    from bot.catalog import UnknownNameError, lookup_model
+
+    if model:
+        try:
+            model = lookup_model(model).name
+        except UnknownNameError:
+            pass
+    if strategy is not None and strategy not in TRAINING_STRATEGIES:
+        return [{"error": f"unknown strategy {strategy!r}"}]
+    runs = ResultStore().find_runs(model=model, strategy=strategy)[:10]
+    return [{"id": r.id, "kind": r.kind, "summary": r.summary(), "figures": r.figures} for r in runs]
+
+
+def search_knowledge(query: str, k: int = 5, kinds: list[str] | None = None) -> list[dict]:
+    """Forum answers and docs relevant to the query (hybrid BM25 + dense search)."""
+    from bot.knowledge.search import search
+
+    hits = search(query, k=max(1, min(int(k), 10)), kinds=tuple(kinds or ("forum", "doc")))
+    return [{"id": h.id, "kind": h.kind, "title": h.title, "url": h.url, "text": h.text[:800]} for h in hits]
+
+
+class SearchArgs(BaseModel):
+    query: str
+    k: int = 5
+    kinds: list[Literal["forum", "doc"]] | None = None
+
+
+class BenchArgs(BaseModel):
+    model: str | None = None
+    strategy: str | None = None
+
+
+def make_tools() -> list[StructuredTool]:
+    return [
+        StructuredTool.from_function(estimate_memory, name="estimate_memory", args_schema=TrainingSetup,
+                                     description=estimate_memory.__doc__),
+        StructuredTool.from_function(simulate_memory, name="simulate_memory", args_schema=SimulateArgs,
+                                     description=simulate_memory.__doc__),
+        StructuredTool.from_function(lookup_benchmarks, name="lookup_benchmarks", args_schema=BenchArgs,
+                                     description=lookup_benchmarks.__doc__),
+        StructuredTool.from_function(search_knowledge, name="search_knowledge", args_schema=SearchArgs,
+                                     description=search_knowledge.__doc__),
+    ]
