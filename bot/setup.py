@@ -145,6 +145,9 @@ def validate_setup(data: dict) -> TrainingSetup:
     return setup
 
 
+# More GPUs than this with no node layout stated are assumed to span nodes of (up to) 8 GPUs.
+MAX_GPUS_PER_NODE_ASSUMED = 8
+
 # Defaults used when a field is not stated; the answer lists each one it used.
 DEFAULTS = {
     "precision": "bf16-mixed",
@@ -229,6 +232,10 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
             assumed.append("gpu_count")
         else:
             raise SetupError([Problem("gpu_count", "number of GPUs unknown")])
+    if nodes is None and per_node is None and count > MAX_GPUS_PER_NODE_ASSUMED:
+        # "64 GPUs" means several nodes: a single node holds at most 8 data-center GPUs (DGX/HGX).
+        per_node = max(d for d in range(1, MAX_GPUS_PER_NODE_ASSUMED + 1) if count % d == 0)
+        assumed += ["nodes", "gpus_per_node"]
     if nodes is None:
         nodes = max(1, count // per_node) if per_node else 1
     if per_node is None:
@@ -243,7 +250,8 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     inter = setup.inter_node_link or ("none" if nodes == 1 else "infiniband")
     if setup.inter_node_link is None and nodes > 1:
         assumed.append("inter_node_link")
-    # 200 Gb/s InfiniBand HDR per GPU is the common A100/H100 pod build; 25 Gb/s for Ethernet.
+    # inter_node_gbps is one node's total NIC bandwidth. Defaults are conservative single-NIC
+    # builds: one 200 Gb/s InfiniBand HDR port, or 25 Gb/s Ethernet (state yours to refine).
     default_gbps = {"infiniband": 200.0, "ethernet": 25.0, "none": 0.0}[inter]
     gbps = setup.inter_node_gbps or default_gbps
     if setup.inter_node_gbps is None and nodes > 1:

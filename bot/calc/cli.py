@@ -1,0 +1,155 @@
+"""``shardwise calc``: per-GPU memory, communication and step time for every strategy.
+
+Bad input never produces a traceback: unknown names get "did you mean" suggestions, invalid or
+contradictory values exit with code 2 and one line per problem (``bot.setup.check_setup``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from bot.setup import Problem, SetupError, TrainingSetup, check_setup
+from bot.strategies import TRAINING_STRATEGIES
+
+EXIT_BAD_INPUT = 2
+# Short row names so the tables fit an 80-column terminal; the JSON keys use the full ids.
+SHORT = {"ddp": "ddp", "fsdp_shard_grad_op": "shard_grad_op", "fsdp_full_shard": "full_shard",
+         "fsdp_hybrid_shard": "hybrid_shard", "fsdp_full_shard_offload": "full+offload"}
+
+_INTER_ALIASES = {"ib": "infiniband", "infiniband": "infiniband", "eth": "ethernet", "ethernet": "ethernet",
+                  "roce": "ethernet", "none": "none"}
+
+
+def parse_inter_node(text: str) -> tuple[str | None, float | None, list[Problem]]:
+    """``ethernet:25`` -> ("ethernet", 25.0); ``infiniband`` -> ("infiniband", None); ``ib:400``."""
+    kind, _, speed = text.strip().lower().partition(":")
+    link = _INTER_ALIASES.get(kind.strip())
+    if link is None:
+        return None, None, [Problem("inter_node_link", f"{text!r} is not a link; use infiniband[:Gbps], "
+                                                       "ethernet[:Gbps] or none (e.g. ethernet:25)")]
+    if not speed.strip():
+        return link, None, []
+    try:
+        gbps = float(speed.strip().removesuffix("gbps").removesuffix("g"))
+    except ValueError:
+        return link, None, [Problem("inter_node_gbps", f"{speed!r} is not a speed in Gb/s (e.g. ethernet:25)")]
+    return link, gbps, []
+
+
+def _fail(problems: list[Problem]) -> None:
+    for problem in problems:
+        click.echo(f"error: {problem}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+@click.command(name="calc")
+@click.option("--model", help="Catalog model or alias (llama2-7b, Llama-2-7b-hf, qwen2.5-7b, 7b).")
+@click.option("--params-b", type=float, help="Model size in billions of parameters (no catalog model needed).")
+@click.option("--gpu", help="GPU name or alias (a100-80gb, 'A100 80G', h100, 4090).")
+@click.option("--gpu-memory-gb", type=float, help="GPU memory in GB when the GPU is not in the catalog.")
+@click.option("--gpus", "gpu_count", type=int, help="Total number of GPUs.")
+@click.option("--nodes", type=int, help="Number of nodes.")
+@click.option("--gpus-per-node", type=int, help="GPUs per node (HSDP's shard group).")
+@click.option("--seq-len", type=int, help="Sequence length in tokens (default 2048).")
+@click.option("--micro-batch", type=int, help="Sequences per GPU per step (default 1).")
+@click.option("--precision", type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]),
+              help="Default bf16-mixed (fp32 master weights, bf16 compute).")
+@click.option("--optimizer", type=click.Choice(["adamw", "sgd", "adam8bit"]), help="Default adamw.")
+@click.option("--finetune", type=click.Choice(["full", "lora", "qlora"]), help="Default full.")
+@click.option("--lora-rank", type=int, help="LoRA rank (default 16; targets q,k,v,o).")
+@click.option("--activation-checkpointing/--no-activation-checkpointing", default=None,
+              help="Per-block activation checkpointing (default off).")
+@click.option("--intra-node", type=click.Choice(["nvlink", "pcie"]), help="Link between GPUs in a node.")
+@click.option("--inter-node", help="Link between nodes: infiniband[:Gbps], ethernet[:Gbps] or none "
+                                   "(Gbps = one node's total NIC speed, e.g. ethernet:25).")
+@click.option("--cpu-ram-gb", type=float, help="Host RAM per node in GB (checked for CPU offload).")
+@click.option("--json", "as_json", is_flag=True, help="Print a flat JSON object instead of tables.")
+def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, seq_len, micro_batch,
+         precision, optimizer, finetune, lora_rank, activation_checkpointing, intra_node, inter_node,
+         cpu_ram_gb, as_json):
+    """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
+
+    Example: shardwise calc --model llama2-7b --gpu a100-80gb --gpus 8
+    """
+    problems: list[Problem] = []
+    inter_link = inter_gbps = None
+    if inter_node is not None:
+        inter_link, inter_gbps, problems = parse_inter_node(inter_node)
+    setup = TrainingSetup(
+        model=model, params_b=params_b, gpu=gpu, gpu_memory_gb=gpu_memory_gb, gpu_count=gpu_count,
+        nodes=nodes, gpus_per_node=gpus_per_node, seq_len=seq_len, micro_batch=micro_batch,
+        precision=precision, optimizer=optimizer, finetune=finetune, lora_rank=lora_rank,
+        activation_checkpointing=activation_checkpointing, intra_node_link=intra_node,
+        inter_node_link=inter_link, inter_node_gbps=inter_gbps, cpu_ram_gb=cpu_ram_gb,
+    )
+    problems += check_setup(setup)
+    if problems:
+        _fail(problems)
+    from bot.calc import estimate_setup
+
+    try:
+        est = estimate_setup(setup)
+    except SetupError as err:
+        _fail(err.problems)
+    except (ValueError, LookupError) as err:  # a catalog or formula refusing a value
+        _fail([Problem("setup", str(err))])
+
+    if as_json:
+        data = dict(est.numbers())
+        data["setup"] = est.resolved.setup.model_dump()
+        data["assumed"] = list(est.resolved.assumed)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    _print_tables(est)
+
+
+def _print_tables(est) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    inp = est.inputs
+    nodes = f"{inp['nodes']} node(s) x {inp['gpus_per_node']}" if inp["nodes"] > 1 else "1 node"
+    gpu = inp["gpu"] or f"{inp['gpu_memory_gb']:g} GB GPU"
+    console.print(
+        f"[bold]{inp['model']}[/] ({inp['params_b']:.2f}B params, {inp['trainable_params'] / 1e9:.3g}B trainable) "
+        f"on {inp['gpu_count']} x {gpu} ({nodes}); {inp['precision']}, {inp['optimizer']}, "
+        f"{inp['finetune']}, seq {inp['seq_len']}, micro-batch {inp['micro_batch']}"
+        f"{', activation checkpointing' if inp['activation_checkpointing'] else ''}")
+    if inp["assumed"]:
+        console.print(f"[dim]assumed (not stated): {', '.join(inp['assumed'])}[/]")
+
+    table = Table(title="Per-GPU peak memory (GiB)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("strategy", "params", "grads", "optim", "activ", "buffer", "total", "fits", "max_mb"):
+        table.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True,
+                         min_width=len(col))
+    for s in TRAINING_STRATEGIES:
+        m = est.memory[s]
+        fits = "[green]yes[/]" if m.fits else "[red]no[/]"
+        table.add_row(SHORT[s], *(f"{v:.1f}" for v in (m.params_gib, m.grads_gib, m.optimizer_gib,
+                                                        m.activations_gib, m.buffers_gib, m.total_gib)),
+                      fits, str(m.max_micro_batch))
+    console.print(table)
+    offload = est.memory["fsdp_full_shard_offload"]
+    console.print(f"[dim]usable per GPU: {offload.usable_gib:.1f} GiB (capacity minus {inp['headroom']}); "
+                  f"CPU offload needs {offload.host_ram_gib:.1f} GiB host RAM per node[/]")
+
+    table = Table(title="Communication and step time (per GPU, per step)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("strategy", "comm GB", "comm s", "vs DDP", "step s"):
+        table.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True,
+                         min_width=len(col))
+    for s in TRAINING_STRATEGIES:
+        c = est.comm[s]
+        table.add_row(SHORT[s], f"{c.gb_per_step:.2f}", f"{c.seconds_per_step:.3f}", f"{c.vs_ddp:.2f}x",
+                      f"{est.time[s]:.3f}")
+    console.print(table)
+    console.print(f"[dim]compute {inp['compute_seconds']:.3f} s per micro-batch at {inp['mfu']:.0%} MFU of "
+                  f"{inp['peak_tflops']:g} TFLOP/s{' (assumed)' if inp['peak_tflops_assumed'] else ''}; "
+                  f"bus bandwidth intra {inp['intra_bus_gb_s']:g} GB/s"
+                  + (f", inter-node {inp['node_nic_bus_gb_s']:g} GB/s per node" if inp["nodes"] > 1 else "")
+                  + "; formulas and sources: docs/calc.md[/]")

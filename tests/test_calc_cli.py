@@ -1,0 +1,125 @@
+"""``shardwise calc``: tables, --json, and every bad-input path (exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.calc.cli import calc, parse_inter_node
+from bot.strategies import TRAINING_STRATEGIES
+
+BASE = ["--model", "llama2-7b", "--gpu", "a100-80gb", "--gpus", "8"]
+
+
+def run(*args):
+    return CliRunner().invoke(calc, list(args))
+
+
+def test_tables_for_every_strategy():
+    result = run(*BASE)
+    assert result.exit_code == 0, result.output
+    for name in ("ddp", "shard_grad_op", "full_shard", "hybrid_shard", "full+offload", "Llama-2-7B"):
+        assert name in result.stdout
+    assert "Communication and step time" in result.stdout
+
+
+def test_json_is_flat_with_setup_and_assumed():
+    result = run(*BASE, "--nodes", "2", "--gpus", "16", "--inter-node", "ethernet:25", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for s in TRAINING_STRATEGIES:
+        assert isinstance(data[f"memory.{s}.total_gib"], float)
+        assert isinstance(data[f"memory.{s}.fits"], bool)
+        assert f"comm.{s}.vs_ddp" in data and f"time.{s}.step_seconds" in data
+    assert data["setup"]["inter_node_link"] == "ethernet" and data["setup"]["inter_node_gbps"] == 25
+    assert data["setup"]["gpus_per_node"] == 8
+    assert "precision" in data["assumed"]
+    assert round(data["memory.ddp.params_gib"] + data["memory.ddp.grads_gib"]
+                 + data["memory.ddp.optimizer_gib"], 1) == 100.4
+
+
+def test_all_options_are_accepted():
+    result = run("--params-b", "7", "--gpu-memory-gb", "40", "--gpus", "4", "--gpus-per-node", "4",
+                 "--seq-len", "4096", "--micro-batch", "2", "--precision", "fp16-mixed", "--optimizer", "sgd",
+                 "--finetune", "lora", "--lora-rank", "8", "--activation-checkpointing", "--intra-node", "pcie",
+                 "--cpu-ram-gb", "256", "--json")
+    assert result.exit_code == 0, result.output
+    setup = json.loads(result.stdout)["setup"]
+    assert (setup["finetune"], setup["lora_rank"], setup["activation_checkpointing"]) == ("lora", 8, True)
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--model", "lama2-7b", "--gpu", "a100", "--gpus", "8"], "Did you mean: Llama-2-7B"),
+    (["--model", "llama2-7b", "--gpu", "a1000", "--gpus", "8"], "Did you mean: A100"),
+    (["--model", "llama2-7b", "--gpu", "a100", "--gpus", "-8"], "gpu_count: must be positive"),
+    (["--model", "llama2-7b", "--gpu", "a100", "--gpus", "10000000"], "gpu_count: 1e+07 is outside"),
+    (["--model", "llama2-7b", "--gpu-memory-gb", "0", "--gpus", "8"], "gpu_memory_gb: must be positive"),
+    ([*BASE, "--seq-len", "0"], "seq_len: must be positive"),
+    ([*BASE, "--micro-batch", "-1"], "micro_batch: must be positive"),
+    ([*BASE, "--lora-rank", "0"], "lora_rank: must be positive"),
+    ([*BASE, "--cpu-ram-gb", "-5"], "cpu_ram_gb: must be positive"),
+    (["--model", "llama2-7b", "--gpu", "a100", "--gpus", "8", "--nodes", "2", "--gpus-per-node", "8"],
+     "gpu_count: 8 GPUs contradicts 2 nodes x 8"),
+    (["--model", "llama2-7b", "--gpu", "a100", "--gpus", "8", "--nodes", "3"], "do not split evenly"),
+    (["--model", "llama2-7b", "--params-b", "70", "--gpu", "a100", "--gpus", "8"], "params_b: 70B contradicts"),
+    (["--model", "llama2-7b", "--gpu", "a100-80gb", "--gpu-memory-gb", "40", "--gpus", "8"],
+     "gpu_memory_gb: 40 GB contradicts"),
+    (["--model", "llama2-7b", "--gpu", "v100", "--gpus", "8", "--precision", "bf16-mixed"], "no bf16 support"),
+    ([*BASE, "--inter-node", "carrier-pigeon"], "is not a link"),
+    ([*BASE, "--inter-node", "ethernet:fast"], "is not a speed"),
+    ([*BASE, "--inter-node", "ethernet:-25"], "inter_node_gbps: must be positive"),
+    (["--gpu", "a100", "--gpus", "8"], "model size unknown"),
+    (["--model", "llama2-7b", "--gpus", "8"], "GPU memory unknown"),
+    (["--model", "llama2-7b", "--gpu", "a100"], "number of GPUs unknown"),
+    (["--model", "x" * 20_000, "--gpu", "a100", "--gpus", "8"], "unknown model"),
+    (["--model", "<script>alert(1)</script>", "--gpu", "a100", "--gpus", "8"], "unknown model"),
+])
+def test_bad_input_exits_2_with_one_line_per_problem(args, expected):
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert all(line.startswith("error: ") for line in result.stderr.strip().splitlines())
+
+
+def test_several_problems_give_several_lines():
+    result = run("--model", "llama2-7b", "--gpu", "a100", "--gpus", "-1", "--seq-len", "0", "--micro-batch", "0")
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 3
+
+
+@pytest.mark.parametrize("args", [[*BASE, "--gpus", "eight"], [*BASE, "--precision", "fp8"],
+                                  [*BASE, "--finetune", "dora"], [*BASE, "--bogus"]])
+def test_click_type_errors_exit_2(args):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("text,expected", [("ethernet:25", ("ethernet", 25.0)), ("IB:400", ("infiniband", 400.0)),
+                                           ("infiniband", ("infiniband", None)), ("eth:100g", ("ethernet", 100.0)),
+                                           ("none", ("none", None))])
+def test_parse_inter_node(text, expected):
+    link, gbps, problems = parse_inter_node(text)
+    assert (link, gbps) == expected and problems == []
+
+
+def test_installed_command_in_a_subprocess():
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    ok = subprocess.run([sys.executable, "-m", "bot.cli", "calc", *BASE, "--json"], capture_output=True,
+                        text=True, cwd=root, env=env, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["memory.fsdp_full_shard.fits"] is True
+    bad = subprocess.run([sys.executable, "-m", "bot.cli", "calc", "--model", "lama2-7b", "--gpu", "a100",
+                          "--gpus", "0"], capture_output=True, text=True, cwd=root, env=env, timeout=120)
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+    assert "Did you mean" in bad.stderr and "gpu_count: must be positive" in bad.stderr

@@ -1,0 +1,124 @@
+"""Communication volume, compute time and step time (bot/calc/comm.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.calc import estimate_setup
+from bot.calc.comm import BUS_EFFICIENCY, EXPOSED_FRACTION, MFU, step_seconds
+from bot.catalog import lookup_model
+from bot.setup import TrainingSetup
+from bot.strategies import TRAINING_STRATEGIES
+
+P7 = lookup_model("llama2-7b").params
+
+
+def est(**kw):
+    data = {"model": "llama2-7b", "gpu": "a100-80gb", "gpu_count": 8, **kw}
+    return estimate_setup(TrainingSetup(**data))
+
+
+def test_ddp_ring_all_reduce_volume():
+    # 2(N-1)/N x gradient bytes; AMP gradients are fp32 (nccl-tests PERFORMANCE.md bus bytes)
+    assert est().comm["ddp"].gb_per_step == pytest.approx(2 * 7 / 8 * P7 * 4 / 1e9)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("gpus", [2, 8, 64])
+def test_full_shard_moves_1_5x_ddp_when_dtypes_match(precision, gpus):
+    e = est(precision=precision, gpu_count=gpus)
+    full, ddp = e.comm["fsdp_full_shard"], e.comm["ddp"]
+    assert full.gb_per_step / ddp.gb_per_step == pytest.approx(1.5)
+    assert full.vs_ddp == pytest.approx(1.5)
+    # SHARD_GRAD_OP skips the backward all-gather: same volume as DDP
+    assert e.comm["fsdp_shard_grad_op"].vs_ddp == pytest.approx(1.0)
+
+
+def test_mixed_precision_gathers_in_bf16_and_reduces_in_fp32():
+    # FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) vs DDP's fp32 all-reduce:
+    # (2 + 2 + 4) / (2 x 4) = 1.0 for full shard, (2 + 4) / 8 = 0.75 for SHARD_GRAD_OP
+    e = est()
+    assert e.comm["fsdp_full_shard"].vs_ddp == pytest.approx(1.0)
+    assert e.comm["fsdp_shard_grad_op"].vs_ddp == pytest.approx(0.75)
+
+
+def test_one_gpu_communicates_nothing():
+    e = est(gpu_count=1)
+    for s in TRAINING_STRATEGIES:
+        assert e.comm[s].gb_per_step == 0 and e.comm[s].seconds_per_step == 0 and e.comm[s].vs_ddp == 1.0
+
+
+def test_seconds_use_the_bus_bandwidth_of_the_link():
+    e = est()
+    nvlink = 300 * BUS_EFFICIENCY["nvlink"]  # A100 NVLink 3: 300 GB/s per direction
+    assert e.comm["ddp"].seconds_per_step == pytest.approx(e.comm["ddp"].gb_per_step / nvlink)
+    pcie = est(intra_node_link="pcie")
+    assert pcie.comm["ddp"].seconds_per_step > 5 * e.comm["ddp"].seconds_per_step
+
+
+def test_multi_node_flat_ring_runs_at_the_node_nic_speed():
+    e = est(gpu_count=16, nodes=2, inter_node_link="ethernet", inter_node_gbps=100)
+    nic = 100 / 8 * BUS_EFFICIENCY["network"]
+    assert e.comm["ddp"].seconds_per_step == pytest.approx(e.comm["ddp"].gb_per_step / nic)
+
+
+def test_hsdp_beats_flat_full_shard_over_slow_ethernet():
+    e = est(gpu_count=16, nodes=2, inter_node_link="ethernet", inter_node_gbps=25)
+    assert e.comm["fsdp_hybrid_shard"].seconds_per_step < e.comm["fsdp_full_shard"].seconds_per_step
+    assert e.comm["fsdp_hybrid_shard"].seconds_per_step < e.comm["ddp"].seconds_per_step
+    # on one node HSDP is full shard
+    one = est()
+    assert one.comm["fsdp_hybrid_shard"] == one.comm["fsdp_full_shard"]
+
+
+def test_lora_all_reduces_only_adapters_but_fsdp_still_gathers_the_base():
+    e = est(finetune="lora")
+    assert e.comm["ddp"].gb_per_step < 0.2
+    assert e.comm["fsdp_full_shard"].vs_ddp > 50
+
+
+def test_compute_time_is_6_params_tokens_plus_attention_at_the_mfu():
+    e = est()
+    model = lookup_model("llama2-7b")
+    tokens = 2048
+    flops = tokens * (6 * P7 + 12 * model.n_layers * model.hidden * 2048)
+    assert e.inputs["compute_seconds"] == pytest.approx(flops / (312e12 * MFU), rel=1e-3)
+    ckpt = est(activation_checkpointing=True)
+    assert ckpt.inputs["compute_seconds"] / e.inputs["compute_seconds"] == pytest.approx(4 / 3, rel=0.01)
+
+
+def test_step_time_overlaps_comm_with_compute():
+    assert step_seconds(1.0, 0.5) == pytest.approx(1.0 + EXPOSED_FRACTION * 0.5)
+    assert step_seconds(0.5, 2.0) == pytest.approx(2.0 + EXPOSED_FRACTION * 0.5)
+    e = est()
+    for s in TRAINING_STRATEGIES:
+        assert e.time[s] >= max(e.inputs["compute_seconds"], e.comm[s].seconds_per_step)
+
+
+def test_offload_is_slower_than_full_shard():
+    e = est()
+    assert e.time["fsdp_full_shard_offload"] > e.time["fsdp_full_shard"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 4096), st.sampled_from(["bf16-mixed", "bf16", "fp32"]))
+def test_ddp_volume_grows_towards_twice_the_gradients(gpus, precision):
+    e = est(gpu_count=gpus, precision=precision)
+    grad_gb = P7 * (2 if precision == "bf16" else 4) / 1e9
+    assert grad_gb <= e.comm["ddp"].gb_per_step < 2 * grad_gb
+
+
+def test_numbers_are_flat_and_keyed_by_the_contract():
+    numbers = est().numbers()
+    for s in TRAINING_STRATEGIES:
+        for f in ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib", "total_gib",
+                  "fits", "max_micro_batch", "usable_gib", "host_ram_gib"):
+            assert f"memory.{s}.{f}" in numbers
+        for f in ("gb_per_step", "seconds_per_step", "vs_ddp"):
+            assert f"comm.{s}.{f}" in numbers
+        assert f"time.{s}.step_seconds" in numbers
+    assert len(numbers) == 5 * (10 + 3 + 1)
+    assert numbers["memory.ddp.fits"] is False and isinstance(numbers["memory.ddp.max_micro_batch"], int)
+    assert all(isinstance(v, (int, float, bool)) for v in numbers.values())
