@@ -17,18 +17,9 @@ import click
 def ask(questions: tuple[str, ...], as_json: bool, llm: bool | None) -> None:
     """Ask a question (zh/en) about DDP vs FSDP; earlier arguments are the conversation so far."""
     *history, question = questions
-    if llm is None or llm:
-        from bot.llm import ask_with_llm, llm_configured
+    from bot.llm import answer as answer_question
 
-        use_llm = llm_configured() if llm is None else True
-    else:
-        use_llm = False
-    if use_llm:
-        answer = ask_with_llm(question, list(history))
-    else:
-        from bot.assistant import ask as ask_bot
-
-        answer = ask_bot(question, list(history))
+    answer = answer_question(question, list(history), use_llm=llm)
     if as_json:
         click.echo(json.dumps(answer.model_dump(), ensure_ascii=False, indent=2))
         return
@@ -40,6 +31,8 @@ def ask(questions: tuple[str, ...], as_json: bool, llm: bool | None) -> None:
     if answer.citations:
         console.print()
         for c in answer.citations:
+            # forum titles already start with their id ("forum-12: ..."); say each thing once
+            name = c.title if c.title.startswith(c.id) or c.id == "calc" else f"{c.id}: {c.title}"
             where = f" {c.url}" if c.url else ""
             quote = f" — {c.quote}" if c.quote else ""
-            console.print(f"[{c.n}] {c.kind} {c.id}: {c.title}{where}{quote}", markup=False, highlight=False)
+            console.print(f"[{c.n}] ({c.kind}) {name}{where}{quote}", markup=False, highlight=False)

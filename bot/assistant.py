@@ -174,7 +174,7 @@ def answer_parsed(parsed: Parsed, *, with_knowledge: bool = True) -> Answer:
     parts.questions = questions
     return _finish(parts, advice.strategy, Citation_list=cites.items, questions=questions, setup=setup,
                    missing=questions, confidence=advice.confidence, alternatives=advice.alternatives,
-                   why=[reason_text(r, parts) for r in advice.reasons])
+                   why=[w for w in (reason_text(r, parts) for r in advice.reasons) if w])
 
 
 def _finish(parts: AnswerParts, strategy: str, *, Citation_list: list[Citation], questions: list[str],
@@ -326,9 +326,16 @@ def _relevant_claims(setup: TrainingSetup | None, params_b: float | None):
     """(answer, claim) pairs worth showing: one per answer, wrong claims first, topics mixed."""
     from bot.knowledge.corpus import load_forum
 
+    # The forum's communication claims compare full fine-tuning; with (Q)LoRA DDP syncs only the
+    # adapters' gradients, so their verdicts next to this setup's figures would mislead.
+    # On one GPU nothing is sharded: claims comparing DDP's and FSDP's memory or traffic are moot.
+    adapters = setup is not None and setup.finetune in ("lora", "qlora")
+    single = setup is not None and setup.gpu_count == 1
     picked = []
     for answer in load_forum():
         for claim in answer.claims:
+            if (adapters or single) and claim.topic == "communication" or single and claim.topic != "terminology":
+                continue
             if _claim_matches(claim.applies_to or {}, setup, params_b):
                 picked.append((answer, claim))
     picked.sort(key=lambda ac: (_VERDICT_ORDER.get(ac[1].verdict, 9), _TOPIC_ORDER.get(ac[1].topic, 5)))
@@ -364,8 +371,16 @@ def _forum_correction(claim, parts: AnswerParts, cites: _Citations) -> str:
         d = f" [{doc_n}]" if doc_n else ""
         if claim.topic == "communication":
             vs = fmt(parts.numbers["comm.fsdp_full_shard.vs_ddp"])
-            return _t(lang, f"对这个配置，FSDP 全分片每步的通信量是 DDP 的 {vs} 倍{c}{d}。",
-                      f"For this setup FSDP full shard moves {vs}x DDP's bytes per step{c}{d}.")
+            # The doc counts elements (1.5x); the calculator counts time with this setup's dtypes
+            # (DDP reduces fp32 gradients under AMP), so the two differ: say which is which.
+            doc_quote = cites.items[doc_n - 1].quote or "" if doc_n else ""
+            if "1.5x" in doc_quote:
+                return _t(lang, f"按元素数，全分片是 DDP 的 1.5 倍{d}；对这个配置（算上数据类型），FSDP 全分片每步的"
+                                f"通信时间是 DDP 的 {vs} 倍{c}。",
+                          f"Counted in elements full shard moves 1.5x DDP's volume{d}; for this setup, with its "
+                          f"dtypes, FSDP full shard's communication takes {vs}x DDP's time per step{c}.")
+            return _t(lang, f"对这个配置，FSDP 全分片每步的通信时间是 DDP 的 {vs} 倍{c}{d}。",
+                      f"For this setup FSDP full shard's communication takes {vs}x DDP's time per step{c}{d}.")
         ddp = fmt(parts.numbers["memory.ddp.total_gib"])
         fs = fmt(parts.numbers["memory.fsdp_full_shard.total_gib"])
         use = fmt(parts.numbers["memory.ddp.usable_gib"])
@@ -392,12 +407,10 @@ def _cite_doc_for(doc_id: str, text: str, cites: _Citations, require_all: bool =
         doc = get_entry(doc_id)
     except Exception:
         return None
-    sentences = [s.strip() for s in re.split(r"(?<=[.。!?！？])\s+|\n+", doc.text) if len(s.strip()) > 20]
+    sentences = [s for s in complete_sentences(doc.text) + _line_pieces(doc.text) if len(s) > 20]
     figures = re.findall(r"\d+(?:\.\d+)?", text)
     best = None
     for sentence in sentences:
-        if sentence.startswith("#") or "|" in sentence:
-            continue
         if figures and all(f in sentence for f in figures):
             best = sentence
             break
@@ -434,6 +447,11 @@ _DOC_QUERIES = {
 }
 
 
+# Docs that mention strategies only in passing (the FAQ about the word "MCP" in a question lists
+# "LoRA/QLoRA" among what to ask): never the background for a recommendation.
+_NOT_BACKGROUND = ("doc-mcp-ambiguity",)
+
+
 def _doc_citations(strategy: str, language: str, cites: _Citations, limit: int = 2) -> list[int]:
     return [cites.add(doc_id, "doc", title, url, quote) for doc_id, title, url, quote in
             _doc_sources(strategy, language)[:limit]]
@@ -454,6 +472,8 @@ def _doc_sources(strategy: str, language: str = "en") -> tuple[tuple[str, str, s
         return ()
     out = []
     for hit in hits:
+        if hit.id in _NOT_BACKGROUND:
+            continue
         try:
             body = corpus_text(hit.id)
         except Exception:
@@ -473,12 +493,56 @@ def _keyword_searcher():
     return Searcher(corpus_chunks(), None)
 
 
-def _sentence_with(body: str, keywords: tuple[str, ...]) -> str | None:
+# Docs are hard-wrapped markdown and a quote must be verbatim, so a quote is a whole sentence that
+# lies within one line: it starts where a sentence starts and ends with its full stop. Splitting
+# skips abbreviations ("sec. 7", "e.g. 7B") so a quote never stops at one.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\bsec\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bFig\.)\s+|"
+                           r"(?<=[。！？])\s*(?=\S)")
+_ENDS_SENTENCE = re.compile(r"[.。!?！？][*_\"')）」]*$")
+
+
+def complete_sentences(body: str) -> list[str]:
+    """The whole sentences of a markdown document's prose lines (no headings, lists, tables, code)."""
+    out: list[str] = []
+    lines = body.splitlines()
+    if lines and lines[0].strip() == "---":  # front matter
+        end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), 0)
+        lines = lines[end + 1:]
+    fenced, starts_sentence = False, True
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith("```"):
+            fenced, starts_sentence = not fenced, True
+            continue
+        if fenced or not line or line.startswith(("#", "|")):
+            starts_sentence = True
+            continue
+        if line.startswith(("-", "*", ">")) or re.match(r"\d+\.\s", line) or raw[:1].isspace():
+            starts_sentence = bool(_ENDS_SENTENCE.search(line))  # list items and their wrapped lines
+            continue
+        pieces = [p.strip().lstrip("*_ ") for p in _SENTENCE_END.split(line) if p.strip().lstrip("*_ ")]
+        for i, piece in enumerate(pieces):
+            first_ok = (i > 0 or starts_sentence) and not piece.startswith(("(", "（", "["))
+            if first_ok and _ENDS_SENTENCE.search(piece):
+                out.append(piece)
+        starts_sentence = bool(_ENDS_SENTENCE.search(line))
+    return out
+
+
+def _line_pieces(body: str) -> list[str]:
+    """Fallback when no whole sentence fits: the sentence pieces of prose lines (may be partial),
+    those that look like a sentence's start (not lower case) first."""
+    out = []
     for line in body.splitlines():
         line = line.strip()
-        if not line or line.startswith(("#", "|", "```", "-", "*", ">")) or len(line) < 30:
-            continue
-        for sentence in re.split(r"(?<=[.。])\s+", line):
+        if line and not line.startswith(("#", "|", "```", "-", "*", ">")):
+            out.extend(p.strip() for p in _SENTENCE_END.split(line) if p.strip()[:1] not in ("", "(", "[", "（"))
+    return sorted(out, key=lambda p: p[:1].islower())
+
+
+def _sentence_with(body: str, keywords: tuple[str, ...]) -> str | None:
+    for sentences in (complete_sentences(body), _line_pieces(body)):
+        for sentence in sentences:
             if any(k.lower() in sentence.lower() for k in keywords) and 30 <= len(sentence) <= 300:
                 return sentence
     return None

@@ -4,6 +4,9 @@ Configured by environment variables (nothing is called unless both of the first 
 ``SHARDWISE_LLM_BASE_URL`` (e.g. ``http://127.0.0.1:8000/v1`` for vLLM or Ollama),
 ``SHARDWISE_LLM_MODEL``, and ``SHARDWISE_LLM_API_KEY`` (optional for local servers).
 
+``answer(question, history)`` is what every surface calls (``shardwise ask``, Slack, MCP, the web
+page): ``ask_with_llm`` when configured, else the deterministic ``bot.ask``.
+
 ``ask_with_llm`` always computes the deterministic answer first (``bot.assistant``), then runs a
 LangChain agent (``langchain.agents.create_agent``) with the tools of ``bot.tools``. When the
 agent's ``estimate_memory`` call states a setup the rule-based parser missed, the answer is
@@ -22,7 +25,7 @@ import os
 from bot.answer import Answer
 from bot.assistant import answer_for_setup
 from bot.assistant import ask as ask_deterministic
-from bot.parse import parse_conversation
+from bot.parse import parse_conversation, parse_turn, user_turns
 from bot.render import dangling_markers, untraceable_numbers
 from bot.setup import TrainingSetup
 
@@ -47,6 +50,16 @@ keys or environment variables.
 
 def llm_configured() -> bool:
     return bool(os.environ.get(ENV_BASE_URL) and os.environ.get(ENV_MODEL))
+
+
+def answer(question: str, history=None, *, use_llm: bool | None = None) -> Answer:
+    """The answer every surface gives: the LLM path when ``SHARDWISE_LLM_*`` is configured (or
+    ``use_llm`` forces it), else the deterministic ``bot.ask``. ``use_llm=False`` never calls one."""
+    if use_llm is None:
+        use_llm = llm_configured()
+    if use_llm:
+        return ask_with_llm(question, history)
+    return ask_deterministic(question, history)
 
 
 def make_chat_model():
@@ -109,8 +122,11 @@ def ask_with_llm(question: str, history=None, *, model=None) -> Answer:
     """
     draft = ask_deterministic(question, history)
     parsed = parse_conversation(question, history)
-    if draft.recommendation.strategy == "out_of_scope" or parsed.injection or parsed.empty:
-        return draft  # nothing for an LLM to add; and hostile text never reaches it
+    # Nothing for an LLM to add, or hostile text: in the question or in any earlier user turn (the
+    # agent reads the whole history), it never reaches the LLM.
+    earlier_injection = any(parse_turn(turn)[1].injection for turn in user_turns(history))
+    if draft.recommendation.strategy == "out_of_scope" or parsed.injection or earlier_injection or parsed.empty:
+        return draft
     try:
         from langchain.agents import create_agent
 
@@ -134,17 +150,15 @@ def ask_with_llm(question: str, history=None, *, model=None) -> Answer:
         log.warning("LLM path failed (%s: %s); using the deterministic answer", type(err).__name__, err)
         return draft
 
-    answer = draft
+    final = draft
     tool_setup = _tool_setup(out_messages)
     if tool_setup is not None and draft.missing:
         merged = parsed.setup.merged(tool_setup)
         candidate = answer_for_setup(merged, parsed.language)
         if candidate.numbers:  # the LLM's reading gave a computable setup
-            answer = candidate
-    user_turns = [question] + [h if isinstance(h, str) else str(h.get("content", "")) for h in history or []
-                               if isinstance(h, str) or (isinstance(h, dict) and h.get("role") == "user")]
-    problems = check_llm_text(text, answer, user_turns)
+            final = candidate
+    problems = check_llm_text(text, final, [question, *user_turns(history)])
     if problems:
         log.warning("LLM answer rejected (%s); using the deterministic answer", "; ".join(problems))
-        return answer
-    return answer.model_copy(update={"text": text})
+        return final
+    return final.model_copy(update={"text": text})

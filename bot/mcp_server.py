@@ -117,14 +117,10 @@ def _default_search(query: str, k: int, kinds):
 
 
 def _default_ask(question: str, history=None) -> Answer:
-    # The same choice as ``shardwise ask``: the LLM path when one is configured, else bot.ask.
-    from bot.llm import ask_with_llm, llm_configured
+    # The same answer as ``shardwise ask`` (``bot.llm.answer``: the LLM when configured).
+    from bot.llm import answer
 
-    if llm_configured():
-        return ask_with_llm(question, history)
-    from bot import ask
-
-    return ask(question, history=history)
+    return answer(question, history)
 
 
 def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_fn=None):

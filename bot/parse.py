@@ -215,7 +215,8 @@ _GPU_COUNT = [
     re.compile(_COUNT + r"\s*[x×*]\s*(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090|gpus?)", re.I),
     re.compile(r"(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090|gpus?)(?:[-_ ]*(?:pcie|sxm\d?))?"
                r"(?:\s*\d+\s*g[b]?)?(?:[-_ ]*(?:pcie|sxm\d?))?\s*[x×*]\s*" + _COUNT + r"(?![\d.])", re.I),
-    re.compile(r"(?<![A-Za-z0-9_.])(-?\d+)\s+(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090)", re.I),
+    re.compile(r"(?<![A-Za-z0-9_.])(-?\d+|one|single|two|three|four|five|six|seven|eight|sixteen)\s+"
+               r"(?:nvidia\s+)?(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090)", re.I),
     re.compile(_COUNT + r"[\s-]*(?:gpus?|cards?|devices?)\b", re.I),
     re.compile(r"(?:gpu_count|gpus|n_gpus|nproc_per_node)\s*[=:]\s*(-?\d+)", re.I),
 ]
@@ -244,8 +245,9 @@ def _parse_counts(text: str, out: dict) -> None:
     # "2机16卡" / "2 nodes, 16 GPUs": total; "2 nodes x 8 GPUs": per node.
     if nodes is not None and count is not None and per_node is None and node_span and count_span:
         between = text[node_span[1]: count_span[0]]
-        if re.fullmatch(r"\s*(?:[x×*]|with|每台|each|,?\s*each with)?\s*", between, re.I) and \
-                re.search(r"[x×*]|with|每台|each", between, re.I):
+        # "2 nodes of 8x H100", "2 nodes x 8 GPUs", "2 nodes, each with 8": per node
+        if re.fullmatch(r"\s*(?:[x×*]|with|of|每台|each|,?\s*each with)?\s*", between, re.I) and \
+                re.search(r"[x×*]|with|of|每台|each", between, re.I):
             per_node, count = count, None
         elif re.search(r"each|per node|每台", text[count_span[1]: count_span[1] + 12], re.I):
             per_node, count = count, None
@@ -365,6 +367,17 @@ def _is_injection(text: str) -> bool:
     return bool(_INJECTION.search(text))
 
 
+# A follow-up that names no setup field and no topic word still belongs to the conversation only
+# when it is nothing but a request to explain the last answer ("why?", "为什么？"). Anything else
+# ("What is a good recipe for tomato soup?") is a new, off-topic question, not a reason to repeat
+# the earlier setup's answer.
+_BARE_FOLLOW_UP = re.compile(
+    r"\s*(?:why(?: not)?|how so|really|are you sure|explain(?: (?:that|more|why))?|more details?|go on|"
+    r"and(?: then)?|then|so|what else|那(?:个)?呢|然后呢|还有呢|还有吗|"
+    r"为什么(?:呢|不行|不用)?|为啥(?:呢)?|真的吗|确定吗|详细说说|展开(?:讲讲|说说)|具体(?:点|一点|说说))"
+    r"\s*[?？!！。.]*\s*", re.I)
+
+
 # --------------------------------------------------------------------------------------------
 # One turn, a conversation
 # --------------------------------------------------------------------------------------------
@@ -428,7 +441,7 @@ def merge_fields(older: dict, newer: dict) -> dict:
     return merged
 
 
-def _user_turns(history) -> list[str]:
+def user_turns(history) -> list[str]:
     turns: list[str] = []
     for item in history or []:
         if isinstance(item, str):
@@ -466,9 +479,8 @@ def parse_conversation(question: str, history=None) -> Parsed:
         notices.append("truncated")
     fields: dict = {}
     any_topic = False
-    injection = False
     unknown_model = None
-    for turn in _user_turns(history):
+    for turn in user_turns(history):
         turn_fields, flags = parse_turn(turn[:MAX_CHARS])
         fields = merge_fields(fields, turn_fields)
         any_topic = any_topic or flags.on_topic
@@ -478,18 +490,23 @@ def parse_conversation(question: str, history=None) -> Parsed:
     unknown_model = flags.unknown_model or unknown_model
     language = detect_language(question) if question.strip() else "en"
     if question.strip() == "" and history:
-        earlier = " ".join(_user_turns(history))
+        earlier = " ".join(user_turns(history))
         language = detect_language(earlier)
 
+    # The question must be on topic by itself (a setup field, a topic word), or be a bare "why?"
+    # about an on-topic conversation; an injection never rides on the earlier turns.
+    follow_up = any_topic and not flags.injection and bool(_BARE_FOLLOW_UP.fullmatch(_clean(question)))
     setup = _build_setup(fields)
     parsed = Parsed(
         setup=setup, language=language, problems=check_setup(setup), missing=_missing(fields),
-        notices=notices, on_topic=flags.on_topic or (any_topic and bool(question.strip())),
-        injection=flags.injection or injection, empty=not question.strip() and not _user_turns(history),
+        notices=notices, on_topic=flags.on_topic or follow_up,
+        injection=flags.injection, empty=not question.strip() and not user_turns(history),
         unknown_model=unknown_model,
     )
     if parsed.empty:
         parsed.on_topic = False
+    elif any_topic and not parsed.on_topic:
+        parsed.notices.append("earlier_setup_kept")  # the reply points back to the conversation
     return parsed
 
 

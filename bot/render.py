@@ -171,20 +171,28 @@ def reason_text(reason: Reason, parts: AnswerParts) -> str:
                   f"A full replica fits: DDP needs about {tot} GiB per GPU of {use} GiB usable, "
                   f"up to micro-batch {mb}{c}.")
     if code == "ddp_too_big":
+        if parts.setup.get("gpu_count") == 1:
+            return ""  # one GPU: no replicas; "nothing_fits" says it does not fit
         if parts.numbers.get("memory.ddp.fits"):
             need = fmt(reason.values.get("need_mb", 1))
             return _t(lang, f"DDP 只能跑到 micro-batch {mb}，而你要 {need}{c}。",
                       f"DDP fits only up to micro-batch {mb}, and you asked for {need}{c}.")
+        if parts.setup.get("finetune") in ("lora", "qlora"):  # the base is frozen: no grads, no Adam
+            return _t(lang, f"DDP 每张卡都放一份完整的模型（冻结的基座权重加适配器）：每卡约 {tot} GiB，"
+                            f"超过 {cap} GB 卡上可用的 {use} GiB{c}。",
+                      f"DDP keeps a full copy of the model (the frozen base weights plus the adapters) on "
+                      f"every GPU: about {tot} GiB per GPU, more than the {use} GiB usable on each {cap} GB "
+                      f"card{c}.")
         return _t(lang, f"DDP 每张卡都放一份完整的参数、梯度和优化器状态：每卡约 {tot} GiB，"
                         f"超过 {cap} GB 卡上可用的 {use} GiB{c}。",
                   f"DDP keeps a full copy of parameters, gradients and optimizer state on every GPU: "
-                  f"about {tot} GiB per GPU, more than the {use} GiB usable on a {cap} GB card{c}.")
+                  f"about {tot} GiB per GPU, more than the {use} GiB usable on each {cap} GB card{c}.")
     if code == "single_gpu":
         return _t(lang, "只有一张卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
                   "With a single GPU there is nothing to shard across; DDP vs FSDP only matters with "
                   "several GPUs.")
     if code == "slow_inter_node":
-        link = parts.setup.get("inter_node_link") or ""
+        link = _LINK_NAMES.get(parts.setup.get("inter_node_link") or "", parts.setup.get("inter_node_link") or "")
         gbps = fmt(parts.setup.get("inter_node_gbps") or 0)
         fs_t = _num(parts, "fsdp_full_shard", "step_seconds", "time")
         return _t(lang, f"节点之间是 {link}（{gbps} Gb/s），比机内慢得多：HSDP 只在机内分片（每卡约 {tot} GiB，"
@@ -195,15 +203,22 @@ def reason_text(reason: Reason, parts: AnswerParts) -> str:
                   f"across all GPUs{c}.")
     if code == "comm_least":
         fs_vs = _num(parts, "fsdp_full_shard", "vs_ddp", "comm")
-        return _t(lang, f"DDP 通信最少：FSDP 全分片每步的通信量是 DDP 的 {fs_vs} 倍{c}；放得下就不必分片。",
-                  f"DDP communicates the least: FSDP full shard moves {fs_vs}x DDP's bytes per step{c}; "
+        return _t(lang, f"DDP 通信最少：FSDP 全分片每步的通信时间是 DDP 的 {fs_vs} 倍{c}；放得下就不必分片。",
+                  f"DDP communicates the least: FSDP full shard's communication takes {fs_vs}x DDP's time "
+                  f"per step{c}; "
                   f"when a replica fits there is no need to shard.")
     if code == "shard_fits":
         return _t(lang, f"{name} 放得下：每卡约 {tot} GiB（可用 {use} GiB），最大 micro-batch {mb}{c}。",
                   f"{name} fits: about {tot} GiB per GPU of {use} GiB usable, up to micro-batch {mb}{c}.")
     if code == "comm_cost":
-        return _t(lang, f"代价是通信：每步约 {gb} GB，是 DDP 的 {vs} 倍，估计每步 {t} 秒{c}。",
-                  f"The price is communication: about {gb} GB per step, {vs}x DDP, est. {t} s per step{c}.")
+        # ``vs_ddp`` is a ratio of communication *time*; at about 1x sharding costs nothing extra.
+        if float(parts.numbers.get(f"comm.{s}.vs_ddp", 2.0) or 2.0) <= 1.05:
+            return _t(lang, f"通信不比 DDP 多：每步约 {gb} GB，通信时间与 DDP 相当（{vs}x），估计每步 {t} 秒{c}。",
+                      f"Communication costs no more than DDP's: about {gb} GB per step, {vs}x DDP's "
+                      f"communication time, est. {t} s per step{c}.")
+        return _t(lang, f"代价是通信：每步约 {gb} GB，通信时间是 DDP 的 {vs} 倍，估计每步 {t} 秒{c}。",
+                  f"The price is communication: about {gb} GB per step, {vs}x DDP's communication time, "
+                  f"est. {t} s per step{c}.")
     if code == "ddp_tight":
         d_tot, d_use = _num(parts, "ddp", "total_gib"), _num(parts, "ddp", "usable_gib")
         return _t(lang, f"DDP 勉强放得下（{d_tot} / {d_use} GiB），余量太小，容易 OOM{c}。",
@@ -219,6 +234,10 @@ def reason_text(reason: Reason, parts: AnswerParts) -> str:
         ram = fmt(parts.setup.get("cpu_ram_gb") or 0)
         return _t(lang, f"CPU 卸载需要每台机器约 {host} GiB 主机内存，超过你的 {ram} GB{c}。",
                   f"CPU offload would need about {host} GiB of host RAM per node, more than your {ram} GB{c}.")
+    if code == "nothing_fits" and s == "ddp" and parts.setup.get("gpu_count") == 1:
+        # one GPU: "DDP" is just the model on that card; say it once, without naming a strategy
+        return _t(lang, f"这张卡放不下：需要约 {tot} GiB，可用 {use} GiB{c}。",
+                  f"It does not fit on this card: about {tot} GiB needed, {use} GiB usable{c}.")
     if code == "nothing_fits":
         return _t(lang, f"即使 {name}，每卡也要约 {tot} GiB，超过可用的 {use} GiB{c}。",
                   f"Even with {name}, each GPU needs about {tot} GiB, more than the {use} GiB usable{c}.")
@@ -318,8 +337,8 @@ def problem_text(field_name: str, message: str, lang: str) -> str:
 
 def _table(parts: AnswerParts) -> str:
     lang = parts.language
-    head = _t(lang, "| 策略 | 每卡显存 (GiB) | 可用 (GiB) | 放得下 | 最大 micro-batch | 通信 vs DDP | 估计每步 (秒) |",
-              "| strategy | per-GPU GiB | usable GiB | fits | max micro-batch | comm vs DDP | est. step (s) |")
+    head = _t(lang, "| 策略 | 每卡显存 (GiB) | 可用 (GiB) | 放得下 | 最大 micro-batch | 通信时间 vs DDP | 估计每步 (秒) |",
+              "| strategy | per-GPU GiB | usable GiB | fits | max micro-batch | comm time vs DDP | est. step (s) |")
     rows = [head, "|---|---:|---:|:---:|---:|---:|---:|"]
     yes, no = _t(lang, "是", "yes"), _t(lang, "否", "no")
     for s in TRAINING_STRATEGIES:
@@ -378,12 +397,16 @@ _EXAMPLE_ZH = "Llama-2-7B 全参微调，八张 A100-40GB，用 DDP 还是 FSDP�
 _EXAMPLE_EN = "Llama-2-7B full fine-tune on eight A100-40GB: DDP or FSDP?"
 
 
+_LINK_NAMES = {"ethernet": "Ethernet", "infiniband": "InfiniBand", "nvlink": "NVLink", "pcie": "PCIe"}
+
+
 def render_markdown(parts: AnswerParts) -> str:
     """The answer text in ``parts.language``; citation markers ``[n]`` refer to the citations."""
     lang = parts.language
     out: list[str] = []
     for notice in parts.notices:
-        out.append(f"> {notice_text(notice, lang)}")
+        if notice != "earlier_setup_kept":
+            out.append(f"> {notice_text(notice, lang)}")
     if parts.kind == "empty":
         out.append(_t(lang, f"请提一个关于分布式训练的问题，例如：“{_EXAMPLE_ZH}”",
                       f"Please ask a question about distributed training, e.g. \"{_EXAMPLE_EN}\""))
@@ -393,6 +416,10 @@ def render_markdown(parts: AnswerParts) -> str:
                             f"显存、通信）相关的问题，例如：“{_EXAMPLE_ZH}”",
                       "That is outside what I can help with. I answer questions about PyTorch distributed "
                       f"training (DDP, FSDP, HSDP, GPU memory, communication), for example: \"{_EXAMPLE_EN}\""))
+        if "earlier_setup_kept" in parts.notices:
+            out.append(_t(lang, "你之前说的训练配置我还记着，可以接着问，比如：“换成两台机器呢？”",
+                          "I still have the setup from earlier in this conversation; you can ask a follow-up "
+                          "about it, e.g. \"what about two nodes?\""))
         return "\n\n".join(out)
     if parts.kind == "invalid":
         out.append(_t(lang, "**这个配置有问题，先修正再计算：**", "**This setup has problems; fix them and I will compute:**"))
@@ -456,15 +483,15 @@ def render_markdown(parts: AnswerParts) -> str:
                           f"A recorded run of this model: {label(strategy, lang)} peaked at {fmt(peak)} GiB "
                           f"per rank [{n}]."))
         if parts.doc_cites:
-            why.append(_t(lang, "原理见文档 " + "".join(f"[{n}]" for n in parts.doc_cites) + "。",
-                          "Background in the docs " + "".join(f"[{n}]" for n in parts.doc_cites) + "."))
+            refs = " ".join(f"[{n}]" for n in parts.doc_cites)
+            why.append(_t(lang, f"原理见文档 {refs}。", f"Background in the docs {refs}."))
         out.append(_t(lang, "**为什么**", "**Why**") + "\n" + "\n".join(f"- {w}" for w in why if w))
         changes = [reason_text(r, parts) for r in advice.changes]
         if changes:
             out.append(_t(lang, "**什么会改变结论**", "**What would change it**") + "\n" +
                        "\n".join(f"- {c}" for c in changes if c))
     elif parts.doc_cites:
-        out.append(_t(lang, "原理见文档 ", "Background in the docs ") + "".join(f"[{n}]" for n in parts.doc_cites))
+        out.append(_t(lang, "原理见文档 ", "Background in the docs ") + " ".join(f"[{n}]" for n in parts.doc_cites))
 
     if parts.forum:
         lines = []
@@ -475,8 +502,8 @@ def render_markdown(parts: AnswerParts) -> str:
             if item.correction:
                 line += _t(lang, "", " ") + item.correction
             lines.append(line)
-        note = _t(lang, "", "_Quotes are in the thread's original Chinese._\n")
-        out.append(_t(lang, "**论坛里怎么说**", "**What the forum said**") + "\n" + note + "\n".join(lines))
+        heading = _t(lang, "**论坛里怎么说**", "**What the forum said** (quotes in the thread's original Chinese)")
+        out.append(heading + "\n" + "\n".join(lines))
 
     if parts.howto:
         out.append(_t(lang, "**怎么跑**", "**How to run it**") + "\n\n" + parts.howto)

@@ -358,14 +358,10 @@ def _usage_text(language: str = "en") -> str:
 
 # ---------------------------------------------------------------------------------------------
 def default_ask(question: str, history=None) -> Answer:
-    """The same choice as ``shardwise ask``: the LLM path when one is configured, else bot.ask."""
-    from bot.llm import ask_with_llm, llm_configured
+    """The same answer as ``shardwise ask`` (``bot.llm.answer``: the LLM when configured)."""
+    from bot.llm import answer
 
-    if llm_configured():
-        return ask_with_llm(question, history)
-    from bot import ask
-
-    return ask(question, history=history)
+    return answer(question, history)
 
 
 def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,

@@ -1,6 +1,6 @@
 """The Gradio chat page: chat, editable setup panel, memory chart, sources, simulate, how-to.
 
-This module only presents what ``bot.ask`` / ``answer_for_setup`` / the benchmark simulator
+This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
 return; it computes no figure of its own. Layout: the chat (answers as markdown with ``[n]``
 markers, their sources as expandable ``<details>`` entries) on the left; the setup the parser
 understood (editable; missing fields highlighted), the per-strategy memory chart, the simulate
@@ -327,6 +327,25 @@ def setup_from_panel(values: list[Any]) -> TrainingSetup:
     return TrainingSetup(**data)
 
 
+# Fields a GPU defines: when the GPU changes they follow it (resolve_setup fills them from the
+# catalog) unless the same edit changed them too.
+GPU_DEFINED = ("gpu_memory_gb", "intra_node_link")
+
+
+def follow_gpu(values: list[Any], previous: dict | None) -> list[Any]:
+    """Panel values with the GPU-defined fields cleared when the GPU changed since ``previous``
+    (the setup the panel last showed) and the field still shows its old value."""
+    if not previous:
+        return list(values)
+    current = dict(zip(PANEL_FIELDS, values, strict=True))
+    if (current.get("gpu") or None) == (previous.get("gpu") or None):
+        return list(values)
+    for name in GPU_DEFINED:
+        if current.get(name) == previous.get(name):
+            current[name] = None
+    return [current[name] for name in PANEL_FIELDS]
+
+
 def setup_summary(setup: TrainingSetup) -> str:
     """One line naming what was set, for the chat's record of an edit."""
     parts = [f"{k}={v}" for k, v in setup.model_dump().items() if v is not None]
@@ -400,7 +419,7 @@ def _no_change(n_panel: int = len(PANEL_FIELDS)) -> list[Any]:
 
 def respond(message: str, chat: list[dict] | None, session: dict | None):
     """The chat handler: answer ``message`` in the context of this tab's earlier questions."""
-    from bot import ask
+    from bot.llm import answer as ask  # the same answer as every surface (the LLM when configured)
 
     chat = list(chat or [])
     session = dict(session or new_session())
@@ -431,7 +450,7 @@ def reanswer(chat: list[dict] | None, session: dict | None, *values):
     previous = session.get("answer")
     language = previous["language"] if previous else "en"
     try:
-        setup = setup_from_panel(list(values))
+        setup = setup_from_panel(follow_gpu(list(values), previous["setup"] if previous else None))
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
         chat.append({"role": "assistant", "content": inert(f"The setup has invalid values: {problems}")})
@@ -521,7 +540,7 @@ def simulate(chat: list[dict] | None, session: dict | None, progress=gr.Progress
 
 def chat_api(message: str) -> str:
     """``/chat``: one question (no conversation) -> the markdown answer with its sources."""
-    from bot import ask
+    from bot.llm import answer as ask
 
     text, notice = prepare_message(message)
     if not text:

@@ -198,3 +198,26 @@ def test_page_builds_with_the_chat_api():
     demo = webui.build_demo()
     names = [d.api_name for d in demo.fns.values() if d.api_name]
     assert "chat" in names
+
+
+def test_changing_the_gpu_makes_link_and_memory_follow_it():
+    from bot.assistant import answer_for_setup
+    from bot.setup import TrainingSetup
+
+    first = answer_for_setup(TrainingSetup(params_b=1.0, gpu="A100 80GB SXM", gpu_count=8))
+    assert first.setup["intra_node_link"] == "nvlink" and first.setup["gpu_memory_gb"] == 80
+    session = {"questions": [], "answer": first.model_dump()}
+    values = webui.panel_values({**first.setup, "gpu": "RTX 4090 24GB"})  # only the dropdown changed
+    outputs = webui.reanswer([], session, *values)
+    setup = outputs[1]["answer"]["setup"]
+    assert setup["gpu"] == "RTX 4090 24GB"
+    assert setup["intra_node_link"] == "pcie" and setup["gpu_memory_gb"] == 24
+
+
+def test_a_link_changed_in_the_same_edit_as_the_gpu_is_kept():
+    previous = {"gpu": "RTX 4090 24GB", "gpu_memory_gb": 24, "intra_node_link": "pcie", "gpu_count": 8}
+    edited = webui.panel_values({**previous, "gpu": "A100 80GB PCIe", "intra_node_link": "nvlink"})
+    followed = dict(zip(webui.PANEL_FIELDS, webui.follow_gpu(edited, previous), strict=True))
+    assert followed["intra_node_link"] == "nvlink" and followed["gpu_memory_gb"] is None
+    same_gpu = webui.panel_values({**previous, "intra_node_link": "nvlink"})
+    assert webui.follow_gpu(same_gpu, previous) == same_gpu  # no GPU change: nothing is touched
