@@ -132,7 +132,10 @@ def corpus_chunks() -> list[Chunk]:
 # Where generations live: a folder of chroma stores, or collections on a chroma server
 # --------------------------------------------------------------------------------------------
 
-_SETTINGS = Settings(anonymized_telemetry=False)
+def _settings() -> Settings:
+    # A fresh object per client: chromadb writes the client kind (persistent/http) into the
+    # Settings it is given, so a shared one would turn later local clients into HTTP clients.
+    return Settings(anonymized_telemetry=False)
 
 
 def _collection_name(generation: str) -> str:
@@ -151,7 +154,7 @@ class _LocalBackend:
         self.location = str(root)
 
     def client(self, generation: str):
-        return chromadb.PersistentClient(path=str(self.root / generation), settings=_SETTINGS)
+        return chromadb.PersistentClient(path=str(self.root / generation), settings=_settings())
 
     def current(self) -> str | None:
         try:
@@ -206,7 +209,7 @@ class _ServerBackend:
         try:
             self._client = chromadb.HttpClient(
                 host=parsed.hostname, port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                ssl=parsed.scheme == "https", settings=_SETTINGS,
+                ssl=parsed.scheme == "https", settings=_settings(),
             )
         except Exception as err:  # connection refused, DNS, TLS: say which server and why
             raise IndexUnavailable(f"cannot reach the chroma server at {url}: {err}") from err
