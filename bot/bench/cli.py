@@ -1,0 +1,223 @@
+"""``shardwise bench``: simulate, run, script, import, list, show.
+
+Every result printed carries its store id (``run-...``), the id a ``bench`` citation uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+
+import click
+
+STRATEGY_HELP = "comma-separated: ddp, fsdp_full_shard, fsdp_shard_grad_op, fsdp_hybrid_shard, fsdp_full_shard_offload, or all"
+
+
+def _strategies(text: str) -> tuple[str, ...]:
+    from bot.bench.simulate import STRATEGIES
+
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    if names == ("all",):
+        return STRATEGIES
+    return names
+
+
+@contextmanager
+def _progress(enabled: bool):
+    """A rich progress bar on stderr (never on stdout, which may carry --json)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("starting", total=1.0)
+        yield lambda message, fraction: bar.update(task, description=message, completed=fraction)
+
+
+@click.group()
+def bench() -> None:
+    """Simulate exact per-GPU memory, run real DDP/FSDP benchmarks, script cluster runs."""
+
+
+@bench.command()
+@click.option("--model", required=True, help="catalog model (llama2-7b, gpt2, tiny, or a size like 1b)")
+@click.option("--gpus", "gpu_count", type=int, required=True, help="number of GPUs (world size)")
+@click.option("--strategy", "strategy", default="fsdp_full_shard", show_default=True, help=STRATEGY_HELP)
+@click.option("--gpus-per-node", type=int, default=None, help="node size for HSDP (default min(8, gpus))")
+@click.option("--seq-len", type=int, default=2048, show_default=True)
+@click.option("--micro-batch", type=int, default=1, show_default=True)
+@click.option("--precision", default="bf16-mixed", show_default=True,
+              type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]))
+@click.option("--activation-checkpointing/--no-activation-checkpointing", default=False)
+@click.option("--optimizer", default="adamw", show_default=True, type=click.Choice(["adamw", "sgd"]))
+@click.option("--force", is_flag=True, help="simulate again even if the store has this config")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def simulate(model, gpu_count, strategy, gpus_per_node, seq_len, micro_batch, precision,
+             activation_checkpointing, optimizer, force, as_json) -> None:
+    """Exact per-GPU peak memory of a training step, simulated on CPU (fake tensors)."""
+    from bot.bench.simulate import SimConfig, SimError, simulate_cached
+
+    outputs = []
+    for name in _strategies(strategy):
+        cfg = SimConfig(model=model, gpu_count=gpu_count, strategy=name, gpus_per_node=gpus_per_node,
+                        seq_len=seq_len, micro_batch=micro_batch, precision=precision,
+                        activation_checkpointing=activation_checkpointing, optimizer=optimizer)
+        try:
+            with _progress(not as_json and sys.stderr.isatty()) as progress:
+                run_id, result = simulate_cached(cfg, force=force, progress=progress)
+        except SimError as err:
+            raise click.ClickException(str(err)) from None
+        data = result.to_dict()
+        data["run_id"] = run_id
+        outputs.append(data)
+        if not as_json:
+            _print_sim(run_id, result)
+    if as_json:
+        click.echo(json.dumps(outputs[0] if len(outputs) == 1 else outputs, indent=1))
+
+
+def _print_sim(run_id: str, r) -> None:
+    c = r.config
+    click.echo(f"{run_id}  {c.model}, {c.gpu_count} GPUs, {c.strategy}, seq {c.seq_len} x batch "
+               f"{c.micro_batch}, {c.precision}{', checkpointing' if c.activation_checkpointing else ''}")
+    click.echo(f"  peak {r.peak_gib:.2f} GiB per GPU = params {r.params_gib:.2f} + grads {r.grads_gib:.2f}"
+               f" + optimizer {r.optimizer_gib:.2f} + activations {r.activations_gib:.2f}"
+               f" + buffers {r.buffers_gib:.2f}" + (f"  (host RAM {r.host_gib:.2f} GiB)" if r.host_gib else ""))
+    click.echo(f"  simulated with torch {r.torch_version} in {r.seconds:.1f} s")
+
+
+@bench.command("run")
+@click.option("--model", default="tiny", show_default=True)
+@click.option("--strategies", default="ddp,fsdp_full_shard", show_default=True, help=STRATEGY_HELP)
+@click.option("--nproc", type=int, default=2, show_default=True, help="processes (GPUs, or CPU ranks)")
+@click.option("--steps", type=int, default=5, show_default=True, help="timed steps")
+@click.option("--warmup", type=int, default=2, show_default=True)
+@click.option("--seq-len", type=int, default=256, show_default=True)
+@click.option("--micro-batch", type=int, default=2, show_default=True)
+@click.option("--precision", default=None, type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]),
+              help="default: bf16-mixed on GPU, fp32 on CPU")
+@click.option("--activation-checkpointing", is_flag=True)
+@click.option("--timeout", type=float, default=600, show_default=True, help="seconds per strategy")
+@click.option("--force", is_flag=True, help="run again even if the store has this config")
+@click.option("--json", "as_json", is_flag=True)
+def run_command(model, strategies, nproc, steps, warmup, seq_len, micro_batch, precision,
+                activation_checkpointing, timeout, force, as_json) -> None:
+    """Really train with torchrun (gloo on CPU, NCCL on GPUs) and compare strategies."""
+    from bot.bench.run import BenchError, RunConfig, run_benchmark
+
+    cfg = RunConfig(model=model, strategies=_strategies(strategies), nproc=nproc, steps=steps,
+                    warmup=warmup, seq_len=seq_len, micro_batch=micro_batch, precision=precision,
+                    activation_checkpointing=activation_checkpointing, timeout=timeout)
+    try:
+        with _progress(not as_json and sys.stderr.isatty()) as progress:
+            report = run_benchmark(cfg, force=force, progress=progress)
+    except BenchError as err:
+        raise click.ClickException(str(err)) from None
+    if as_json:
+        click.echo(json.dumps({"runs": [{"run_id": report.run_ids[s], "strategy": s, **report.results[s]}
+                                        for s in report.results],
+                               "loss_check": report.loss_check, "cached": report.cached}, indent=1))
+        return
+    for strategy, result in report.results.items():
+        f = result["figures"]
+        cached = " (from store)" if strategy in report.cached else ""
+        click.echo(f"{report.run_ids[strategy]}  {strategy:<24} {f['step_seconds']:.3f} s/step  "
+                   f"{f['tokens_per_s']:.0f} tokens/s  peak {f['peak_gib']:.3f} GiB/rank  "
+                   f"collectives {f['comm_seconds_per_step']:.3f} s/step{cached}")
+    check = report.loss_check
+    if check.get("reference"):
+        click.echo(f"losses match {check['reference']} within {check['tolerance']:g}: "
+                   f"max relative difference {max(check['max_rel_diff'].values()):.2e}")
+
+
+@bench.command()
+@click.option("--model", required=True)
+@click.option("--strategies", default="ddp,fsdp_full_shard", show_default=True, help=STRATEGY_HELP)
+@click.option("--nodes", type=int, default=1, show_default=True)
+@click.option("--gpus-per-node", type=int, default=8, show_default=True)
+@click.option("--steps", type=int, default=20, show_default=True)
+@click.option("--seq-len", type=int, default=2048, show_default=True)
+@click.option("--micro-batch", type=int, default=1, show_default=True)
+@click.option("--precision", default="bf16-mixed", show_default=True,
+              type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]))
+@click.option("--activation-checkpointing", is_flag=True)
+@click.option("--python", default="python", show_default=True, help="python on the cluster")
+@click.option("--out-dir", default=".", show_default=True, help="where to write the two files")
+def script(model, strategies, nodes, gpus_per_node, steps, seq_len, micro_batch, precision,
+           activation_checkpointing, python, out_dir) -> None:
+    """Write a torchrun script and a SLURM sbatch file for your cluster."""
+    from bot.bench.script import ScriptConfig, write_scripts
+
+    cfg = ScriptConfig(model=model, strategies=_strategies(strategies), nodes=nodes,
+                       gpus_per_node=gpus_per_node, steps=steps, seq_len=seq_len, micro_batch=micro_batch,
+                       precision=precision, activation_checkpointing=activation_checkpointing, python=python)
+    try:
+        paths = write_scripts(cfg, out_dir)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+    for path in paths:
+        click.echo(f"wrote {path}")
+    click.echo("run one of them on the cluster, then: shardwise bench import shardwise-results/*.json")
+
+
+@bench.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def import_command(files) -> None:
+    """Validate result JSON files from `bench script` runs and add them to the store."""
+    from bot.bench.script import ImportRejected, import_result
+
+    failed = 0
+    for name in files:
+        try:
+            run_id, existed = import_result(name)
+        except ImportRejected as err:
+            failed += 1
+            click.echo(f"rejected {name}: {err}", err=True)
+            continue
+        click.echo(f"{run_id}  {'already stored' if existed else 'imported'}  {name}")
+    if failed:
+        raise SystemExit(1)
+
+
+@bench.command("list")
+@click.option("--kind", type=click.Choice(["simulate", "run", "import"]), default=None)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=30, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def list_command(kind, limit, as_json) -> None:
+    """Stored results, newest first."""
+    from bot.bench.store import ResultStore
+
+    runs = ResultStore().list(kind=kind, limit=limit)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in runs], indent=1))
+        return
+    if not runs:
+        click.echo("no stored results yet (try: shardwise bench simulate --model gpt2 --gpus 2)")
+    for r in runs:
+        click.echo(f"{r.id}  {r.summary()}")
+
+
+@bench.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True)
+def show(run_id, as_json) -> None:
+    """One stored result in full."""
+    from bot.bench.store import ResultStore
+
+    run = ResultStore().get(run_id.strip())
+    if run is None:
+        raise click.ClickException(f"no stored result {run_id!r} (see: shardwise bench list)")
+    if as_json:
+        click.echo(json.dumps(run.to_dict(), indent=1))
+        return
+    click.echo(f"{run.id}  {run.summary()}")
+    for title, data in (("config", run.config), ("hardware", run.hardware), ("figures", run.figures)):
+        click.echo(f"{title}:")
+        for key, value in data.items():
+            click.echo(f"  {key}: {value}")
+    if run.error:
+        click.echo(f"error: {run.error}")

@@ -1,0 +1,481 @@
+"""Simulate one training step's exact per-GPU peak memory, on CPU, without allocating it.
+
+How: the catalog architecture (``bot.bench.model``) is built inside ``FakeTensorMode`` (tensors
+have shapes and dtypes but no storage), with a fake process group whose world size is the user's
+GPU count, wrapped the way the strategy says (FSDP2 ``fully_shard`` per block and at the root,
+DDP), and trained for two iterations (forward, backward, optimizer step) under the memory
+trackers of ``torch.distributed._tools``. The tracker counts every tensor storage alive at each
+op and keeps the breakdown at the peak.
+
+Strategy mapping (DESIGN.md ids):
+- ``fsdp_full_shard``: ``fully_shard(reshard_after_forward=True)`` on each block and the root.
+- ``fsdp_shard_grad_op``: the same with ``reshard_after_forward=False`` (ZeRO-2-like).
+- ``fsdp_hybrid_shard``: a 2-D DeviceMesh (replicate across nodes, shard within a node).
+- ``fsdp_full_shard_offload``: full shard plus ``CPUOffloadPolicy``; sharded params, grads and
+  optimizer state live in host RAM, so the GPU peak leaves them out (reported as ``host_gib``).
+- ``ddp``: ``DistributedDataParallel`` over the fake group. Its C++ reducer allocates one flat
+  bucket buffer per bucket; those allocations go through the dispatcher, so the tracker sees them
+  as fake tensors (they land in ``buffers_gib``). Mixed precision for DDP is ``torch.autocast``,
+  which is what a DDP user writes.
+
+Everything runs in a spawned child process (``simulate``): the fake process group, the default
+dtype and torch's dispatch modes never touch the caller, and a crash cannot take a server down.
+Simulation runs on the CPU device because fake CUDA tensors need a CUDA build; the byte counts
+are the same (the CUDA caching allocator's 512-byte rounding is below 0.01 GiB).
+
+These torch APIs are private; ``tests/test_bench_simulate.py`` pins their behaviour.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+
+from bot.catalog import UnknownNameError, lookup_model
+
+GIB = 2**30
+# Bump when simulate's method changes so stored results from the old method are not served.
+SIM_METHOD_VERSION = 1
+
+STRATEGIES = ("ddp", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard", "fsdp_full_shard_offload")
+PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
+OPTIMIZERS = ("adamw", "sgd")
+# A fake world beyond this is legal but takes long; nobody asks for 100k-GPU per-rank numbers.
+MAX_SIM_WORLD = 65_536
+MAX_TOKENS = 4_194_304  # micro_batch * seq_len per GPU; beyond this the answer is "no" anyway
+
+ProgressFn = Callable[[str, float], None]
+
+
+class SimError(ValueError):
+    """A configuration simulate refuses, or a failure inside the simulation; the message says why."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    model: str
+    gpu_count: int
+    strategy: str
+    gpus_per_node: int | None = None  # for HSDP: shard within a node of this many GPUs
+    seq_len: int = 2048
+    micro_batch: int = 1
+    precision: str = "bf16-mixed"
+    activation_checkpointing: bool = False
+    optimizer: str = "adamw"
+
+    @classmethod
+    def from_resolved(cls, resolved, strategy: str) -> SimConfig:
+        """From a ``bot.setup.ResolvedSetup``; generic (size-only) models simulate by ``params_b``."""
+        s = resolved.setup
+        if s.finetune not in (None, "full"):
+            # Simulating full training for a LoRA question would present a wrong number as fact.
+            raise SimError(f"simulate covers full fine-tuning only, not {s.finetune}")
+        model = resolved.model.name
+        if resolved.model.approximate:
+            model = f"{resolved.model.params_b:.4g}b"
+        return cls(model=model, gpu_count=resolved.gpu_count, strategy=strategy,
+                   gpus_per_node=resolved.gpus_per_node, seq_len=s.seq_len, micro_batch=s.micro_batch,
+                   precision=s.precision, activation_checkpointing=bool(s.activation_checkpointing),
+                   optimizer=s.optimizer)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SimConfig:
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise SimError(f"unknown config fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def normalized(self) -> SimConfig:
+        """Validated, with the catalog name and the HSDP node size filled in; raises ``SimError``."""
+        problems = []
+        try:
+            spec = lookup_model(self.model)
+            name = spec.name if not spec.approximate else self.model.lower().replace(" ", "")
+        except UnknownNameError as err:
+            raise SimError(str(err)) from None
+        if self.strategy not in STRATEGIES:
+            problems.append(f"unknown strategy {self.strategy!r}; one of {', '.join(STRATEGIES)}")
+        if self.precision not in PRECISIONS:
+            problems.append(f"unknown precision {self.precision!r}; one of {', '.join(PRECISIONS)}")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"optimizer {self.optimizer!r} is not simulated; one of {', '.join(OPTIMIZERS)}")
+        for key, high in (("gpu_count", MAX_SIM_WORLD), ("seq_len", MAX_TOKENS), ("micro_batch", MAX_TOKENS)):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value > high:
+                problems.append(f"{key} must be an integer in 1..{high}, got {value!r}")
+        per_node = self.gpus_per_node
+        if per_node is not None and (not isinstance(per_node, int) or per_node < 1):
+            problems.append(f"gpus_per_node must be a positive integer, got {per_node!r}")
+        if problems:
+            raise SimError("; ".join(problems))
+        if self.seq_len * self.micro_batch > MAX_TOKENS:
+            raise SimError(f"micro_batch x seq_len = {self.seq_len * self.micro_batch} tokens per GPU "
+                           f"is over {MAX_TOKENS}")
+        if spec.arch != "llama" and self.seq_len > spec.max_positions:
+            raise SimError(f"{spec.name} has learned positions up to {spec.max_positions}; "
+                           f"seq_len {self.seq_len} is longer")
+        if self.strategy == "fsdp_hybrid_shard":
+            per_node = per_node or min(8, self.gpu_count)
+            if self.gpu_count % per_node:
+                raise SimError(f"HSDP needs gpu_count ({self.gpu_count}) to be a multiple of "
+                               f"gpus_per_node ({per_node})")
+        else:
+            per_node = None  # only HSDP's mesh depends on it; keep the cache key independent of it
+        return SimConfig(name, self.gpu_count, self.strategy, per_node, self.seq_len, self.micro_batch,
+                         self.precision, bool(self.activation_checkpointing), self.optimizer)
+
+    def key(self, torch_version: str) -> str:
+        """Hash of the normalized config, the torch version and the method version (cache key)."""
+        payload = json.dumps({"config": asdict(self.normalized()), "torch": torch_version,
+                              "method": SIM_METHOD_VERSION}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass
+class SimResult:
+    """Per-GPU peak and its breakdown at the peak moment, GiB (2^30 bytes).
+
+    ``params``: sharded (or replicated) parameters; ``grads``: sharded (or full) gradients;
+    ``optimizer``: optimizer state; ``activations``: saved activations plus inputs;
+    ``buffers``: temporaries: all-gathered (unsharded) params and grads, collective buffers,
+    DDP buckets, backward temporaries. They sum to ``peak_gib``. ``host_gib``: what CPU offload
+    keeps in host RAM (not in the peak). ``categories``: the tracker's raw bytes at the peak.
+    """
+
+    peak_gib: float
+    params_gib: float
+    grads_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    buffers_gib: float
+    seconds: float
+    torch_version: str
+    config: SimConfig
+    host_gib: float = 0.0
+    categories: dict[str, int] = field(default_factory=dict)
+    run_id: str | None = None  # set when the result comes from (or went into) the store
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["config"] = asdict(self.config)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SimResult:
+        data = dict(data)
+        data["config"] = SimConfig.from_dict(data["config"])
+        return cls(**data)
+
+
+# Tracker categories -> breakdown field. FSDPMemTracker names first, then MemTracker's.
+_CATEGORY_FIELD = {
+    "Sharded Param": "params_gib", "Parameter": "params_gib", "Buffer": "params_gib",
+    "Sharded Grad": "grads_gib", "Gradient": "grads_gib",
+    "OptState": "optimizer_gib", "Optstate": "optimizer_gib",
+    "Activation": "activations_gib", "Inputs": "activations_gib", "Other": "activations_gib",
+    "Unsharded Param": "buffers_gib", "Unsharded Grad": "buffers_gib", "All Gather": "buffers_gib",
+    "Reduce Scatter": "buffers_gib", "Temp": "buffers_gib",
+}
+# With CPUOffloadPolicy these live in host memory, not on the GPU.
+_HOST_CATEGORIES = ("Sharded Param", "Sharded Grad", "OptState")
+
+
+def breakdown(categories: dict[str, int], host: tuple[str, ...] = ()) -> dict[str, float]:
+    """Tracker bytes per category -> the GiB breakdown fields (host categories left out)."""
+    out = dict.fromkeys(("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib"), 0.0)
+    for name, nbytes in categories.items():
+        if name == "Total" or name in host:
+            continue
+        if name not in _CATEGORY_FIELD:
+            raise SimError(f"memory tracker reported an unknown category {name!r} (torch changed?)")
+        out[_CATEGORY_FIELD[name]] += nbytes / GIB
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The simulation itself (runs in the child process)
+# --------------------------------------------------------------------------------------------
+
+
+def _make_tracker(model, optimizer, fsdp: bool, host: tuple[str, ...]):
+    """A memory tracker that also records the peak of device-resident memory (host ones excluded)."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    base = FSDPMemTracker if fsdp else MemTracker
+
+    class DevicePeakTracker(base):
+        # Replaces the per-op peak update: we need the peak of device memory only (CPU offload
+        # moves some categories to the host), and module-wise peaks are not used.
+        def _update_peak_stats(self, peak_state) -> None:
+            for snap in self._curr_mem_snap.values():
+                total = snap["Total"] - sum(snap.get(k, 0) for k in host)
+                if total > self.device_peak:
+                    self.device_peak = total
+                    self.device_peak_snap = {getattr(k, "value", k): int(v) for k, v in snap.items()}
+
+    tracker = DevicePeakTracker(model, optimizer) if fsdp else DevicePeakTracker()
+    tracker.device_peak, tracker.device_peak_snap = 0, {}
+    return tracker
+
+
+class _NoBucketRebuild:
+    """DDP's C++ reducer with ``_rebuild_buckets`` turned off (see run_simulation)."""
+
+    def __init__(self, reducer):
+        self._reducer = reducer
+
+    def _rebuild_buckets(self) -> bool:
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._reducer, name)
+
+
+def _in_place_allreduce_hook(state, bucket):
+    import torch
+
+    future = torch.futures.Future()
+    future.set_result(bucket.buffer())
+    return future
+
+
+def _local_shard(tensor):
+    """This rank's shard of an FSDP2 DTensor (a plain tensor sharing its storage), or the tensor."""
+    from torch.distributed.tensor import DTensor
+
+    return tensor._local_tensor if isinstance(tensor, DTensor) else tensor
+
+
+def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimResult:
+    """The simulation in *this* process. Use ``simulate`` instead unless you are the child."""
+    import torch
+    import torch.distributed as dist
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    from bot.bench.model import build_model, loss_fn
+
+    cfg = cfg.normalized()
+    spec = lookup_model(cfg.model)
+    say = progress or (lambda message, fraction: None)
+    start = time.perf_counter()
+    fsdp = cfg.strategy != "ddp"
+    low = {"bf16-mixed": torch.bfloat16, "fp16-mixed": torch.float16}.get(cfg.precision)
+    param_dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
+    host = _HOST_CATEGORIES if cfg.strategy == "fsdp_full_shard_offload" else ()
+
+    if dist.is_initialized():
+        raise SimError("a process group is already initialised in this process; call simulate() instead")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=cfg.gpu_count)
+    old_dtype = torch.get_default_dtype()
+    try:
+        # The mesh must exist outside FakeTensorMode (it holds real rank tensors).
+        if cfg.strategy == "fsdp_hybrid_shard":
+            per_node = cfg.gpus_per_node
+            mesh = init_device_mesh("cpu", (cfg.gpu_count // per_node, per_node),
+                                    mesh_dim_names=("replicate", "shard"))
+        elif fsdp:
+            mesh = init_device_mesh("cpu", (cfg.gpu_count,), mesh_dim_names=("shard",))
+        say("building the model", 0.05)
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            # Build in the target dtype: .to() after construction would briefly hold both copies.
+            torch.set_default_dtype(param_dtype)
+            model = build_model(spec, checkpoint_blocks=cfg.activation_checkpointing)
+            if fsdp:
+                kwargs = {"mesh": mesh, "reshard_after_forward": cfg.strategy != "fsdp_shard_grad_op"}
+                if low is not None:
+                    # Mixed precision: fp32 master params, low-precision compute, fp32 gradient
+                    # reduction (https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html).
+                    kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32)
+                if host:
+                    kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=False)
+                for block in model.layers:
+                    fully_shard(block, **kwargs)
+                fully_shard(model, **kwargs)
+            else:
+                # init_sync=False: the start-up shape check and broadcast read tensor data, which
+                # fake tensors do not have; they allocate nothing that lasts.
+                model = DistributedDataParallel(model, init_sync=False)
+                # The fake group's all-reduce completes with no value; DDP's reducer wants the
+                # reduced bucket back. NCCL all-reduces in place, so hand back the bucket itself.
+                model.register_comm_hook(None, _in_place_allreduce_hook)
+                # After the first step DDP rebuilds its buckets in gradient-ready order, syncing the
+                # order with a broadcast that reads data. Same bucket bytes either way: skip it.
+                model.reducer = _NoBucketRebuild(model.reducer)
+            # The optimizer steps the local shards. Stepping FSDP2's DTensors directly gives the
+            # same kernels on a GPU, but under FakeTensorMode DTensor's sharding propagation
+            # creates full-size (unsharded) fake tensors that the tracker would count as memory.
+            pairs = [(p, _local_shard(p)) for p in model.parameters()]
+            locals_ = [local for _, local in pairs]
+            if cfg.optimizer == "adamw":
+                # foreach=True is the CUDA default (what GPU users get); it allocates param-sized
+                # temporaries in the step, which are counted.
+                optimizer = torch.optim.AdamW(locals_, lr=1e-4, foreach=True)
+            else:
+                optimizer = torch.optim.SGD(locals_, lr=1e-2, momentum=0.9, foreach=True)
+            tokens = torch.randint(0, spec.vocab, (cfg.micro_batch, cfg.seq_len + 1))
+            inputs, labels = tokens[:, :-1], tokens[:, 1:]
+            tracker = _make_tracker(model, optimizer, fsdp, host)
+            if fsdp:
+                tracker.track_inputs((inputs, labels))
+            else:
+                tracker.track_external(model, optimizer, inputs, labels)
+            with tracker:
+                # Two iterations: optimizer state exists from the first step on, so the second
+                # forward/backward runs with everything resident (the steady-state peak).
+                for step in range(2):
+                    say(f"iteration {step + 1}/2: forward", 0.2 + 0.4 * step)
+                    with torch.autocast("cpu", dtype=low, enabled=(low is not None and not fsdp)):
+                        logits = model(inputs)
+                    loss = loss_fn(logits, labels)
+                    del logits
+                    say(f"iteration {step + 1}/2: backward", 0.3 + 0.4 * step)
+                    loss.backward()
+                    del loss
+                    say(f"iteration {step + 1}/2: optimizer step", 0.5 + 0.4 * step)
+                    for param, local in pairs:
+                        local.grad = None if param.grad is None else _local_shard(param.grad)
+                    optimizer.step()
+                    for param, local in pairs:
+                        param.grad = local.grad = None  # zero_grad(set_to_none=True)
+                    tracker.reset_mod_stats()  # module stats grow per call otherwise
+            categories = tracker.device_peak_snap
+            host_bytes = 0
+            if host:
+                # Host RAM for offload: what those categories hold at the end of a step.
+                end = next(iter(tracker.get_tracker_snapshot("current").values()), {})
+                host_bytes = sum(int(end.get(k, 0)) for k in host)
+    finally:
+        torch.set_default_dtype(old_dtype)
+        dist.destroy_process_group()
+    parts = breakdown(categories, host)
+    return SimResult(peak_gib=tracker.device_peak / GIB, seconds=time.perf_counter() - start,
+                     torch_version=torch.__version__, config=cfg, host_gib=host_bytes / GIB,
+                     categories=categories, **parts)
+
+
+# --------------------------------------------------------------------------------------------
+# The public entry: a spawned child per simulation
+# --------------------------------------------------------------------------------------------
+
+
+def _child(cfg_dicts: list[dict], conn) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    for index, cfg_dict in enumerate(cfg_dicts):
+        def report(message: str, fraction: float, index: int = index) -> None:
+            conn.send(("progress", index, message, fraction))
+
+        try:
+            result = run_simulation(SimConfig(**cfg_dict), report)
+            conn.send(("result", index, result.to_dict()))
+        except SimError as err:
+            conn.send(("error", index, str(err), ""))
+        except Exception as err:  # noqa: BLE001  (report to the parent, go on with the next)
+            conn.send(("error", index, f"{type(err).__name__}: {err}", traceback.format_exc()[-4000:]))
+    conn.close()
+
+
+def simulate_batch(cfgs: list[SimConfig], progress: ProgressFn | None = None,
+                   timeout: float = 1800.0,
+                   on_result: Callable[[int, SimResult], None] | None = None) -> list[SimResult | SimError]:
+    """Simulate several configs in one spawned child (torch is imported once); one entry per
+    config, in order: its ``SimResult`` or the ``SimError`` saying why it failed. Invalid configs
+    are refused before the child starts. ``on_result(index, result)`` is called as each finishes
+    (so a long batch that is interrupted keeps what it finished). ``timeout`` is per config."""
+    cfgs = [cfg.normalized() for cfg in cfgs]
+    outcomes: list[SimResult | SimError | None] = [None] * len(cfgs)
+    if not cfgs:
+        return []
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=([asdict(c) for c in cfgs], child), daemon=True,
+                       name="shardwise-simulate")
+    proc.start()
+    child.close()
+    deadline = time.monotonic() + timeout * len(cfgs)
+    total = len(cfgs)
+    try:
+        while any(o is None for o in outcomes):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SimError(f"simulation timed out after {timeout:.0f} s")
+            if parent.poll(min(remaining, 0.5)):
+                try:
+                    message = parent.recv()
+                except EOFError:
+                    raise SimError(f"simulation process died (exit code {proc.exitcode})") from None
+                kind, index = message[0], message[1]
+                if kind == "progress" and progress:
+                    label = f"[{index + 1}/{total}] {message[2]}" if total > 1 else message[2]
+                    progress(label, (index + message[3]) / total)
+                elif kind == "result":
+                    outcomes[index] = SimResult.from_dict(message[2])
+                    if on_result:
+                        on_result(index, outcomes[index])
+                elif kind == "error":
+                    detail = f"\n{message[3]}" if message[3] else ""
+                    outcomes[index] = SimError(f"simulation failed: {message[2]}{detail}")
+            elif not proc.is_alive():
+                raise SimError(f"simulation process died (exit code {proc.exitcode}); "
+                               "running out of memory is the usual cause")
+    finally:
+        parent.close()
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+        proc.join(5)
+    return outcomes  # type: ignore[return-value]
+
+
+def simulate(cfg: SimConfig, progress: ProgressFn | None = None, timeout: float = 1800.0) -> SimResult:
+    """Simulate ``cfg`` in a spawned child process; raises ``SimError`` with the reason on failure.
+
+    ``progress(message, fraction)`` is called in this process as the child reports.
+    """
+    outcome = simulate_batch([cfg], progress=progress, timeout=timeout)[0]
+    if isinstance(outcome, SimError):
+        raise outcome
+    return outcome
+
+
+def simulate_cached(cfg: SimConfig, store=None, force: bool = False,
+                    progress: ProgressFn | None = None) -> tuple[str, SimResult]:
+    """``(run_id, result)``: from the store when this config (and torch version) was simulated
+    before, otherwise simulated now and stored. ``force`` re-simulates."""
+    return simulate_many_cached([cfg], store=store, force=force, progress=progress)[0]
+
+
+def simulate_many_cached(cfgs: list[SimConfig], store=None, force: bool = False,
+                         progress: ProgressFn | None = None) -> list[tuple[str, SimResult]]:
+    """``simulate_cached`` for several configs; the ones not in the store run in one child.
+    Raises ``SimError`` for the first config that fails (the others are stored)."""
+    from bot.bench.store import ResultStore
+
+    store = store or ResultStore()
+    cfgs = [cfg.normalized() for cfg in cfgs]
+    found = [None if force else store.find_simulation(cfg) for cfg in cfgs]
+    missing = [n for n, hit in enumerate(found) if hit is None]
+
+    def keep(index: int, result: SimResult) -> None:
+        result.run_id = store.add_simulation(result)
+        found[missing[index]] = result
+
+    outcomes = simulate_batch([cfgs[n] for n in missing], progress=progress, on_result=keep)
+    first_error = next((o for o in outcomes if isinstance(o, SimError)), None)
+    if first_error is not None:
+        raise first_error
+    return [(hit.run_id, hit) for hit in found]

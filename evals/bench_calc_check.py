@@ -1,0 +1,201 @@
+"""Calculator check: the memory calculator and published peer formulas against simulate.
+
+    python -m evals.bench_calc_check            # full grid (3 models x 2 GPU counts x 5 strategies
+                                                #   x checkpointing on/off x 2 sequence lengths)
+    python -m evals.bench_calc_check --quick    # small grid
+    python -m evals.bench_calc_check --details  # also every row, and the worst rows by component
+
+The reference is ``bot.bench.simulate`` (exact tensor-level peak per GPU). Simulations are cached
+in the results store, so a rerun only computes what is new. Target for the calculator
+(issue 3): median absolute error <= 5 %, worst <= 15 % of the simulated peak.
+
+Peers, written here from their published formulas:
+- DeepSpeed ZeRO-2 / ZeRO-3 model-state estimators
+  (https://deepspeed.readthedocs.io/en/latest/memory.html): model states only, no activations.
+  ZeRO-2 ~ fsdp_shard_grad_op, ZeRO-3 ~ fsdp_full_shard (HSDP: ZeRO-3 over one node's GPUs),
+  ZeRO-3 with parameter + optimizer offload ~ fsdp_full_shard_offload.
+- Accelerate's estimate-memory rule
+  (https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator): training with Adam
+  takes about 4x the model's size in its dtype (model, gradients, two moments); one GPU holds
+  it all, so it applies to DDP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from bot.bench.simulate import STRATEGIES, SimConfig, simulate_many_cached
+from bot.catalog import lookup_model
+
+GIB = 2**30
+TARGET_MEDIAN, TARGET_WORST = 5.0, 15.0
+
+FULL_GRID = {
+    "models": {"GPT-2 Medium": (512, 1024), "1b": (512, 2048), "Llama-2-7B": (512, 2048)},
+    "gpu_counts": (4, 16),
+}
+QUICK_GRID = {
+    "models": {"GPT-2": (512,), "GPT-2 Medium": (1024,), "1b": (1024,)},
+    "gpu_counts": (8,),
+}
+MICRO_BATCH = 2
+GPUS_PER_NODE = 8
+
+
+def grid(spec: dict) -> list[SimConfig]:
+    cfgs = []
+    for model, seq_lens in spec["models"].items():
+        for gpus in spec["gpu_counts"]:
+            for strategy in STRATEGIES:
+                for ckpt in (False, True):
+                    for seq in seq_lens:
+                        cfgs.append(SimConfig(model, gpus, strategy, gpus_per_node=min(GPUS_PER_NODE, gpus),
+                                              seq_len=seq, micro_batch=MICRO_BATCH,
+                                              activation_checkpointing=ckpt))
+    return cfgs
+
+
+# --- peers --------------------------------------------------------------------------------------
+
+def deepspeed_zero2_gib(params: int, gpus: int) -> float:
+    # estimate_zero2_model_states_mem_needs, no offload: 4 B/param (fp16 params + grads buffer)
+    # plus 16 B/param of fp32 master/optimizer state partitioned over the GPUs.
+    # https://deepspeed.readthedocs.io/en/latest/memory.html
+    return (4 * params + 16 * params / gpus) / GIB
+
+
+def deepspeed_zero3_gib(params: int, largest_layer: int, gpus: int, offload: bool) -> float:
+    # estimate_zero3_model_states_mem_needs: 4 B per param of the largest layer (its gathered
+    # fp16 params and grads), plus 18 B/param partitioned; with params and optimizer offloaded
+    # only the largest layer stays. https://deepspeed.readthedocs.io/en/latest/memory.html
+    largest = 4 * largest_layer
+    return (largest if offload else largest + 18 * params / gpus) / GIB
+
+
+def accelerate_gib(params: int, precision: str) -> float:
+    # "Training using Adam": ~4x the model size in its dtype (1x model, 1x grads, 2x optimizer).
+    # https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator
+    dtype_bytes = 2 if precision == "bf16" else 4
+    return 4 * params * dtype_bytes / GIB
+
+
+def peer_estimates(cfg: SimConfig) -> dict[str, float]:
+    spec = lookup_model(cfg.model)
+    largest = spec.largest_unit_params()
+    out: dict[str, float] = {}
+    if cfg.strategy == "ddp":
+        out["Accelerate 4x rule"] = accelerate_gib(spec.params, cfg.precision)
+    elif cfg.strategy == "fsdp_shard_grad_op":
+        out["DeepSpeed ZeRO-2/3"] = deepspeed_zero2_gib(spec.params, cfg.gpu_count)
+    elif cfg.strategy == "fsdp_full_shard":
+        out["DeepSpeed ZeRO-2/3"] = deepspeed_zero3_gib(spec.params, largest, cfg.gpu_count, False)
+    elif cfg.strategy == "fsdp_hybrid_shard":
+        out["DeepSpeed ZeRO-2/3"] = deepspeed_zero3_gib(spec.params, largest, cfg.gpus_per_node, False)
+    elif cfg.strategy == "fsdp_full_shard_offload":
+        out["DeepSpeed ZeRO-2/3"] = deepspeed_zero3_gib(spec.params, largest, cfg.gpu_count, True)
+    return out
+
+
+def calc_estimate(cfg: SimConfig):
+    """The calculator's MemoryEstimate for the same setup (None when bot.calc is missing)."""
+    try:
+        from bot.calc import estimate_setup
+        from bot.setup import TrainingSetup
+    except ImportError:
+        return None
+    setup = TrainingSetup(model=cfg.model, gpu_memory_gb=80, gpu_count=cfg.gpu_count,
+                          gpus_per_node=min(cfg.gpus_per_node or GPUS_PER_NODE, cfg.gpu_count),
+                          seq_len=cfg.seq_len, micro_batch=cfg.micro_batch, precision=cfg.precision,
+                          activation_checkpointing=cfg.activation_checkpointing, optimizer=cfg.optimizer,
+                          finetune="full")
+    return estimate_setup(setup).memory[cfg.strategy]
+
+
+def error_pct(estimate: float, reference: float) -> float:
+    return abs(estimate - reference) / reference * 100
+
+
+def summarize(errors: list[float]) -> tuple[int, float, float]:
+    return (len(errors), statistics.median(errors), max(errors)) if errors else (0, float("nan"), float("nan"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small grid")
+    parser.add_argument("--details", action="store_true", help="print every row and the worst rows")
+    parser.add_argument("--force", action="store_true", help="re-simulate even if stored")
+    args = parser.parse_args(argv)
+
+    cfgs = grid(QUICK_GRID if args.quick else FULL_GRID)
+    start = time.monotonic()
+    last = [0.0]
+
+    def progress(message: str, fraction: float) -> None:
+        if time.monotonic() - last[0] > 10:
+            last[0] = time.monotonic()
+            print(f"  {fraction:5.1%} {message}", file=sys.stderr, flush=True)
+
+    print(f"simulating {len(cfgs)} configs (cached ones come from the store) ...", file=sys.stderr)
+    sims = simulate_many_cached(cfgs, progress=progress)
+    print(f"done in {time.monotonic() - start:.0f} s", file=sys.stderr)
+
+    errors: dict[str, list[float]] = {"shardwise calc": [], "DeepSpeed ZeRO-2/3": [], "Accelerate 4x rule": []}
+    by_strategy: dict[str, list[float]] = {s: [] for s in STRATEGIES}
+    rows = []
+    for cfg, (run_id, sim) in zip(cfgs, sims, strict=True):
+        calc = calc_estimate(cfg)
+        row = {"cfg": cfg, "run_id": run_id, "sim": sim, "calc": calc}
+        if calc is not None:
+            err = error_pct(calc.total_gib, sim.peak_gib)
+            errors["shardwise calc"].append(err)
+            by_strategy[cfg.strategy].append(err)
+            row["calc_err"] = err
+        for name, value in peer_estimates(cfg).items():
+            errors[name].append(error_pct(value, sim.peak_gib))
+            row[name] = value
+        rows.append(row)
+
+    models = ", ".join(QUICK_GRID["models"] if args.quick else FULL_GRID["models"])
+    print(f"\nGrid: {len(cfgs)} configs ({models}; micro-batch {MICRO_BATCH}; bf16-mixed; AdamW); "
+          f"reference: bench simulate (torch {sims[0][1].torch_version})\n")
+    print("| method | configs | median abs error | worst abs error |")
+    print("|---|---:|---:|---:|")
+    for name, errs in errors.items():
+        n, median, worst = summarize(errs)
+        print(f"| {name} | {n} | {median:.1f} % | {worst:.1f} % |")
+    print("\nshardwise calc by strategy:\n")
+    print("| strategy | median | worst |")
+    print("|---|---:|---:|")
+    for strategy, errs in by_strategy.items():
+        n, median, worst = summarize(errs)
+        print(f"| {strategy} | {median:.1f} % | {worst:.1f} % |")
+
+    calc_rows = [r for r in rows if "calc_err" in r]
+    if args.details or calc_rows:
+        worst_rows = sorted(calc_rows, key=lambda r: -r["calc_err"])[: (len(calc_rows) if args.details else 8)]
+        print("\nWorst calculator rows, by component (calc vs simulate, GiB):\n")
+        print("| config | peak | params | grads | optimizer | activations | buffers | error |")
+        print("|---|---|---|---|---|---|---|---:|")
+        for r in worst_rows:
+            c, s, e = r["cfg"], r["sim"], r["calc"]
+            label = (f"{c.model} {c.gpu_count}g {c.strategy} s{c.seq_len}"
+                     f"{' ckpt' if c.activation_checkpointing else ''} ({r['run_id']})")
+            cells = [f"{getattr(e, k if k != 'peak_gib' else 'total_gib'):.2f} / {getattr(s, k):.2f}"
+                     for k in ("peak_gib", "params_gib", "grads_gib", "optimizer_gib", "activations_gib",
+                               "buffers_gib")]
+            print(f"| {label} | {' | '.join(cells)} | {r['calc_err']:.1f} % |")
+    if not errors["shardwise calc"]:
+        print("\nbot.calc is not available: only the peers were compared.")
+        return 1
+    _, median, worst = summarize(errors["shardwise calc"])
+    ok = median <= TARGET_MEDIAN and worst <= TARGET_WORST
+    print(f"\ncalculator target (median <= {TARGET_MEDIAN:g} %, worst <= {TARGET_WORST:g} %): "
+          f"{'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
