@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import anyio
 import pytest
@@ -21,6 +19,7 @@ from mcp import Client, StdioServerParameters
 from bot.answer import Answer
 from bot.env import repo_root
 from bot.mcp_server import build_mcp_server
+from tests.netutil import free_port, wait_for_port
 
 TOOLS = {"estimate_memory", "simulate_memory", "search_knowledge", "ask"}
 SEVEN_B = {"model": "Llama-2-7B", "gpu": "A100 40GB", "gpu_count": 8}
@@ -204,27 +203,14 @@ def test_stdio_server_lists_and_calls_tools_and_matches_ask_json():
     assert answer.structured_content == json.loads(printed.stdout)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_streamable_http_server_on_localhost():
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", "--http", "--port", str(port)],
                             cwd=repo_root(), env={**os.environ, **_env()}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read()
-                time.sleep(0.2)
+        wait_for_port(port, proc)
 
         async def session():
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:

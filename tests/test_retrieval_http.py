@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 from bot.knowledge.corpus import Doc, ForumAnswer
 from bot.knowledge.index import chunk_entries, ensure_index, ingest, open_index
 from bot.knowledge.search import Searcher
+from tests.netutil import free_port
 
 TINY = [
     ForumAnswer(id="forum-06", text="FSDP开混合精度加梯度checkpointing，单卡显存能压到20G左右。",
@@ -30,18 +30,12 @@ def _chroma_cli() -> str | None:
     return str(beside) if beside.exists() else shutil.which("chroma")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def chroma_url(tmp_path_factory):
     cli = _chroma_cli()
     if cli is None:
         pytest.skip("the chroma CLI is not installed next to this Python")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("chroma-server") / "server.log"
     with open(log, "w") as out:
         server = subprocess.Popen(
@@ -102,7 +96,7 @@ def test_an_unreachable_server_degrades_search_to_bm25(monkeypatch):
     from bot.knowledge import search as search_module
     from bot.knowledge.index import IndexUnavailable
 
-    monkeypatch.setenv("SHARDWISE_CHROMA_URL", f"http://127.0.0.1:{_free_port()}")  # nothing listens
+    monkeypatch.setenv("SHARDWISE_CHROMA_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens
     with pytest.raises(IndexUnavailable, match="cannot reach the chroma server"):
         ingest(chunk_entries(TINY))
     search_module.reset()

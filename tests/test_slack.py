@@ -11,7 +11,6 @@ import io
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from bot.slack_app import (
     md_to_mrkdwn,
     memory_table,
 )
+from tests.netutil import free_port, wait_for_port
 from tests.slack_mock import BOT_ID, BOT_USER_ID, TEAM_ID, SlackMock, event_body, running_bot, sign
 from tests.slack_mock import mention as mention_event
 from tests.slack_mock import post as slack_post
@@ -385,30 +385,17 @@ def test_manifest_matches_what_the_bot_handles():
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True  # DMs reach the bot
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_shardwise_slack_command_serves_http_on_localhost_without_leaking_secrets(slack):
     from bot.env import repo_root
 
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": slack.api_url}
     env.pop("SLACK_APP_TOKEN", None)
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "slack", "--port", str(port), "--debug"],
                             cwd=repo_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None
-                time.sleep(0.2)
+        wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/slack/events"
         assert post(url, event_body(mention("")), signature="v0=" + "1" * 64)[0] == 401
         assert post(url, event_body(mention(""), event_id="EvCli"))[0] == 200  # a bare mention: usage hint

@@ -1,0 +1,29 @@
+"""Loopback helpers shared by tests that start servers: a free port and waiting for it to listen."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 60.0) -> None:
+    """Wait until something accepts connections on 127.0.0.1:``port``; fail early if ``proc`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if proc is not None and proc.poll() is not None:
+                err = proc.stderr.read() if proc.stderr else ""
+                raise AssertionError(f"server exited with {proc.returncode} before listening: {err}") from None
+            time.sleep(0.2)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout:g} s")
