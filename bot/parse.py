@@ -140,14 +140,14 @@ def _parse_model(text: str, out: dict, parsed: Parsed) -> None:
 
 
 _GPU_FAMILY = re.compile(
-    r"(?<![A-Za-z0-9])((?:rtx\s*)?4090|a100|h100|h200|h800|a800|a10|v100|l40s)(?!\d)"
-    r"(?:[-_ ]*(pcie|sxm\d?))?(?:[-_ ]*(\d+)\s*(?:gb|g|gib)\b)?(?:[-_ ]*(pcie|sxm\d?))?", re.I)
+    r"(?<![A-WYZa-wyz0-9])((?:rtx\s*)?4090|a100|h100|h200|h800|a800|a10|v100|l40s)(?!\d)"
+    r"(?:[-_ ]*(pcie|sxm\d?))?(?:[-_ ]*(\d+)\s*(?:gb|g|gib)\b)?(?:[-_ ]*(pcie|sxm\d?))?", re.I | re.A)
 _MEM = re.compile(r"(-?\d+(?:\.\d+)?)\s*(tb|t|gib|gb|g)(?![A-Za-z])(?!\s*/\s*s)", re.I)
-_RAM_CONTEXT = re.compile(r"(cpu|内存|host|主机|\bram\b|system memory|系统内存)", re.I)
+_RAM_CONTEXT = re.compile(r"(cpu|内存|host|主机|\bram\b|system memory|系统内存)", re.I | re.A)
 _RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:cpu\s*|host\s*|system\s*)?(?:ram|内存|memory on the host|主机内存)",
                         re.I)
 _NET_CONTEXT = re.compile(r"(\bib\b|infiniband|以太网|ethernet|roce|网络|网卡|带宽|inter-?node|节点间|互联|nic)",
-                          re.I)
+                          re.I | re.A)
 
 
 def _parse_gpu(text: str, out: dict) -> None:
@@ -202,6 +202,7 @@ _NODES = [
     re.compile(r"(?:across|over|on)\s+" + _COUNT + r"\s+(?:nodes?|machines?|servers?|hosts?)", re.I),
 ]
 _PER_NODE = [
+    re.compile(_COUNT + r"\s*(?:张)?\s*卡\s*(?:的)?\s*(?:服务器|机器|节点|主机)"),  # 两台8卡服务器
     re.compile(r"(?:每台|每个节点|每节点|每机|每台机器|单机|单节点)\s*(?:上)?\s*(?:有)?\s*" + _COUNT
                + r"\s*(?:张|块|个|卡|gpu|GPU|x)?"),
     re.compile(_COUNT + r"\s*(?:gpus?|cards?)\s*(?:per|each|/)\s*(?:node|machine|server|host)?", re.I),
@@ -226,15 +227,27 @@ _SINGLE_GPU = re.compile(r"(单卡\s*(?:训练|跑|上跑|微调|(?:rtx\s*)?(?:a
 
 
 def _first_count(patterns: list[re.Pattern], text: str) -> tuple[int | None, tuple[int, int] | None]:
+    # A GPU's own number is never its count: "4 x 4090 GPUs" has 4 GPUs, not 4090.
+    names = [m.span(1) for m in _GPU_FAMILY.finditer(text)]
     for pattern in patterns:
         for match in pattern.finditer(text):
+            if any(start <= match.start(1) and match.end(1) <= end for start, end in names):
+                continue
             value = _to_int(match.group(1))
             if value is not None:
                 return value, match.span()
     return None, None
 
 
+_NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:张|块)?\s*(?:rtx\s*)?"
+                            r"(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090|gpus?|卡)", re.I | re.A)
+
+
 def _parse_counts(text: str, out: dict) -> None:
+    grid = _NODES_BY_GPUS.search(text)
+    if grid:  # "2x8 H100": nodes x GPUs per node
+        out["nodes"], out["gpus_per_node"] = int(grid.group(1)), int(grid.group(2))
+        text = text[: grid.start()] + " " * (grid.end() - grid.start()) + text[grid.end():]
     nodes, node_span = _first_count(_NODES, text)
     per_node, per_span = _first_count(_PER_NODE, text)
     # Only count GPU totals outside the per-node phrase ("每台8张" is not 8 in total).
@@ -253,6 +266,8 @@ def _parse_counts(text: str, out: dict) -> None:
             per_node, count = count, None
     if count is None and _SINGLE_GPU.search(text) and nodes is None:
         count = 1
+    if nodes is None and re.search(r"单机|单节点|单台|one node|single node|one machine|single machine", text, re.I):
+        nodes = 1
     if nodes is not None:
         out["nodes"] = nodes
     if per_node is not None:
@@ -261,69 +276,75 @@ def _parse_counts(text: str, out: dict) -> None:
         out["gpu_count"] = count
 
 
+def _search(pattern: str, text: str) -> re.Match | None:
+    # re.ASCII: Python counts CJK characters as word characters, so a plain \b never falls between
+    # "IB" and "网络" or "用" and "bf16"; ASCII mode puts a boundary at every non-ASCII character.
+    return re.search(pattern, text, re.ASCII)
+
+
 def _parse_training(text: str, out: dict) -> None:
     low = text.lower()
-    if re.search(r"pure\s*bf16|纯\s*bf16|bf16\s*only|全\s*bf16", low):
+    if _search(r"pure\s*bf16|纯\s*bf16|bf16\s*only|全\s*bf16", low):
         out["precision"] = "bf16"
-    elif re.search(r"\bbf16|bfloat16", low):
+    elif _search(r"\bbf16|bfloat16", low):
         out["precision"] = "bf16-mixed"
-    elif re.search(r"\bfp16|float16|半精度", low):
+    elif _search(r"\bfp16|float16|半精度", low):
         out["precision"] = "fp16-mixed"
-    elif re.search(r"混合精度|mixed[- ]precision|\bamp\b|autocast", low):
+    elif _search(r"混合精度|mixed[- ]precision|\bamp\b|autocast", low):
         out["precision"] = "bf16-mixed"
-    elif re.search(r"\bfp32|float32|全精度|单精度|full precision", low):
+    elif _search(r"\bfp32|float32|全精度|单精度|full precision", low):
         out["precision"] = "fp32"
 
-    if re.search(r"8[- ]?bit\s*adam|adam\s*8[- ]?bit|adam8bit|bnb", low):
+    if _search(r"8[- ]?bit\s*adam|adam\s*8[- ]?bit|adam8bit|bnb", low):
         out["optimizer"] = "adam8bit"
-    elif re.search(r"adamw?\b|adamw", low):
+    elif _search(r"adamw?\b|adamw", low):
         out["optimizer"] = "adamw"
-    elif re.search(r"\bsgd\b", low):
+    elif _search(r"\bsgd\b", low):
         out["optimizer"] = "sgd"
 
-    if re.search(r"q-?lora", low):
+    if _search(r"q-?lora", low):
         out["finetune"] = "qlora"
-    elif re.search(r"(?<![a-z])lora", low) and not re.search(r"(不用|不要|no|without|instead of)\s*lora", low):
+    elif _search(r"(?<![a-z])lora", low) and not _search(r"(不用|不要|no|without|instead of)\s*lora", low):
         out["finetune"] = "lora"
-    elif re.search(r"全参|全量|full[- ]?(?:parameter|param)?[- ]?(?:fine[- ]?tun|finetun|ft\b|train)|"
+    elif _search(r"全参|全量|full[- ]?(?:parameter|param)?[- ]?(?:fine[- ]?tun|finetun|ft\b|train)|"
                    r"预训练|pre-?train|from scratch|全参数", low):
         out["finetune"] = "full"
-    rank = re.search(r"(?:lora\s*)?(?:rank|\br)\s*[=:]?\s*(-?\d+)", low)
+    rank = _search(r"(?:lora\s*)?(?:rank|\br)\s*[=:]?\s*(-?\d+)", low)
     if rank and out.get("finetune") in ("lora", "qlora"):
         out["lora_rank"] = int(rank.group(1))
 
-    seq = re.search(r"(?:seq(?:uence)?[_ -]?(?:len(?:gth)?)?|context(?: length)?|ctx|序列长度|序列|上下文(?:长度)?|"
+    seq = _search(r"(?:seq(?:uence)?[_ -]?(?:len(?:gth)?)?|context(?: length)?|ctx|序列长度|序列|上下文(?:长度)?|"
                     r"max_length)\s*(?:of|is|=|:|为|是)?\s*(-?\d+(?:\.\d+)?)\s*(k)?(?![\d.])", low)
     if not seq:
-        seq = re.search(r"(-?\d+(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:context|seq(?:uence)?|序列|上下文)", low)
+        seq = _search(r"(-?\d+(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:context|seq(?:uence)?|序列|上下文)", low)
     if seq:
         value = _num(seq.group(1)) * (1024 if seq.group(2) else 1)
         out["seq_len"] = int(value)
 
-    batch = re.search(r"(?:micro[-_ ]?batch(?:[-_ ]?size)?|mbs|per[-_ ]gpu[-_ ]batch(?:[-_ ]size)?|"
+    batch = _search(r"(?:micro[-_ ]?batch(?:[-_ ]?size)?|mbs|per[-_ ]gpu[-_ ]batch(?:[-_ ]size)?|"
                       r"每卡\s*batch(?:\s*size)?|每卡批(?:大小)?|batch[-_ ]?size|\bbs|批大小|批量大小|batch)"
                       r"\s*(?:of|is|=|:|为|是|开到|设为|per gpu)?\s*(-?\d+)(?![\d.])", low)
-    if batch and not re.search(r"global[-_ ]?batch|全局\s*batch", low[max(0, batch.start() - 10): batch.end()]):
+    if batch and not _search(r"global[-_ ]?batch|全局\s*batch", low[max(0, batch.start() - 10): batch.end()]):
         out["micro_batch"] = int(batch.group(1))
 
-    negated_ckpt = re.search(r"(不开|不用|关闭|关掉|没开|no|without|disable[ds]?|off)\s*(?:the\s*)?"
+    negated_ckpt = _search(r"(不开|不用|关闭|关掉|没开|no|without|disable[ds]?|off)\s*(?:the\s*)?"
                              r"(activation|gradient|梯度|激活|重计算|checkpoint|recompute)", low)
     if negated_ckpt:
         out["activation_checkpointing"] = False
-    elif re.search(r"checkpointing|梯度检查点|激活检查点|重计算|recompute|activation checkpoint|"
-                   r"gradient checkpoint|\bac\b", low):
+    elif _search(r"checkpointing|梯度检查点|激活检查点|重计算|recompute|activation checkpoint|"
+                   r"gradient checkpoint|grad(?:ient)?[ _-]?ckpt|\bac\b", low):
         out["activation_checkpointing"] = True
 
 
 def _parse_links(text: str, out: dict) -> None:
     low = text.lower()
-    if re.search(r"nvlink|nvswitch", low):
+    if _search(r"nvlink|nvswitch", low):
         out["intra_node_link"] = "nvlink"
-    elif re.search(r"pcie|pci-e|no p2p|没有nvlink|无nvlink|without nvlink|no nvlink", low):
+    elif _search(r"pcie|pci-e|no p2p|没有nvlink|无nvlink|without nvlink|no nvlink", low):
         out["intra_node_link"] = "pcie"
-    if re.search(r"infiniband|\bib\b|(?<![a-z])ib(?=\s*\d)|roce|rdma", low):
+    if _search(r"infiniband|\bib\b|(?<![a-z])ib(?=\s*\d)|roce|rdma", low):
         out["inter_node_link"] = "infiniband"
-    elif re.search(r"以太网|ethernet|万兆|\btcp\b|\d+\s*gbe\b", low):
+    elif _search(r"以太网|ethernet|万兆|\btcp\b|\d+\s*gbe\b", low):
         out["inter_node_link"] = "ethernet"
     candidates = []
     for match in re.finditer(r"(-?\d+(?:\.\d+)?)\s*(gbps|gb/s|gbit/s|gbit|gbe|gb|g)(?![A-Za-z])", text, re.I):
@@ -340,6 +361,11 @@ def _parse_links(text: str, out: dict) -> None:
             candidates.append(_num(match.group(1)))
     if "万兆" in text and not candidates:
         candidates.append(10.0)
+    if not candidates:  # "IB 400", "IB NDR 400": a bare number right after the link word is its speed
+        bare = _search(r"(?:infiniband|(?<![a-z])ib|roce|ethernet|以太网)\s*(?:ndr|hdr|edr)?\s*(\d{2,3})"
+                       r"(?![\d.]|\s*(?:x|卡|张|台|gpus?|nodes?|cards?))", low)
+        if bare:
+            candidates.append(_num(bare.group(1)))
     if candidates:
         out["inter_node_gbps"] = _int_or_float(candidates[0])
         out.setdefault("inter_node_link", "ethernet" if candidates[0] < 100 else "infiniband")
@@ -353,14 +379,15 @@ _TOPIC = re.compile(
     r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed|gpu|显卡|显存|\d\s*卡|单卡|多卡|训练|微调|"
     r"train|fine-?tun|finetun|shard|分片|memory|\boom\b|nccl|torchrun|lora|batch|parallel|并行|"
     r"checkpoint|a100|h100|h800|a800|4090|v100|l40s|h200|llama|qwen|mistral|模型|model|参数|param|"
-    r"通信|communication|all-?reduce|all-?gather|节点|node|bf16|fp16|offload|卸载|pytorch|torch", re.I)
+    r"通信|communication|all-?reduce|all-?gather|节点|node|bf16|fp16|offload|卸载|pytorch|torch|"
+    r"梯度|gradient|accumulat|累积|优化器|optimizer|精度|precision", re.I | re.A)
 _INJECTION = re.compile(
     r"ignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|your)\s+(?:instructions?|prompts?|rules?)|"
     r"disregard\s+(?:all\s+|the\s+)?(?:previous|prior|above)|"
     r"system\s*prompt|developer\s*message|jailbreak|\bdan\b mode|"
     r"忽略(?:之前|以上|前面|上面|所有)?的?(?:所有)?(?:指令|指示|提示|规则|设定)|系统提示|提示词|"
     r"api[_ -]?key|secret|password|token\s*(?:value|=)|环境变量|env(?:ironment)?\s*var|\benv\b|"
-    r"密钥|密码|os\.environ|printenv|/etc/passwd|\.env\b|credentials?", re.I)
+    r"密钥|密码|os\.environ|printenv|/etc/passwd|\.env\b|credentials?", re.I | re.A)
 
 
 def _is_injection(text: str) -> bool:

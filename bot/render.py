@@ -293,6 +293,20 @@ _QUESTIONS = {
     "inter_node_link": ("机器之间用什么互联（InfiniBand 还是以太网，多少 Gb/s）？",
                         "What links the nodes (InfiniBand or Ethernet, how many Gb/s)?"),
     "micro_batch": ("每卡 micro-batch 要多大？", "What micro-batch per GPU do you need?"),
+    # the rest are asked only when the stated value was rejected (negative, absurd, contradictory)
+    "model": ("是哪个模型（名字或参数量）？", "Which model is it (name or parameter count)?"),
+    "gpu": ("是什么 GPU（型号或每卡显存）？", "Which GPU is it (model or memory per GPU)?"),
+    "nodes": ("一共几台机器？", "How many nodes (machines)?"),
+    "gpus_per_node": ("每台机器几张 GPU？", "How many GPUs per node?"),
+    "seq_len": ("序列长度是多少 token？", "What sequence length (tokens)?"),
+    "precision": ("用什么精度（bf16 混合精度、fp16、fp32）？", "Which precision (bf16 mixed, fp16, fp32)?"),
+    "optimizer": ("用什么优化器（AdamW、SGD、8-bit Adam）？", "Which optimizer (AdamW, SGD, 8-bit Adam)?"),
+    "finetune": ("全参微调、LoRA 还是 QLoRA？", "Full fine-tune, LoRA or QLoRA?"),
+    "lora_rank": ("LoRA 的 rank 是多少？", "What LoRA rank?"),
+    "activation_checkpointing": ("开不开激活检查点？", "Is activation checkpointing on?"),
+    "intra_node_link": ("机器内 GPU 之间是 NVLink 还是 PCIe？", "NVLink or PCIe between GPUs in a node?"),
+    "inter_node_gbps": ("节点间带宽多少 Gb/s？", "How many Gb/s between nodes?"),
+    "cpu_ram_gb": ("每台机器多少 CPU 内存（GB）？", "How much host RAM per node (GB)?"),
 }
 
 

@@ -90,7 +90,9 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         value = getattr(setup, name)
         if value is None:
             continue
-        if value <= 0:
+        if value != value:  # NaN compares false with everything, so it would slip past the range check
+            problems.append(Problem(name, "is not a number"))
+        elif value <= 0:
             problems.append(Problem(name, f"must be positive, got {value:g}"))
         elif value < low or value > high:
             problems.append(Problem(name, f"{value:g} is outside the plausible range {low:g}..{high:g}"))
@@ -241,7 +243,8 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     if per_node is None:
         per_node = max(1, count // nodes)
     if nodes * per_node != count:
-        raise SetupError([Problem("gpu_count", f"{count} GPUs do not split evenly over {nodes} nodes")])
+        split = f"nodes of {per_node} GPUs" if setup.gpus_per_node else f"{nodes} nodes"
+        raise SetupError([Problem("gpu_count", f"{count} GPUs do not split evenly over {split}")])
     data.update(gpu_count=count, nodes=nodes, gpus_per_node=per_node)
 
     intra = setup.intra_node_link or (gpu.intra_link if gpu else "pcie")

@@ -571,7 +571,7 @@ def build_demo():
                                   sanitize_html=True, layout="bubble", group_consecutive_messages=False)
                 with gr.Row():
                     msg = gr.Textbox(placeholder="e.g. DDP or FSDP for Llama-2-7B on 8x A100 80GB?",
-                                     show_label=False, lines=2, max_lines=8, scale=5, elem_id="sw-msg")
+                                     show_label=False, lines=1, max_lines=8, scale=5, elem_id="sw-msg")
                     send = gr.Button("Ask", variant="primary", scale=1, elem_id="sw-send")
                 gr.Examples(examples=[[e] for e in EXAMPLES], inputs=[msg], label="Examples")
             with gr.Column(scale=2, min_width=360):

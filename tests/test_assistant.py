@@ -272,3 +272,14 @@ def test_review_questions_read_right():
             assert c.id != "doc-mcp-ambiguity"
             if c.kind == "doc":
                 assert not c.quote.rstrip().endswith((",", ";")), c.quote
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_setup_field_has_a_readable_question(lang):
+    # "-4 nodes" used to end with the bare bullet "nodes" under "Please tell me".
+    from bot.render import question_text
+    from bot.setup import TrainingSetup
+
+    for name in TrainingSetup.model_fields:
+        text = question_text(name, lang)
+        assert text != name and text.endswith("？" if lang == "zh" else "?"), (name, text)

@@ -58,3 +58,13 @@ def test_import_rejects_a_bad_file_and_exits_nonzero(tmp_path):
     bad.write_text('{"schema": "shardwise.bench.result/1"}')
     out = CliRunner().invoke(main, ["bench", "import", str(bad)])
     assert out.exit_code == 1 and "no content hash" in out.output
+
+
+def test_gpt2_default_seq_len_is_capped_at_its_position_table(tmp_path):
+    # `bench simulate --model gpt2` used to refuse its own default seq_len 2048 (GPT-2 has 1024 positions)
+    out = _run("script", "--model", "gpt2", "--out-dir", str(tmp_path))
+    assert out.exit_code == 0, out.output
+    assert "--seq-len 1024" in "".join(p.read_text() for p in tmp_path.iterdir())
+    out = _run("simulate", "--model", "gpt2", "--gpus", "2", "--strategy", "ddp", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["config"]["seq_len"] == 1024

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,24 @@ def test_installed_command_in_a_subprocess():
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
     assert "Did you mean" in bad.stderr and "gpu_count: must be positive" in bad.stderr
+
+
+def test_large_totals_are_not_cut_off_in_an_80_column_table():
+    # Llama-3.1-70B under DDP needs ~1577 GiB per GPU; "1577.x" used to be cut to "1577…".
+    result = run("--model", "llama3.1-70b", "--gpu", "h100", "--gpus", "64", "--inter-node", "infiniband:400")
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert re.search(r"ddp(\s+[\d.]+){5}\s+15\d\d\s+no", result.stdout), result.stdout
+
+
+def test_offload_that_fits_the_gpu_but_not_host_ram_says_why():
+    result = run("--model", "llama2-13b", "--gpu", "a100-40gb", "--gpus", "2", "--cpu-ram-gb", "64")
+    assert result.exit_code == 0, result.output
+    assert "full+offload does not fit: needs 194.0 GiB host RAM per node, --cpu-ram-gb 64" in result.stdout
+
+
+def test_nan_and_uneven_per_node_split_get_clear_messages():
+    result = run("--params-b", "nan", "--gpu", "h100", "--gpus", "8")
+    assert result.exit_code == 2 and "params_b: is not a number" in result.stderr
+    result = run(*BASE, "--gpus-per-node", "3")
+    assert result.exit_code == 2 and "nodes of 3 GPUs" in result.stderr

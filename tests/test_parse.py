@@ -67,6 +67,20 @@ def fields(text: str, history=None) -> dict:
     ("８卡Ａ１００", {"gpu_count": 8, "gpu": "A100 80GB SXM"}),  # full-width characters
     ("8 A100 GPUs", {"gpu_count": 8}),  # not 100 GPUs
     ("on -8 A100 GPUs", {"gpu_count": -8}),  # the sign is kept, so the problem is reported
+    # English tokens glued to Chinese (\b sees CJK as word characters, so these used to be missed)
+    ("两机16卡A100 80G显存，IB网络", {"inter_node_link": "infiniband", "nodes": 2, "gpu_count": 16}),
+    ("用bf16训练", {"precision": "bf16-mixed"}),
+    ("用fp16混合精度", {"precision": "fp16-mixed"}),
+    ("优化器用sgd训练", {"optimizer": "sgd"}),
+    ("100GbE网络", {"inter_node_link": "ethernet", "inter_node_gbps": 100}),
+    ("8xH100 80G", {"gpu": "H100 80GB SXM", "gpu_memory_gb": 80}),
+    ("单机8卡A100 40G", {"nodes": 1, "gpus_per_node": 8}),  # 单机 = one node, so 8 GPUs are stated
+    ("两台8卡服务器", {"nodes": 2, "gpus_per_node": 8}),
+    ("2x8 H100", {"nodes": 2, "gpus_per_node": 8, "gpu": "H100 80GB SXM"}),  # nodes x GPUs per node
+    ("4 x 4090 GPUs", {"gpu_count": 4, "gpu": "RTX 4090 24GB"}),  # the GPU's name is not a per-node count  # two 8-GPU servers: 8 per node, not 8 in total
+    ("64 H100 over 8 nodes IB 400", {"inter_node_link": "infiniband", "inter_node_gbps": 400}),
+    ("IB NDR 400", {"inter_node_link": "infiniband", "inter_node_gbps": 400}),
+    ("ctx 8k, bs=4, grad ckpt on", {"activation_checkpointing": True}),
 ])
 def test_phrasings(text, expected):
     got = fields(text)
@@ -225,6 +239,9 @@ def test_off_topic_or_hostile_follow_up_does_not_ride_on_the_conversation(histor
     ([EN_SETUP], "and with activation checkpointing?", "activation_checkpointing", True),
     ([EN_SETUP], "why?", "gpu", "A100 80GB SXM"),
     ([ZH_SETUP], "为什么？", "params_b", 7.0),
+    ([ZH_SETUP], "梯度累积8步可以吗", "params_b", 7.0),
+    ([EN_SETUP], "what if I use gradient accumulation instead?", "gpu", "A100 80GB SXM"),
+    ([ZH_SETUP], "优化器换成sgd呢", "optimizer", "sgd"),
 ])
 def test_real_follow_ups_still_merge_with_earlier_turns(history, question, field, value):
     parsed = parse_conversation(question, history)

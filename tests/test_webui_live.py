@@ -272,3 +272,13 @@ def test_off_topic_and_a_cleared_conversation(browser, server_url):
     assert tab.error_toasts() == 0
     assert tab.page_errors == []
     page.close()
+
+
+@pytest.mark.browser
+def test_enter_sends_the_question(browser, server_url):
+    # A chat box sends on Enter; with lines=2 Gradio sent only on Shift+Enter and Enter added a newline.
+    tab = Page(browser, server_url)
+    before = len(tab.bot_messages())
+    tab.page.fill("#sw-msg textarea", "DDP or FSDP for Llama-2-7B on 8x A100 80GB?")
+    tab.page.press("#sw-msg textarea", "Enter")
+    assert "Recommendation: FSDP full shard" in tab.wait_for_bot_message(before, timeout_ms=30_000)

@@ -23,6 +23,24 @@ def _strategies(text: str) -> tuple[str, ...]:
     return names
 
 
+DEFAULT_SEQ_LEN = 2048
+SEQ_LEN_HELP = "tokens per sequence [default: 2048, or the model's learned-position limit if shorter (GPT-2: 1024)]"
+
+
+def _seq_len(model: str, seq_len: int | None) -> int:
+    """The stated --seq-len, else 2048 capped at a learned-position table (GPT-2/OPT), so the
+    plain ``bench simulate --model gpt2`` works instead of refusing its own default."""
+    if seq_len is not None:
+        return seq_len
+    from bot.catalog import UnknownNameError, lookup_model
+
+    try:
+        spec = lookup_model(model)
+    except UnknownNameError:
+        return DEFAULT_SEQ_LEN  # the config check reports the unknown name
+    return DEFAULT_SEQ_LEN if spec.arch == "llama" else min(DEFAULT_SEQ_LEN, spec.max_positions)
+
+
 @contextmanager
 def _progress(enabled: bool):
     """A rich progress bar on stderr (never on stdout, which may carry --json)."""
@@ -48,7 +66,7 @@ def bench() -> None:
 @click.option("--gpus", "gpu_count", type=int, required=True, help="number of GPUs (world size)")
 @click.option("--strategy", "strategy", default="fsdp_full_shard", show_default=True, help=STRATEGY_HELP)
 @click.option("--gpus-per-node", type=int, default=None, help="node size for HSDP (default min(8, gpus))")
-@click.option("--seq-len", type=int, default=2048, show_default=True)
+@click.option("--seq-len", type=int, default=None, help=SEQ_LEN_HELP)
 @click.option("--micro-batch", type=int, default=1, show_default=True)
 @click.option("--precision", default="bf16-mixed", show_default=True,
               type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]))
@@ -62,6 +80,7 @@ def simulate(model, gpu_count, strategy, gpus_per_node, seq_len, micro_batch, pr
     from bot.bench.simulate import SimConfig, SimError, simulate_cached
 
     outputs = []
+    seq_len = _seq_len(model, seq_len)
     for name in _strategies(strategy):
         cfg = SimConfig(model=model, gpu_count=gpu_count, strategy=name, gpus_per_node=gpus_per_node,
                         seq_len=seq_len, micro_batch=micro_batch, precision=precision,
@@ -140,7 +159,7 @@ def run_command(model, strategies, nproc, steps, warmup, seq_len, micro_batch, p
 @click.option("--nodes", type=int, default=1, show_default=True)
 @click.option("--gpus-per-node", type=int, default=8, show_default=True)
 @click.option("--steps", type=int, default=20, show_default=True)
-@click.option("--seq-len", type=int, default=2048, show_default=True)
+@click.option("--seq-len", type=int, default=None, help=SEQ_LEN_HELP)
 @click.option("--micro-batch", type=int, default=1, show_default=True)
 @click.option("--precision", default="bf16-mixed", show_default=True,
               type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]))
@@ -153,7 +172,7 @@ def script(model, strategies, nodes, gpus_per_node, steps, seq_len, micro_batch,
     from bot.bench.script import ScriptConfig, write_scripts
 
     cfg = ScriptConfig(model=model, strategies=_strategies(strategies), nodes=nodes,
-                       gpus_per_node=gpus_per_node, steps=steps, seq_len=seq_len, micro_batch=micro_batch,
+                       gpus_per_node=gpus_per_node, steps=steps, seq_len=_seq_len(model, seq_len), micro_batch=micro_batch,
                        precision=precision, activation_checkpointing=activation_checkpointing, python=python)
     try:
         paths = write_scripts(cfg, out_dir)

@@ -106,6 +106,11 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
     _print_tables(est)
 
 
+def _gib(value: float) -> str:
+    # 4-digit GiB figures drop the decimal so the memory table still fits 80 columns
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
 def _print_tables(est) -> None:
     from rich import box
     from rich.console import Console
@@ -130,13 +135,18 @@ def _print_tables(est) -> None:
     for s in TRAINING_STRATEGIES:
         m = est.memory[s]
         fits = "[green]yes[/]" if m.fits else "[red]no[/]"
-        table.add_row(SHORT[s], *(f"{v:.1f}" for v in (m.params_gib, m.grads_gib, m.optimizer_gib,
-                                                        m.activations_gib, m.buffers_gib, m.total_gib)),
+        table.add_row(SHORT[s], *(_gib(v) for v in (m.params_gib, m.grads_gib, m.optimizer_gib,
+                                                     m.activations_gib, m.buffers_gib, m.total_gib)),
                       fits, str(m.max_micro_batch))
     console.print(table)
     offload = est.memory["fsdp_full_shard_offload"]
     console.print(f"[dim]usable per GPU: {offload.usable_gib:.1f} GiB (capacity minus {inp['headroom']}); "
                   f"CPU offload needs {offload.host_ram_gib:.1f} GiB host RAM per node[/]")
+    cpu_ram = est.resolved.setup.cpu_ram_gb
+    if not offload.fits and offload.total_gib <= offload.usable_gib and cpu_ram is not None:
+        # the GPU side fits, so the "no" comes from the host-RAM check; say so instead of a bare "no"
+        console.print(f"[red]full+offload does not fit: needs {offload.host_ram_gib:.1f} GiB host RAM per node, "
+                      f"--cpu-ram-gb {cpu_ram:g} (minus OS headroom) is less[/]")
 
     table = Table(title="Communication and step time (per GPU, per step)", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
