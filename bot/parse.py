@@ -146,6 +146,11 @@ _MEM = re.compile(r"(-?\d+(?:\.\d+)?)\s*(tb|t|gib|gb|g)(?![A-Za-z])(?!\s*/\s*s)"
 _RAM_CONTEXT = re.compile(r"(cpu|内存|host|主机|\bram\b|system memory|系统内存)", re.I | re.A)
 _RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:cpu\s*|host\s*|system\s*)?(?:ram|内存|memory on the host|主机内存)",
                         re.I)
+def _after_link(after: str) -> str:
+    """The text after a figure, minus a linking 的 ("200G的IB" speaks of the link, not memory)."""
+    return after.strip().removeprefix("的").strip()
+
+
 _NET_CONTEXT = re.compile(r"(\bib\b|infiniband|以太网|ethernet|roce|网络|网卡|带宽|inter-?node|节点间|互联|nic)",
                           re.I | re.A)
 
@@ -168,7 +173,7 @@ def _parse_gpu(text: str, out: dict) -> None:
         if _RAM_CONTEXT.search(before) and "显存" not in before[-6:] or _RAM_AFTER.match(after):
             cpu_ram = cpu_ram if cpu_ram is not None else value
             continue
-        if _NET_CONTEXT.search(before[-8:]) or _NET_CONTEXT.match(after.strip()):
+        if _NET_CONTEXT.search(before[-8:]) or _NET_CONTEXT.match(_after_link(after)):
             continue
         if family and family.start() <= match.start() < family.end():
             family_memory = value
@@ -354,8 +359,11 @@ def _parse_links(text: str, out: dict) -> None:
         is_speed = unit.lower() in ("gbps", "gbit/s", "gbit", "gbe") or unit == "Gb"
         if not is_speed and unit.lower() in ("g", "gb", "gb/s"):
             # "IB 200G", "200G InfiniBand": a bare G is a link speed only right next to a link word
-            is_speed = bool(_NET_CONTEXT.search(before) or _NET_CONTEXT.match(after.strip()))
-            if _GPU_FAMILY.search(before) or re.search(r"显存|memory|内存|ram", before + after, re.I):
+            is_speed = bool(_NET_CONTEXT.search(before) or _NET_CONTEXT.match(_after_link(after)))
+            # "A100 80G" is a card's memory: a GPU name right before the figure, or a memory word
+            gpu_right_before = any(not before[m.end():].strip() and not m.group(3)
+                                   for m in _GPU_FAMILY.finditer(before))
+            if gpu_right_before or re.search(r"显存|memory|内存|ram", before + after, re.I):
                 is_speed = False
         if is_speed:
             candidates.append(_num(match.group(1)))

@@ -83,6 +83,13 @@ class SetupError(ValueError):
         super().__init__("; ".join(str(p) for p in problems))
 
 
+def _show(value: float) -> str:
+    """A figure as people write it: 10,000,000 rather than 1e+07; 1e+30 stays short."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
 def check_setup(setup: TrainingSetup) -> list[Problem]:
     """Every bad value and contradiction in ``setup``; empty when it is usable."""
     problems: list[Problem] = []
@@ -93,9 +100,10 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         if value != value:  # NaN compares false with everything, so it would slip past the range check
             problems.append(Problem(name, "is not a number"))
         elif value <= 0:
-            problems.append(Problem(name, f"must be positive, got {value:g}"))
+            problems.append(Problem(name, f"must be positive, got {_show(value)}"))
         elif value < low or value > high:
-            problems.append(Problem(name, f"{value:g} is outside the plausible range {low:g}..{high:g}"))
+            problems.append(Problem(
+                name, f"{_show(value)} is outside the plausible range {_show(low)}..{_show(high)}"))
 
     model = gpu = None
     if setup.model:

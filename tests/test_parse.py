@@ -24,6 +24,10 @@ def fields(text: str, history=None) -> dict:
     ("350M params model", {"params_b": 0.35}),
     ("8卡A100 40G", {"gpu_count": 8, "gpu": "A100 40GB SXM", "gpu_memory_gb": 40}),
     ("8x A100 80GB", {"gpu_count": 8, "gpu": "A100 80GB SXM", "gpu_memory_gb": 80}),
+    # a link speed right after a card's memory, or joined by 的, is the link's, not the card's
+    ("两台机器每台8张A100 80G，200G的IB", {"gpu_memory_gb": 80, "nodes": 2, "gpus_per_node": 8,
+                                       "inter_node_link": "infiniband", "inter_node_gbps": 200}),
+    ("A100 80G 200G IB", {"gpu_memory_gb": 80, "inter_node_gbps": 200}),
     ("单卡40G，8卡", {"gpu_count": 8, "gpu_memory_gb": 40}),
     ("8张A100，单卡40G", {"gpu_count": 8, "gpu": "A100 40GB SXM", "gpu_memory_gb": 40}),
     ("8张4090", {"gpu_count": 8, "gpu": "RTX 4090 24GB", "gpu_memory_gb": 24}),
