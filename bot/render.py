@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from bot.advise import Advice, Reason
 from bot.answer import Citation
-from bot.strategies import TRAINING_STRATEGIES, label
+from bot.strategies import TRAINING_STRATEGIES, label, short_label
 
 # --------------------------------------------------------------------------------------------
 # Numbers
@@ -360,7 +360,7 @@ def _table(parts: AnswerParts) -> str:
             continue
         if s == "fsdp_hybrid_shard" and (parts.setup.get("nodes") or 1) <= 1:
             continue  # HSDP on one node is FULL_SHARD
-        rows.append(f"| {label(s, lang)} | {_num(parts, s, 'total_gib')} | {_num(parts, s, 'usable_gib')} | "
+        rows.append(f"| {short_label(s, lang)} | {_num(parts, s, 'total_gib')} | {_num(parts, s, 'usable_gib')} | "
                     f"{yes if parts.numbers.get(f'memory.{s}.fits') else no} | "
                     f"{_num(parts, s, 'max_micro_batch')} | {_num(parts, s, 'vs_ddp', 'comm')}x | "
                     f"{_num(parts, s, 'step_seconds', 'time')} |")

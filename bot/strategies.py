@@ -46,3 +46,14 @@ LABELS_ZH = {
 
 def label(strategy: str, language: str = "en") -> str:
     return (LABELS_ZH if language == "zh" else LABELS_EN).get(strategy, strategy)
+
+
+# Short names for narrow tables (terminal, Slack); the full label is used in prose.
+SHORT_EN = {"ddp": "DDP", "fsdp_full_shard": "FSDP full", "fsdp_shard_grad_op": "FSDP grad-op",
+            "fsdp_hybrid_shard": "HSDP", "fsdp_full_shard_offload": "FSDP offload"}
+SHORT_ZH = {"ddp": "DDP", "fsdp_full_shard": "FSDP 全分片", "fsdp_shard_grad_op": "FSDP 梯度分片",
+            "fsdp_hybrid_shard": "HSDP", "fsdp_full_shard_offload": "FSDP 卸载"}
+
+
+def short_label(strategy: str, language: str = "en") -> str:
+    return (SHORT_ZH if language == "zh" else SHORT_EN).get(strategy) or label(strategy, language)
