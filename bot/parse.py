@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
+from bot.catalog import UnknownNameError, list_gpus, lookup_gpu, lookup_model
 from bot.setup import Problem, TrainingSetup, check_setup
 
 MAX_CHARS = 8000  # longer inputs are truncated (with a notice): a setup never needs more
@@ -139,13 +139,17 @@ def _parse_model(text: str, out: dict, parsed: Parsed) -> None:
             out["params_b"] = round(value, 6)
 
 
+# GPU names the parser recognises in free text (the catalog's lookup resolves the full name).
+_GPU_NAMES = r"a100|h100|h200|h800|a800|a10|v100|l40s|4090|3090"
 _GPU_FAMILY = re.compile(
-    r"(?<![A-WYZa-wyz0-9])((?:rtx\s*)?4090|a100|h100|h200|h800|a800|a10|v100|l40s)(?!\d)"
+    r"(?<![A-WYZa-wyz0-9])((?:rtx\s*)?(?:" + _GPU_NAMES + r"))(?!\d)"
     r"(?:[-_ ]*(pcie|sxm\d?))?(?:[-_ ]*(\d+)\s*(?:gb|g|gib)\b)?(?:[-_ ]*(pcie|sxm\d?))?", re.I | re.A)
 _MEM = re.compile(r"(-?\d+(?:\.\d+)?)\s*(tb|t|gib|gb|g)(?![A-Za-z])(?!\s*/\s*s)", re.I)
 _RAM_CONTEXT = re.compile(r"(cpu|内存|host|主机|\bram\b|system memory|系统内存)", re.I | re.A)
 _RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:cpu\s*|host\s*|system\s*)?(?:ram|内存|memory on the host|主机内存)",
                         re.I)
+
+
 def _after_link(after: str) -> str:
     """The text after a figure, minus a linking 的 ("200G的IB" speaks of the link, not memory)."""
     return after.strip().removeprefix("的").strip()
@@ -195,8 +199,8 @@ def _parse_gpu(text: str, out: dict) -> None:
                 continue
         if gpu is not None:
             out["gpu"] = gpu.name
-            if memory is None:
-                memory = gpu.memory_gb
+            if memory is None and not memory_is_ambiguous(gpu.name):
+                memory = gpu.memory_gb  # "H100" has one size; "A100" (40 or 80 GB) is asked about
     if memory is not None:
         out["gpu_memory_gb"] = _int_or_float(memory)
 
@@ -218,17 +222,17 @@ _PER_NODE = [
 _GPU_COUNT = [
     re.compile(_COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|GPU|gpu)"),
     re.compile(_COUNT + r"\s*(?:张|块)"),  # 8张A100, 8块4090
-    re.compile(_COUNT + r"\s*[x×*]\s*(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090|gpus?)", re.I),
-    re.compile(r"(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090|gpus?)(?:[-_ ]*(?:pcie|sxm\d?))?"
+    re.compile(_COUNT + r"\s*[x×*]\s*(?:rtx\s*)?(?:" + _GPU_NAMES + r"|gpus?)", re.I),
+    re.compile(r"(?:" + _GPU_NAMES + r"|gpus?)(?:[-_ ]*(?:pcie|sxm\d?))?"
                r"(?:\s*\d+\s*g[b]?)?(?:[-_ ]*(?:pcie|sxm\d?))?\s*[x×*]\s*" + _COUNT + r"(?![\d.])", re.I),
     re.compile(r"(?<![A-Za-z0-9_.])(-?\d+|one|single|two|three|four|five|six|seven|eight|sixteen)\s+"
-               r"(?:nvidia\s+)?(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090)", re.I),
+               r"(?:nvidia\s+)?(?:rtx\s*)?(?:" + _GPU_NAMES + r")", re.I),
     re.compile(_COUNT + r"[\s-]*(?:gpus?|cards?|devices?)\b", re.I),
     re.compile(r"(?:gpu_count|gpus|n_gpus|nproc_per_node)\s*[=:]\s*(-?\d+)", re.I),
 ]
-_SINGLE_GPU = re.compile(r"(单卡\s*(?:训练|跑|上跑|微调|(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090))|"
-                         r"一张(?:卡|(?:rtx\s*)?(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090))|只有一张|"
-                         r"single[- ](?:gpu|card|a100|h100|4090)|one gpu|1 gpu\b|a single (?:gpu|card))", re.I)
+_SINGLE_GPU = re.compile(r"(单卡\s*(?:训练|跑|上跑|微调|(?:rtx\s*)?(?:" + _GPU_NAMES + r"))|"
+                         r"一张(?:卡|(?:rtx\s*)?(?:" + _GPU_NAMES + r"))|只有一张|"
+                         r"single[- ](?:gpu|card|a100|h100|4090|3090)|one gpu|1 gpu\b|a single (?:gpu|card))", re.I)
 
 
 def _first_count(patterns: list[re.Pattern], text: str) -> tuple[int | None, tuple[int, int] | None]:
@@ -245,7 +249,7 @@ def _first_count(patterns: list[re.Pattern], text: str) -> tuple[int | None, tup
 
 
 _NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:张|块)?\s*(?:rtx\s*)?"
-                            r"(?:a100|h100|h200|h800|a800|a10|v100|l40s|4090|gpus?|卡)", re.I | re.A)
+                            r"(?:" + _GPU_NAMES + r"|gpus?|卡)", re.I | re.A)
 
 
 def _parse_counts(text: str, out: dict) -> None:
@@ -494,11 +498,18 @@ def user_turns(history) -> list[str]:
     return turns
 
 
+def memory_is_ambiguous(gpu_name: str) -> bool:
+    """True when the catalog sells this GPU family in several memory sizes (A100 40/80 GB)."""
+    family = gpu_name.split()[0].lower()
+    sizes = {g.memory_gb for g in list_gpus() if g.name.split()[0].lower() == family}
+    return len(sizes) > 1
+
+
 def _missing(fields: dict) -> list[str]:
     missing = []
     if "params_b" not in fields and "model" not in fields:
         missing.append("params_b")
-    if "gpu_memory_gb" not in fields and "gpu" not in fields:
+    if "gpu_memory_gb" not in fields and ("gpu" not in fields or memory_is_ambiguous(fields["gpu"])):
         missing.append("gpu_memory_gb")
     if not any(k in fields for k in ("gpu_count",)) and not ("nodes" in fields and "gpus_per_node" in fields):
         missing.append("gpu_count")

@@ -262,3 +262,18 @@ def test_real_follow_ups_still_merge_with_earlier_turns(history, question, field
 def test_counts_written_as_words_and_nodes_of_n(text, count, nodes, per_node):
     setup = parse_conversation(text).setup
     assert (setup.gpu_count, setup.nodes, setup.gpus_per_node) == (count, nodes, per_node)
+
+
+@pytest.mark.parametrize("text, asked", [
+    ("8块A100训练7B全参", True),     # A100 comes in 40 and 80 GB: ask, don't assume
+    ("8x V100, 7B model", True),     # V100 16 or 32 GB
+    ("8x A100 40GB, 7B model", False),
+    ("8x H100, 7B model", False),    # one size only
+    ("3090 24G x2 跑 Qwen2.5 7B LoRA", False),
+])
+def test_a_gpu_sold_in_several_sizes_asks_for_its_memory(text, asked):
+    from bot.parse import parse_conversation
+
+    parsed = parse_conversation(text)
+    assert ("gpu_memory_gb" in parsed.missing) is asked
+    assert parsed.setup.gpu  # the GPU itself is still understood
