@@ -183,10 +183,20 @@ def reason_text(reason: Reason, parts: AnswerParts) -> str:
                       f"DDP keeps a full copy of the model (the frozen base weights plus the adapters) on "
                       f"every GPU: about {tot} GiB per GPU, more than the {use} GiB usable on each {cap} GB "
                       f"card{c}.")
-        return _t(lang, f"DDP 每张卡都放一份完整的参数、梯度和优化器状态：每卡约 {tot} GiB，"
+        # Say where the total goes beyond the textbook states: at the peak, PyTorch DDP's default
+        # gradient buckets (a second copy of the grads) and the optimizer step's temporaries.
+        buffers = parts.numbers.get("memory.ddp.buffers_gib") or 0
+        extra_zh = extra_en = ""
+        if buffers >= 1:
+            b = fmt(buffers)
+            extra_zh = f"（其中约 {b} GiB 是临时缓冲：DDP 默认的梯度桶副本、优化器一步的临时张量等）"
+            extra_en = (f" (of which about {b} GiB are temporary buffers: DDP's default gradient-bucket "
+                        f"copy, the optimizer step's temporaries and the like)")
+        return _t(lang, f"DDP 每张卡都放一份完整的参数、梯度和优化器状态：每卡约 {tot} GiB{extra_zh}，"
                         f"超过 {cap} GB 卡上可用的 {use} GiB{c}。",
                   f"DDP keeps a full copy of parameters, gradients and optimizer state on every GPU: "
-                  f"about {tot} GiB per GPU, more than the {use} GiB usable on each {cap} GB card{c}.")
+                  f"about {tot} GiB per GPU{extra_en}, more than the {use} GiB usable on each {cap} GB "
+                  f"card{c}.")
     if code == "single_gpu":
         return _t(lang, "只有一张卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
                   "With a single GPU there is nothing to shard across; DDP vs FSDP only matters with "

@@ -283,3 +283,12 @@ def test_every_setup_field_has_a_readable_question(lang):
     for name in TrainingSetup.model_fields:
         text = question_text(name, lang)
         assert text != name and text.endswith("？" if lang == "zh" else "?"), (name, text)
+
+
+def test_ddp_total_says_how_much_is_temporary_buffers():
+    # 16 B/param is 100.4 GiB for Llama-2-7B; the answer's larger DDP total must say where the
+    # rest goes (the buffers figure is the calculator's own number, so it stays traceable)
+    answer = ask("DDP or FSDP for full fine-tuning Llama-2-7B on 8x A100 80GB?")
+    buffers = answer.numbers["memory.ddp.buffers_gib"]
+    assert buffers > 1
+    assert f"about {buffers:.2f} GiB are temporary buffers" in answer.text
