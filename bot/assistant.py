@@ -121,12 +121,7 @@ def answer_parsed(parsed: Parsed, *, with_knowledge: bool = True) -> Answer:
         parts = AnswerParts(language=lang, kind="out_of_scope", notices=notices)
         return _finish(parts, "out_of_scope", Citation_list=[], questions=[], setup={})
     if parsed.problems:
-        problems = [(p.field, p.message) for p in parsed.problems]
-        asked = list(dict.fromkeys(p.field for p in parsed.problems if p.field in DESIGN_FIELDS))
-        parts = AnswerParts(language=lang, kind="invalid", setup=setup_fields, problems=problems,
-                            questions=asked, notices=notices)
-        return _finish(parts, "none", Citation_list=[], questions=asked, setup=setup_fields,
-                       missing=parsed.missing, confidence="low")
+        return _invalid_answer(parsed.problems, parsed, setup_fields, notices)
     if parsed.unknown_model:
         notices.append("unknown_model")
 
@@ -139,12 +134,7 @@ def answer_parsed(parsed: Parsed, *, with_knowledge: bool = True) -> Answer:
         resolved = resolve_setup(parsed.setup, default_gpu=SCENARIO_GPUS[0] if gpu_unknown else None,
                                  default_gpu_count=DEFAULT_GPU_COUNT)
     except SetupError as err:
-        problems = [(p.field, p.message) for p in err.problems]
-        asked = list(dict.fromkeys(p.field for p in err.problems if p.field in DESIGN_FIELDS))
-        parts = AnswerParts(language=lang, kind="invalid", setup=setup_fields, problems=problems,
-                            questions=asked, notices=notices)
-        return _finish(parts, "none", Citation_list=[], questions=asked, setup=setup_fields,
-                       missing=parsed.missing, confidence="low")
+        return _invalid_answer(err.problems, parsed, setup_fields, notices)
 
     from bot.calc import estimate
 
@@ -175,6 +165,15 @@ def answer_parsed(parsed: Parsed, *, with_knowledge: bool = True) -> Answer:
     return _finish(parts, advice.strategy, Citation_list=cites.items, questions=questions, setup=setup,
                    missing=questions, confidence=advice.confidence, alternatives=advice.alternatives,
                    why=[w for w in (reason_text(r, parts) for r in advice.reasons) if w])
+
+
+def _invalid_answer(problems: list, parsed, setup_fields: dict, notices: list[str]) -> Answer:
+    """Invalid or contradictory values: say what is wrong, ask about those fields, recommend nothing."""
+    asked = list(dict.fromkeys(p.field for p in problems if p.field in DESIGN_FIELDS))
+    parts = AnswerParts(language=parsed.language, kind="invalid", setup=setup_fields,
+                        problems=[(p.field, p.message) for p in problems], questions=asked, notices=notices)
+    return _finish(parts, "none", Citation_list=[], questions=asked, setup=setup_fields,
+                   missing=parsed.missing, confidence="low")
 
 
 def _finish(parts: AnswerParts, strategy: str, *, Citation_list: list[Citation], questions: list[str],

@@ -1,4 +1,4 @@
-"""Process-wide environment: offline switches and where generated data lives.
+"""Process-wide environment: offline switches, where generated data lives, a free loopback port.
 
 Imported first by every entry point (``bot/__init__.py`` does it), so nothing ever tries to reach
 a model hub, an analytics endpoint or chroma's telemetry, and jieba stays quiet.
@@ -53,3 +53,12 @@ def configure_jieba() -> None:
 def repo_root() -> Path:
     """The checkout root (where ``knowledge/`` and ``evals/`` live)."""
     return Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on right now (for servers and torchrun rendezvous)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -714,9 +714,3 @@ def start_subprocess(port: int, host: str = "127.0.0.1", env: dict[str, str] | N
 _no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -1,4 +1,5 @@
-"""Loopback helpers shared by tests that start servers: a free port and waiting for it to listen."""
+"""Loopback helpers shared by tests that start servers: waiting for a port to listen.
+``free_port`` itself lives in ``bot.env`` and is re-exported here."""
 
 from __future__ import annotations
 
@@ -6,12 +7,7 @@ import socket
 import subprocess
 import time
 
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bot.env import free_port  # noqa: F401  (re-exported for tests)
 
 
 def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 60.0) -> None:

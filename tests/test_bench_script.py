@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.bench.run import _free_port
 from bot.bench.script import (
     ImportRejected,
     ScriptConfig,
@@ -21,6 +20,7 @@ from bot.bench.script import (
 )
 from bot.bench.store import ResultStore
 from bot.bench.worker import content_hash
+from bot.env import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def result_file(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cluster")
     cfg = ScriptConfig(model="tiny", strategies=("ddp",), nodes=1, gpus_per_node=2, steps=1, warmup=2,
                        seq_len=32, micro_batch=1, precision="fp32", python=sys.executable,
-                       results_dir=str(out / "results"), port=_free_port())
+                       results_dir=str(out / "results"), port=free_port())
     script = out / "run.sh"
     script.write_text(torchrun_commands(cfg))
     env = {**os.environ, "PYTHONPATH": str(REPO), "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot import webui
-from bot.env import repo_root
+from bot.env import free_port, repo_root
 from bot.strategies import LABELS_EN, LABELS_ZH, TRAINING_STRATEGIES
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def server_url(tmp_path_factory):
     if os.environ.get("SHARDWISE_WEBUI_URL"):
         yield os.environ["SHARDWISE_WEBUI_URL"].rstrip("/") + "/"
         return
-    port = webui.free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("webui") / "server.log"
     proc = webui.start_subprocess(port, timeout=600, log_path=str(log_path))
     try:

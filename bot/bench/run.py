@@ -26,7 +26,7 @@ from pathlib import Path
 from bot.bench.store import ResultStore, config_hash
 from bot.bench.worker import RESULT_SCHEMA, WORKER_STRATEGIES, content_hash
 from bot.catalog import UnknownNameError, lookup_model
-from bot.env import data_dir
+from bot.env import data_dir, free_port
 
 ProgressFn = Callable[[str, float], None]
 BYTES_PER_PARAM_TRAINING = 16  # fp32 params + grads + two AdamW moments (ZeRO paper sec. 3.1)
@@ -120,12 +120,6 @@ def check_config(cfg: RunConfig) -> tuple[str, str]:
     if cfg.precision not in (None, "fp32", "bf16-mixed", "fp16-mixed", "bf16"):
         raise BenchError(f"unknown precision {cfg.precision!r}")
     return spec.name, "cpu"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -281,7 +275,7 @@ def launch(cfg: RunConfig, strategy: str, workdir: Path, progress: ProgressFn | 
     """Run one strategy under torchrun; returns the worker's result or raises ``BenchError``."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"{strategy}.json"
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
            "--nproc-per-node", str(cfg.nproc), "--rdzv-backend", "c10d",
            "--rdzv-endpoint", f"127.0.0.1:{port}", "--max-restarts", "0",
