@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from bot.catalog import UnknownNameError, list_gpus, lookup_gpu, lookup_model
 from bot.setup import Problem, TrainingSetup, check_setup
+from bot.understand import Intent, Observed, Provenance
 
 MAX_CHARS = 8000  # longer inputs are truncated (with a notice): a setup never needs more
 
@@ -51,6 +52,13 @@ class Parsed:
     injection: bool = False  # the text asked us to ignore instructions or reveal secrets
     empty: bool = False
     unknown_model: str | None = None  # a model name we did not recognise (size used instead)
+    # The understanding contract (bot/understand): intent, topics asked, per-field provenance,
+    # facts observed in logs, strategies the user asks to compare.
+    intent: Intent = "recommend"
+    topics: list[str] = field(default_factory=list)
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+    observed: Observed = field(default_factory=Observed)
+    compare: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,6 +32,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "micro_batch": (1, 65_536),
     "cpu_ram_gb": (1, 1_000_000),
     "lora_rank": (1, 4096),
+    "checkpoint_every": (1, 1000),
+    "grad_accum_steps": (1, 65_536),
+    "mfu": (0.01, 1.0),
 }
 
 
@@ -58,6 +61,18 @@ class TrainingSetup(BaseModel):
     activation_checkpointing: bool | None = None
     cpu_ram_gb: float | None = None
     lora_rank: int | None = None
+    # The options real runs use (issue 14); None means PyTorch's default, stated as assumed.
+    optimizer_impl: Literal["foreach", "fused", "forloop"] | None = None  # torch.optim AdamW impl
+    ddp_bucket_view: bool | None = None  # DDP gradient_as_bucket_view (PyTorch default False)
+    checkpointing_policy: Literal["full", "every_k", "selective_op"] | None = None
+    checkpoint_every: int | None = None  # k for "every_k": checkpoint every k-th block
+    torch_compile: bool | None = None
+    loss_impl: Literal["standard", "fused", "chunked"] | None = None  # cross-entropy over logits
+    grad_accum_steps: int | None = None
+    lora_targets: Literal["attention", "all_linear"] | None = None
+    base_dtype: Literal["fp32", "bf16", "nf4"] | None = None  # frozen base weights under LoRA
+    float8: bool | None = None  # torchao float8 linears and all-gathers
+    mfu: float | None = None  # model FLOPs utilisation the user asserts (0..1)
 
     def merged(self, newer: TrainingSetup) -> TrainingSetup:
         """This setup updated with every field ``newer`` states (for follow-up questions)."""

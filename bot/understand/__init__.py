@@ -1,0 +1,81 @@
+"""Understanding: what a question (plus the conversation before it) says, as typed data.
+
+This package owns reading text — prose in Chinese or English, pasted configs and command lines,
+error logs — into a ``TrainingSetup`` whose every field carries its provenance, an intent, the
+topics asked about and facts observed in logs. ``bot.parse.parse_conversation`` returns a
+``Parsed`` that carries these (the types below are the contract the pipeline consumes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Intent = Literal["recommend", "concept", "troubleshoot", "capacity", "out_of_scope"]
+FieldSource = Literal["stated", "config", "log", "history", "assumed"]
+
+# Topics a question can ask about. The pipeline answers the asked topic first; the knowledge
+# layer uses them to pick passages. One vocabulary, shared by parser, evidence and evals.
+TOPICS: tuple[str, ...] = (
+    "fsdp1_vs_fsdp2",             # FSDP1 or FSDP2 / fully_shard
+    "shard_grad_op_vs_full_shard",  # SHARD_GRAD_OP vs FULL_SHARD, ZeRO-2 vs ZeRO-3
+    "zero_vs_fsdp",               # DeepSpeed ZeRO stages / offload vs FSDP
+    "hybrid_shard",               # should I use HYBRID_SHARD / HSDP
+    "activation_checkpointing",   # do I need activation (gradient) checkpointing
+    "ddp_memory_knobs",           # gradient_as_bucket_view, fused AdamW, DDP OOM fixes
+    "fsdp_slower_than_ddp",       # why is FSDP slower than DDP
+    "multi_node_slow",            # two nodes slower than one, slow inter-node link
+    "oom",                        # out of memory error / troubleshooting memory
+    "grad_accumulation",          # gradient accumulation, no_sync
+    "cpu_offload",                # CPU offload
+    "lora",                       # LoRA/QLoRA with FSDP/DDP
+    "multi_model_rl",             # PPO/GRPO/DPO with several models
+    "moe",                        # mixture of experts, expert parallel
+    "how_many_gpus",              # how many GPUs do I need
+    "communication",              # communication volume/bandwidth
+    "mixed_precision",            # bf16/fp16/fp32, scaler
+    "torch_compile",              # torch.compile with FSDP
+    "inference",                  # serving / inference (out of scope for DDP/FSDP)
+)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one setup field's value came from: ``span`` is the exact text it was read from."""
+
+    source: FieldSource
+    span: str = ""
+    confidence: float = 1.0
+
+
+@dataclass
+class Observed:
+    """Facts a user reports from a run (an OOM log, nvidia-smi, a DeepSpeed estimate).
+
+    These describe what happened, not the card: an OOM's "79.35 GiB total capacity" is the card's
+    memory (kept as ``capacity_gib`` and used for ``gpu_memory_gb``), "77.65 GiB already allocated"
+    is what the run used.
+    """
+
+    oom: bool = False
+    capacity_gib: float | None = None          # "X GiB total capacity"
+    allocated_gib: float | None = None         # "X GiB already allocated"
+    tried_to_allocate_gib: float | None = None  # "Tried to allocate X GiB"
+    used_per_gpu_gib: float | None = None      # "每张卡只占用了13G", "uses 67G per GPU"
+    estimate_gib: float | None = None          # a tool's estimate quoted by the user
+    framework: str | None = None               # "deepspeed", "accelerate", "torchrun", "llamafactory", ...
+    zero_stage: int | None = None              # DeepSpeed ZeRO stage 0..3
+    zero_offload: bool | None = None           # offload_optimizer / offload_param
+    fsdp_strategy: str | None = None           # a strategy id the user runs now ("fsdp_full_shard", ...)
+    models: tuple[str, ...] = ()               # roles in a multi-model job: actor, critic, reference, reward
+
+
+@dataclass
+class UnderstandingExtras:
+    """What the parser adds beside the setup (kept on ``Parsed`` as attributes of the same names)."""
+
+    intent: Intent = "recommend"
+    topics: list[str] = field(default_factory=list)
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+    observed: Observed = field(default_factory=Observed)
+    compare: tuple[str, ...] = ()  # two strategy ids the user asks to choose between, if named
