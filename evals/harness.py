@@ -22,20 +22,28 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from bot.answer import Intent as AnswerIntent
+from bot.answer import Status as AnswerStatus
 from bot.setup import TrainingSetup
 from bot.strategies import ALL_STRATEGIES
 from evals.metrics import METRIC_NAMES, MetricResult, Sources, run_metrics
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 GOLD_CASES = CASES_DIR / "gold.jsonl"
-# The gate's default: the pass rate the gold set reaches with the bot of today, minus a margin.
+# The gate's default for a single ``--cases FILE`` run: the pass rate the gold set reaches.
 DEFAULT_MIN_PASS = 0.95
+# The ratchet: for each cases file, the number of cases that passed when it was last raised
+# (``python -m evals run --ratchet``). The gate fails when a file passes fewer; it never goes down
+# by itself, so a regression cannot hide in a margin.
+BASELINE_FILE = CASES_DIR / "baseline.json"
 
 CITE_KINDS = ("forum", "doc", "calc", "bench")
+INTENTS = get_args(AnswerIntent)
+STATUSES = get_args(AnswerStatus)
 SETUP_FIELDS = tuple(TrainingSetup.model_fields)
 # DESIGN.md number keys: memory.<strategy>.<field>, comm.<strategy>.<field>, time.<strategy>.step_seconds
 _STRATEGY = "|".join(ALL_STRATEGIES)
@@ -62,6 +70,42 @@ class Expect(BaseModel):
     cite_kinds: list[str] | None = None
     asks: list[str] | None = None
     forbid: list[str] | None = None
+    # Real-thread cases (evals/cases/*.jsonl beside gold.jsonl) also state what was understood
+    # and how the answer was framed: the answer's ``intent`` and ``status``, setup fields as read
+    # (field -> value; numbers within 2%), and ``mentions`` (at least one must appear in the text).
+    intent: str | None = None
+    status: str | None = None
+    setup: dict[str, Any] | None = None
+    mentions: list[str] | None = None
+
+    @field_validator("intent")
+    @classmethod
+    def _intent(cls, value: str | None) -> str | None:
+        if value is not None and value not in INTENTS:
+            raise ValueError(f"{value!r} is not an intent (one of {', '.join(INTENTS)})")
+        return value
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str | None) -> str | None:
+        if value is not None and value not in STATUSES:
+            raise ValueError(f"{value!r} is not a status (one of {', '.join(STATUSES)})")
+        return value
+
+    @field_validator("setup")
+    @classmethod
+    def _setup(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        bad = [k for k in value or {} if k not in SETUP_FIELDS]
+        if bad:
+            raise ValueError(f"{bad} not setup field names (one of {', '.join(SETUP_FIELDS)})")
+        return value
+
+    @field_validator("mentions")
+    @classmethod
+    def _mentions(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not all(s for s in value)):
+            raise ValueError("mentions must list at least one non-empty string")
+        return value
 
     @field_validator("language")
     @classmethod
@@ -214,6 +258,41 @@ def load_cases(path: Path | str) -> list[Case]:
     return cases
 
 
+def case_files(directory: Path | str = CASES_DIR) -> list[Path]:
+    """Every cases file (``*.jsonl``) in ``directory``, gold.jsonl first, then by name."""
+    files = sorted(Path(directory).glob("*.jsonl"))
+    return sorted(files, key=lambda p: (p.name != GOLD_CASES.name, p.name))
+
+
+def load_baseline(path: Path | str = BASELINE_FILE) -> dict[str, int]:
+    """File name -> required pass count; a missing or unreadable file means no requirement yet."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def ratchet_gate(passed_by_file: dict[str, int], baseline: dict[str, int]) -> tuple[bool, list[str]]:
+    """Whether every file passes at least its baseline count, and one line per file saying so."""
+    ok, lines = True, []
+    for name, passed in passed_by_file.items():
+        need = baseline.get(name, 0)
+        good = passed >= need
+        ok &= good
+        lines.append(f"{name}: {passed} passed, baseline {need}: {'ok' if good else 'REGRESSED'}")
+    return ok, lines
+
+
+def raise_baseline(passed_by_file: dict[str, int], path: Path | str = BASELINE_FILE) -> dict[str, int]:
+    """Raise each file's baseline to its pass count now (never lower it) and write the file."""
+    baseline = load_baseline(path)
+    for name, passed in passed_by_file.items():
+        baseline[name] = max(baseline.get(name, 0), passed)
+    Path(path).write_text(json.dumps(dict(sorted(baseline.items())), indent=2) + "\n", encoding="utf-8")
+    return baseline
+
+
 # --------------------------------------------------------------------------------------------
 # Running
 # --------------------------------------------------------------------------------------------
@@ -302,5 +381,6 @@ def default_ask() -> AskFn:
     return ask
 
 
-__all__ = ["Case", "CaseFileError", "CaseResult", "Expect", "GOLD_CASES", "METRIC_NAMES", "RunResult",
-           "load_cases", "run_case", "run_cases"]
+__all__ = ["BASELINE_FILE", "Case", "CaseFileError", "CaseResult", "Expect", "GOLD_CASES", "METRIC_NAMES",
+           "RunResult", "case_files", "load_baseline", "load_cases", "raise_baseline", "ratchet_gate", "run_case",
+           "run_cases"]

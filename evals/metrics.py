@@ -5,7 +5,7 @@ or ``passed=None`` when it does not apply (the case states no such expectation).
 every metric in :data:`METRICS` on every case; a case passes when no metric failed.
 
 Expectation metrics (from the case's ``expect``): ``language``, ``strategy``, ``numbers``,
-``cite_kinds``, ``asks``, ``forbid``. Integrity metrics (on every answer, whatever the case says):
+``cite_kinds``, ``asks``, ``forbid``, ``intent``, ``status``, ``setup``, ``mentions``. Integrity metrics (on every answer, whatever the case says):
 ``citation_integrity`` and ``number_traceability``. The rules and tolerances are written out in
 ``docs/evals.md``; the tokenizer below is the part most worth reading before changing anything.
 """
@@ -154,6 +154,65 @@ def check_forbid(case: Case, answer: Answer) -> MetricResult:
         snippets = [_context(answer.text, answer.text.index(s), len(s)) for s in found]
         return MetricResult("forbid", False, f"forbidden text present: {found} ({'; '.join(snippets)})")
     return MetricResult("forbid", True, f"none of {len(forbid)} forbidden strings")
+
+
+def check_intent(case: Case, answer: Answer) -> MetricResult:
+    want = case.expect.intent
+    if want is None:
+        return _na("intent")
+    got = getattr(answer, "intent", None)
+    return MetricResult("intent", got == want, f"expected {want!r}, got {got!r}")
+
+
+def check_status(case: Case, answer: Answer) -> MetricResult:
+    want = case.expect.status
+    if want is None:
+        return _na("status")
+    got = getattr(answer, "status", None)
+    return MetricResult("status", got == want, f"expected {want!r}, got {got!r}")
+
+
+SETUP_TOLERANCE = 0.02  # a number read from text matches within 2% (7B vs 6.74B is not a match)
+
+
+def _same_value(want: Any, got: Any) -> bool:
+    if isinstance(want, bool) or isinstance(got, bool):
+        return want is got or (isinstance(want, bool) and isinstance(got, bool) and want == got)
+    if isinstance(want, int | float) and isinstance(got, int | float):
+        return abs(got - want) <= SETUP_TOLERANCE * max(abs(want), 1e-9)
+    if isinstance(want, str) and isinstance(got, str):
+        return want.strip().lower() == got.strip().lower()
+    return bool(want == got)
+
+
+def check_setup_read(case: Case, answer: Answer) -> MetricResult:
+    """Each expected setup field has that value in ``answer.setup`` (``null`` = not set)."""
+    want = case.expect.setup
+    if not want:
+        return _na("setup")
+    problems = []
+    for name, value in want.items():
+        got = answer.setup.get(name)
+        if value is None:
+            if got is not None:
+                problems.append(f"{name}: expected unset, got {got!r}")
+        elif got is None or not _same_value(value, got):
+            problems.append(f"{name}: expected {value!r}, got {got!r}")
+    if problems:
+        return MetricResult("setup", False, "; ".join(problems))
+    return MetricResult("setup", True, f"{len(want)} fields as expected")
+
+
+def check_mentions(case: Case, answer: Answer) -> MetricResult:
+    """At least one of the expected strings appears in the text (case-insensitive)."""
+    want = case.expect.mentions
+    if not want:
+        return _na("mentions")
+    text = answer.text.lower()
+    found = [m for m in want if m.lower() in text]
+    if found:
+        return MetricResult("mentions", True, f"mentions {found[0]!r}")
+    return MetricResult("mentions", False, f"none of {want} in the text")
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,7 +443,8 @@ def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
 
 # --------------------------------------------------------------------------------------------
 
-EXPECTATION_METRICS = ("language", "strategy", "numbers", "cite_kinds", "asks", "forbid")
+EXPECTATION_METRICS = ("language", "strategy", "numbers", "cite_kinds", "asks", "forbid", "intent", "status",
+                       "setup", "mentions")
 INTEGRITY_METRICS = ("citation_integrity", "number_traceability")
 METRIC_NAMES = EXPECTATION_METRICS + INTEGRITY_METRICS
 
@@ -398,6 +458,10 @@ def run_metrics(case: Case, answer: Answer, sources: Sources | None = None) -> l
         check_cite_kinds(case, answer),
         check_asks(case, answer),
         check_forbid(case, answer),
+        check_intent(case, answer),
+        check_status(case, answer),
+        check_setup_read(case, answer),
+        check_mentions(case, answer),
         check_citation_integrity(case, answer, sources),
         check_number_traceability(case, answer),
     ]

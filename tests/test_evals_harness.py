@@ -174,3 +174,107 @@ def test_end_to_end_with_the_real_bot(tmp_path):
                                       "--no-baselines"])
     assert again.exit_code in (0, 1)
     assert (again.exit_code == 1) == (summary["pass_rate"] < 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# The real-thread expectations (intent, status, setup, mentions), every cases file, the ratchet
+# --------------------------------------------------------------------------------------------
+
+
+def _answer(**changes):
+    data = dict(language="en", recommendation=Recommendation(strategy="ddp"), text="Turn on gradient checkpointing.",
+                setup={"params_b": 7.0, "gpu_count": 8, "finetune": "full"}, intent="troubleshoot",
+                status="ok")
+    data.update(changes)
+    return Answer(**data)
+
+
+def test_intent_status_setup_and_mentions_pass_and_fail(tmp_path):
+    from evals.metrics import run_metrics
+
+    line = {"id": "r", "turns": ["x"], "expect": {"intent": "troubleshoot", "status": "ok",
+                                                   "setup": {"params_b": 7, "gpu_count": 8, "finetune": "full",
+                                                             "nodes": None},
+                                                   "mentions": ["checkpointing", "重计算"]}}
+    case = load_cases(write_cases(tmp_path, [line]))[0]
+    good = {m.name: m.passed for m in run_metrics(case, _answer())}
+    assert good["intent"] is good["status"] is good["setup"] is good["mentions"] is True
+    bad = {m.name: m for m in run_metrics(case, _answer(intent="recommend", status="needs_info",
+                                                        setup={"params_b": 7.5, "gpu_count": 8, "nodes": 2},
+                                                        text="Use FSDP."))}
+    assert bad["intent"].passed is False and "'troubleshoot'" in bad["intent"].detail
+    assert bad["status"].passed is False
+    assert bad["setup"].passed is False and "params_b" in bad["setup"].detail and "finetune" in bad["setup"].detail
+    assert "nodes: expected unset" in bad["setup"].detail
+    assert bad["mentions"].passed is False
+
+
+@pytest.mark.parametrize("expect, message", [
+    ({"intent": "chat"}, "expect.intent: 'chat' is not an intent"),
+    ({"status": "fine"}, "expect.status: 'fine' is not a status"),
+    ({"setup": {"gpus": 8}}, "expect.setup: ['gpus'] not setup field names"),
+    ({"mentions": []}, "expect.mentions: mentions must list at least one"),
+])
+def test_new_keys_are_validated(tmp_path, expect, message):
+    with pytest.raises(CaseFileError) as err:
+        load_cases(write_cases(tmp_path, [{"id": "a", "turns": ["q"], "expect": expect}]))
+    assert message in str(err.value)
+
+
+def test_every_cases_file_is_found_gold_first(tmp_path):
+    from evals.harness import case_files
+
+    for name in ("zz.jsonl", "gold.jsonl", "a_threads.jsonl", "notes.md"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert [p.name for p in case_files(tmp_path)] == ["gold.jsonl", "a_threads.jsonl", "zz.jsonl"]
+    assert GOLD_CASES in case_files()
+
+
+def test_ratchet_gate_fails_on_a_regression_and_only_goes_up(tmp_path):
+    from evals.harness import load_baseline, raise_baseline, ratchet_gate
+
+    path = tmp_path / "baseline.json"
+    assert load_baseline(path) == {}
+    raise_baseline({"gold.jsonl": 88, "threads.jsonl": 10}, path)
+    ok, lines = ratchet_gate({"gold.jsonl": 87, "threads.jsonl": 12}, load_baseline(path))
+    assert not ok and "gold.jsonl: 87 passed, baseline 88: REGRESSED" in lines
+    raise_baseline({"gold.jsonl": 80, "threads.jsonl": 12}, path)  # never lowers
+    assert load_baseline(path) == {"gold.jsonl": 88, "threads.jsonl": 12}
+    ok, _ = ratchet_gate({"gold.jsonl": 88, "threads.jsonl": 12, "new.jsonl": 0}, load_baseline(path))
+    assert ok
+
+
+def test_the_committed_baseline_names_real_files():
+    from evals.harness import BASELINE_FILE, case_files, load_baseline
+
+    names = {p.name for p in case_files()}
+    baseline = load_baseline(BASELINE_FILE)
+    assert baseline and set(baseline) <= names and baseline.get("gold.jsonl", 0) >= 80
+
+
+def test_cli_gate_fails_below_the_ratchet(tmp_path, monkeypatch):
+    """The gate's failing path: a bot that answers nothing right exits 1 against the baseline."""
+    import evals.cli as cli
+
+    cases_dir = tmp_path / "cases"
+    cases_dir.mkdir()
+    write_cases(cases_dir, [GOOD_LINE]).rename(cases_dir / "gold.jsonl")
+    (cases_dir / "baseline.json").write_text('{"gold.jsonl": 1}', encoding="utf-8")
+    monkeypatch.setattr(cli, "case_files", lambda: [cases_dir / "gold.jsonl"])
+    monkeypatch.setattr(cli, "load_baseline", lambda: {"gold.jsonl": 1})
+
+    def wrong(question, history=None):
+        return Answer(language="en", recommendation=Recommendation(strategy="fsdp_full_shard"), text="FSDP.")
+
+    monkeypatch.setattr(cli, "default_ask", lambda: wrong)
+    result = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "out"), "--no-baselines"])
+    assert result.exit_code == 1, result.output
+    assert "REGRESSED" in result.output and "ratchet gate: FAIL" in result.output
+
+    def right(question, history=None):
+        return Answer(language="en", recommendation=Recommendation(strategy="ddp"),
+                      numbers={"memory.ddp.fits": True}, text="DDP.")
+
+    monkeypatch.setattr(cli, "default_ask", lambda: right)
+    result = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "out"), "--no-baselines"])
+    assert result.exit_code == 0, result.output
