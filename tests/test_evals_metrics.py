@@ -99,7 +99,9 @@ def test_a_good_answer_passes_every_metric():
     results = run_metrics(CASE, good_answer())
     failed = [(m.name, m.detail) for m in results if m.passed is False]
     assert failed == []
-    assert all(m.passed is True for m in results), [(m.name, m.passed) for m in results]
+    # the real-thread expectations (intent, status, setup, mentions) are not in this case: N/A
+    assert all(m.passed is True for m in results if m.name not in ("intent", "status", "setup", "mentions")), \
+        [(m.name, m.passed) for m in results]
 
 
 def test_wrong_strategy_fails_with_expected_and_got():
@@ -246,7 +248,8 @@ def test_metrics_without_expectations_are_not_applicable():
     case = Case.model_validate({"id": "bare", "turns": ["Llama-2-7B on 8x A100 40GB?"]})
     results = {m.name: m.passed for m in run_metrics(case, good_answer(), NO_BENCH)}
     assert results == {"language": True, "strategy": None, "numbers": None, "cite_kinds": None, "asks": None,
-                       "forbid": None, "citation_integrity": True, "number_traceability": True}
+                       "forbid": None, "intent": None, "status": None, "setup": None, "mentions": None,
+                       "citation_integrity": True, "number_traceability": True}
 
 
 # --- the number tokenizer, both ways -------------------------------------------------------------
