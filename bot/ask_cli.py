@@ -4,9 +4,12 @@ the last. Human output renders the answer's markdown in the terminal with rich."
 from __future__ import annotations
 
 import json
+import logging
 import sys
 
 import click
+
+log = logging.getLogger("shardwise.ask")
 
 
 @click.command(name="ask")
@@ -17,11 +20,29 @@ import click
 def ask(questions: tuple[str, ...], as_json: bool, llm: bool | None) -> None:
     """Ask a question (zh/en) about DDP vs FSDP; earlier arguments are the conversation so far."""
     *history, question = questions
+    if not question.strip():
+        raise click.UsageError("the question is empty: ask something, e.g. "
+                               "shardwise ask \"DDP or FSDP for a 7B model on 8x A100 40GB?\"")
+    from bot.env import configure_runtime
+
+    configure_runtime(threads=None)
+    try:
+        _ask(question, history, as_json, llm)
+    except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
+        raise
+    except Exception as err:  # noqa: BLE001  (one clean line instead of a traceback)
+        log.debug("shardwise ask failed", exc_info=True)
+        raise click.ClickException(f"could not answer ({type(err).__name__}); "
+                                   "please rephrase or shorten the question") from None
+
+
+def _ask(question: str, history: list[str], as_json: bool, llm: bool | None) -> None:
     from bot.llm import answer as answer_question
 
     answer = answer_question(question, list(history), use_llm=llm)
     if as_json:
-        click.echo(json.dumps(answer.model_dump(), ensure_ascii=False, indent=2))
+        # allow_nan=False: the Answer boundary (bot.llm.answer) guarantees finite numbers
+        click.echo(json.dumps(answer.model_dump(), ensure_ascii=False, indent=2, allow_nan=False))
         return
     from rich.console import Console
     from rich.markdown import Markdown

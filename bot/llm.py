@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 
-from bot.answer import Answer
+from bot.answer import Answer, Recommendation
 from bot.assistant import answer_for_setup
 from bot.assistant import ask as ask_deterministic
+from bot.numwords import candidate_values, spelled_numbers
 from bot.parse import parse_conversation, parse_turn, user_turns
-from bot.render import dangling_markers, untraceable_numbers
+from bot.render import dangling_markers, fmt, prose, untraceable_numbers
 from bot.setup import TrainingSetup
+from bot.strategies import TRAINING_STRATEGIES
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +58,63 @@ def llm_configured() -> bool:
 
 def answer(question: str, history=None, *, use_llm: bool | None = None) -> Answer:
     """The answer every surface gives: the LLM path when ``SHARDWISE_LLM_*`` is configured (or
-    ``use_llm`` forces it), else the deterministic ``bot.ask``. ``use_llm=False`` never calls one."""
+    ``use_llm`` forces it), else the deterministic ``bot.ask``. ``use_llm=False`` never calls one.
+
+    This is the boundary every surface crosses: it never raises (an internal failure becomes a
+    ``status="error"`` answer, logged with its traceback) and never returns a non-finite number
+    (an answer holding one becomes ``status="invalid"``), so JSON stays valid everywhere."""
     if use_llm is None:
         use_llm = llm_configured()
-    if use_llm:
-        return ask_with_llm(question, history)
-    return ask_deterministic(question, history)
+    try:
+        result = ask_with_llm(question, history) if use_llm else ask_deterministic(question, history)
+        return finite_answer(result)
+    except Exception:  # noqa: BLE001  (the one place a surface's request may not crash)
+        log.exception("answering failed")
+        return error_answer(question)
+
+
+def _is_chinese(text: str) -> bool:
+    return bool(re.search(r"[\u4e00-\u9fff]", (text or "")[:2000]))
+
+
+def error_answer(question: str) -> Answer:
+    """``status="error"``: something failed inside; says so, recommends nothing."""
+    zh = _is_chinese(question)
+    text = ("出了点问题，暂时无法回答这个问题。请换个说法再试一次。" if zh
+            else "Something went wrong while answering; please try again or rephrase the question.")
+    return Answer(status="error", language="zh" if zh else "en",
+                  recommendation=Recommendation(strategy="none", confidence="low"), text=text)
+
+
+def non_finite_paths(value, path: str = "") -> list[str]:
+    """Where ``value`` (a dumped Answer, any JSON-like data) holds inf or NaN."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [path or "."]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in non_finite_paths(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in non_finite_paths(v, f"{path}[{i}]")]
+    return []
+
+
+def finite_answer(result: Answer) -> Answer:
+    """``result`` unless it holds a non-finite number (a figure too large for a float, e.g. a
+    2,000-digit model size); then an ``invalid`` answer that says which value was out of range."""
+    bad = non_finite_paths(result.model_dump())
+    if not bad:
+        return result
+    log.warning("answer held non-finite numbers at %s; answering invalid", bad[:5])
+    fields = sorted({p.split(".")[1].split("[")[0] for p in bad if p.startswith("setup.")})
+    zh = result.language == "zh"
+    what = ", ".join(fields) if fields else ("一个数值" if zh else "a number")
+    text = (f"问题里的数值太大，无法计算（{what}）。请给出实际的数值，例如 7B 模型、8 张 A100 40GB。" if zh
+            else f"A number in the question is too large to compute with ({what}). Please state the "
+                 "real value, e.g. a 7B model on 8x A100 40GB.")
+    return Answer(status="invalid", intent=result.intent, language=result.language,
+                  setup={k: v for k, v in result.setup.items() if k not in fields and not (
+                      isinstance(v, float) and not math.isfinite(v))},
+                  missing=list(result.missing), questions=fields,
+                  recommendation=Recommendation(strategy="none", confidence="low"), text=text)
 
 
 def make_chat_model():
@@ -86,13 +141,182 @@ def _draft_message(question: str, draft: Answer) -> str:
             f"Facts (JSON):\n{json.dumps(facts, ensure_ascii=False)}")
 
 
+# --------------------------------------------------------------------------------------------
+# The guard: the LLM may phrase the answer, never contradict it (strategy, fits verdicts, figures)
+# --------------------------------------------------------------------------------------------
+# Every way an answer names a strategy, longest first so "fully sharded data parallel" is not
+# read as "data parallel". "fsdp" alone is the family: any FSDP variant.
+_STRATEGY_ALIASES: tuple[tuple[str, str], ...] = tuple(sorted((
+    ("fully sharded data parallel", "fsdp"), ("fullyshardeddataparallel", "fsdp"), ("fully_shard", "fsdp"),
+    ("完全分片数据并行", "fsdp"), ("fsdp2", "fsdp"), ("fsdp1", "fsdp"), ("fsdp", "fsdp"),
+    ("distributeddataparallel", "ddp"), ("distributed data parallel", "ddp"), ("ddp", "ddp"),
+    ("分布式数据并行", "ddp"), ("数据并行", "ddp"),
+    ("full_shard", "fsdp_full_shard"), ("full shard", "fsdp_full_shard"), ("full-shard", "fsdp_full_shard"),
+    ("fully shard", "fsdp_full_shard"), ("zero-3", "fsdp_full_shard"), ("zero 3", "fsdp_full_shard"),
+    ("zero3", "fsdp_full_shard"), ("zero stage 3", "fsdp_full_shard"), ("全分片", "fsdp_full_shard"),
+    ("完全分片", "fsdp_full_shard"),
+    ("shard_grad_op", "fsdp_shard_grad_op"), ("shard grad-op", "fsdp_shard_grad_op"),
+    ("shard grad op", "fsdp_shard_grad_op"), ("zero-2", "fsdp_shard_grad_op"), ("zero 2", "fsdp_shard_grad_op"),
+    ("zero2", "fsdp_shard_grad_op"), ("zero stage 2", "fsdp_shard_grad_op"), ("梯度+优化器分片", "fsdp_shard_grad_op"),
+    ("梯度分片", "fsdp_shard_grad_op"),
+    ("hsdp", "fsdp_hybrid_shard"), ("hybrid_shard", "fsdp_hybrid_shard"), ("hybrid shard", "fsdp_hybrid_shard"),
+    ("hybrid sharding", "fsdp_hybrid_shard"), ("混合分片", "fsdp_hybrid_shard"),
+    ("cpu offload", "fsdp_full_shard_offload"), ("cpu_offload", "fsdp_full_shard_offload"),
+    ("offload", "fsdp_full_shard_offload"), ("offloading", "fsdp_full_shard_offload"),
+    ("cpu 卸载", "fsdp_full_shard_offload"), ("cpu卸载", "fsdp_full_shard_offload"), ("卸载", "fsdp_full_shard_offload"),
+), key=lambda pair: len(pair[0]), reverse=True))
+_ALIAS_ID = dict(_STRATEGY_ALIASES)
+_STRATEGY_RE = re.compile("|".join(
+    (r"(?<![a-z0-9_])" + re.escape(a) + r"(?![a-z0-9_])") if a.isascii() else re.escape(a)
+    for a, _ in _STRATEGY_ALIASES))
+# Words that state a choice. Negated ("don't use", "不建议") or conditional ("if you use", "如果用")
+# cues are skipped: they do not recommend.
+_CUE_RE = re.compile(
+    r"(?<![a-z])(?:use|using|recommend(?:ed|s)?|go with|choose|pick|switch to|stick with|prefer|opt for|"
+    r"best (?:choice|option) is|answer is|verdict:)(?![a-z])|推荐|建议|选择|选用|采用|改用|换成|就用|请用|最好用|还是用|应该用|应当用|应使用|用")
+_NEGATION_BEFORE = re.compile(r"(?:n't|\bnot|\bnever|\bavoid|\bno|\bif|\bwhen|\bwith|\bwithout|\brather than|"
+                              r"\binstead of|不|别|勿|如果|若|要是|假如|的话|而非|而不是)\s*$")
+# Fits verdicts, negatives first ("does not fit" contains "fit").
+_FITS_RE = re.compile(
+    r"(?P<no>(?:does not|doesn't|do not|don't|won't|will not|cannot|can't|wouldn't|would not|never|not) "
+    r"(?:\w+ ){0,2}fit|out of memory|\booms?\b|too (?:large|big)|exceeds?|over (?:the )?budget|"
+    r"放不下|装不下|不够|不足|超出|超过|爆显存|塞不下|跑不起来|跑不了)|"
+    r"(?P<yes>\bfits?\b|fits? (?:comfortably|easily|well)|within (?:the )?(?:memory|budget)|"
+    r"放得下|能放下|可以放下|装得下|能装下|够用|跑得起来|可以跑)", re.I)
+_SENTENCE_SPLIT = re.compile(r"(?<!\d)[.](?!\d)|[;；。！!？?\n]")
+_TOOL_CALL_FAMILY = "fsdp"
+
+
+_QUOTED = re.compile(r'"[^"\n]{0,400}"|“[^”\n]{0,400}”|「[^」\n]{0,400}」|‘[^’\n]{0,400}’')
+
+
+def _mentions(clause: str) -> list[tuple[int, int, str]]:
+    """(start, end, strategy id) of each strategy name in ``clause`` (lower-cased), adjacent names
+    merged: "FSDP (FULL_SHARD)" is full shard, "FSDP full shard + CPU offload" is offload."""
+    found: list[tuple[int, int, str]] = []
+    for m in _STRATEGY_RE.finditer(clause):
+        sid = _ALIAS_ID[m.group(0)]
+        if found and m.start() - found[-1][1] <= 4 and re.fullmatch(r"[\s(（+＋/:：]*", clause[found[-1][1]:m.start()]):
+            start, _, prev = found[-1]
+            merged = sid if prev in ("fsdp", sid) else (
+                "fsdp_full_shard_offload" if "fsdp_full_shard_offload" in (prev, sid) else
+                prev if sid == "fsdp" else sid)
+            found[-1] = (start, m.end(), merged)
+            continue
+        found.append((m.start(), m.end(), sid))
+    return found
+
+
+def _same(named: str, strategy: str) -> bool:
+    return named == strategy or (named == _TOOL_CALL_FAMILY and strategy.startswith("fsdp"))
+
+
+def recommended_in_text(text: str) -> list[str]:
+    """Strategy ids the text recommends ("Use DDP", "推荐 FSDP 全分片"), in order."""
+    out = []
+    lowered = _QUOTED.sub(" ", prose(text).lower())  # a quoted forum answer is not our advice
+    for sentence in _SENTENCE_SPLIT.split(lowered):
+        mentions = _mentions(sentence)
+        for cue in _CUE_RE.finditer(sentence):
+            if _NEGATION_BEFORE.search(sentence[max(0, cue.start() - 14):cue.start()]):
+                continue
+            after = [m for m in mentions if m[0] >= cue.end() and m[0] - cue.end() <= 24]
+            if after and re.fullmatch(r"[\s:：,，*_\-\"'“”「」]*(?:the |a |plain |pure |with )?",
+                                      sentence[cue.end():after[0][0]]):
+                out.append(after[0][2])
+    return out
+
+
+# A verdict in a conditional or hypothetical sentence ("with LoRA, DDP would fit", "如果显存够用")
+# is a what-if, not a claim about the setup as asked.
+_CONDITIONAL = re.compile(r"(?<![a-z])(?:if|would|could|might|unless|with lora|instead|once|after|then|twice|"
+                          r"more gpus|turn on|turning on|switch|switching)(?![a-z])|"
+                          r"如果|的话|若|假如|要是|除非|改成|换成|之后")
+_YES_CELL = {"yes", "是", "能", "✓", "✅", "y", "true"}
+_NO_CELL = {"no", "否", "不能", "✗", "❌", "n", "false"}
+
+
+def _table_claims(lines: list[str]) -> list[tuple[str, bool]]:
+    """(strategy, fits) from markdown table rows whose header has a "fits" column."""
+    out, column = [], None
+    for line in lines:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if column is None:
+            for i, cell in enumerate(cells):
+                if cell in ("fits", "fit", "fits?", "放得下", "能否放下", "放得下?", "放得下？"):
+                    column = i
+            continue
+        if column >= len(cells):
+            continue
+        mentions = _mentions(cells[0])
+        if mentions and cells[column] in _YES_CELL | _NO_CELL:
+            out.append((mentions[0][2], cells[column] in _YES_CELL))
+    return out
+
+
+def fits_claims(text: str) -> list[tuple[str, bool]]:
+    """(strategy id, fits?) for each fits verdict the text states about the setup as asked: a
+    table's fits column, or a verdict tied to the strategy named before it in the same sentence
+    (or, if none, the one right after it). Quotes and conditional sentences are what-ifs."""
+    out: list[tuple[str, bool]] = []
+    lowered = _QUOTED.sub(" ", prose(text).lower())
+    rows, body = [], []
+    for line in lowered.splitlines():
+        (rows if line.lstrip().startswith("|") else body).append(line)
+    out += _table_claims(rows)
+    for sentence in _SENTENCE_SPLIT.split("\n".join(body)):
+        mentions = _mentions(sentence)
+        if not mentions or _CONDITIONAL.search(sentence):
+            continue
+        for verdict in _FITS_RE.finditer(sentence):
+            before = [m for m in mentions if m[1] <= verdict.start()]
+            owner = before[-1] if before else min(mentions, key=lambda m: m[0])
+            out.append((owner[2], verdict.group("yes") is not None))
+    return out
+
+
+def _strategy_problems(text: str, answer: Answer) -> list[str]:
+    problems = []
+    chosen = answer.recommendation.strategy
+    allowed = [chosen, *answer.recommendation.alternatives]
+    for named in recommended_in_text(text):
+        if not any(_same(named, s) for s in allowed):
+            problems.append(f"recommends {named} but the answer recommends {chosen}")
+            break
+    if chosen in TRAINING_STRATEGIES:
+        said = {m[2] for m in _mentions(prose(text).lower())}
+        if not any(_same(named, chosen) for named in said):
+            problems.append(f"never names the recommended strategy {chosen}")
+    for named, fits in fits_claims(text):
+        verdicts = [v for k, v in answer.numbers.items()
+                    if k.startswith("memory.") and k.endswith(".fits") and _same(named, k.split(".")[1])]
+        if verdicts and fits not in verdicts:
+            problems.append(f"says {named} {'fits' if fits else 'does not fit'}, the calculator says otherwise")
+            break
+    return problems
+
+
+def _spelled_problems(text: str, answer: Answer, quotes: list[str]) -> list[str]:
+    bad = []
+    for item in spelled_numbers(prose(text)):
+        traced = any(not untraceable_numbers(fmt(v), answer.numbers, answer.setup, quotes)
+                     for v in candidate_values(item))
+        if not traced:
+            bad.append(item.text)
+    return [f"untraceable spelled-out numbers {bad[:8]}"] if bad else []
+
+
 def check_llm_text(text: str, answer: Answer, user_turns: list[str]) -> list[str]:
-    """Why ``text`` may not replace ``answer.text`` (empty when it passes the guard)."""
+    """Why ``text`` may not replace ``answer.text`` (empty when it passes the guard): a figure (in
+    digits or words, English or Chinese) that is not the answer's, a recommendation or a fits
+    verdict that contradicts the computed one, a dangling ``[n]``, a secret, or nothing at all."""
     problems = []
     quotes = [f"{c.quote or ''} {c.title}" for c in answer.citations] + list(user_turns)
     bad = untraceable_numbers(text, answer.numbers, answer.setup, quotes)
     if bad:
         problems.append(f"untraceable numbers {bad[:8]}")
+    problems += _spelled_problems(text, answer, quotes)
+    problems += _strategy_problems(text, answer)
     dangling = dangling_markers(text, answer.citations)
     if dangling:
         problems.append(f"citation markers without a source {dangling}")

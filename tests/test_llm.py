@@ -228,3 +228,184 @@ def test_every_surface_uses_the_one_answer_function(monkeypatch, module, attr):
     monkeypatch.setattr(llm, "answer", lambda q, h=None, **kw: seen.append((q, h)) or "sentinel")
     assert getattr(importlib.import_module(module), attr)("q", ["h"]) == "sentinel"
     assert seen == [("q", ["h"])]
+
+
+# --------------------------------------------------------------------------------------------
+# The guard: phrasing may not contradict the computed answer (issue 17, defect 1)
+# --------------------------------------------------------------------------------------------
+EN_Q = "DDP or FSDP for Llama-2-7B on 8x A100 40GB?"
+
+
+@pytest.mark.parametrize("text, why", [
+    ("Use DDP: it fits comfortably [1]", "recommends ddp"),
+    ("Go with DistributedDataParallel [1].", "recommends ddp"),
+    ("The best option is plain DDP [1].", "recommends ddp"),
+    ("FSDP full shard is the choice, and DDP fits as well [1].", "says ddp fits"),
+    ("FSDP full shard needs about one hundred and twenty-three GiB per GPU [1].", "spelled-out"),
+    ("FSDP full shard needs about twenty-four point six seven GiB [1].", None),
+])
+def test_guard_checks_strategy_fits_and_spelled_figures_in_english(text, why):
+    draft = ask(EN_Q)
+    problems = check_llm_text(text, draft, [EN_Q])
+    if why is None:
+        assert problems == [], problems
+    else:
+        assert any(why in p for p in problems), problems
+
+
+@pytest.mark.parametrize("text, why", [
+    ("推荐用 DDP，每卡放得下 [1]。", "recommends ddp"),
+    ("建议采用数据并行 [1]。", "recommends ddp"),
+    ("推荐 FSDP 全分片 [1]，DDP 也放得下。", "says ddp fits"),
+    ("推荐 FSDP 全分片，每卡约一百二十三 GiB [1]。", "spelled-out"),
+])
+def test_guard_checks_strategy_fits_and_spelled_figures_in_chinese(text, why):
+    draft = ask(FULL_Q)
+    problems = check_llm_text(text, draft, [FULL_Q])
+    assert any(why in p for p in problems), problems
+
+
+@pytest.mark.parametrize("question", [EN_Q, FULL_Q, "13B LoRA on 4x RTX 4090, DDP or FSDP?",
+                                      "70B on 16 H100 over 2 nodes infiniband", "Qwen2.5-14B 全参 8卡 A800 80G"])
+def test_the_deterministic_text_passes_its_own_guard(question):
+    """The guard must not reject the answer it protects (what-ifs and quotes are not claims)."""
+    draft = ask(question)
+    assert check_llm_text(draft.text, draft, [question]) == []
+
+
+def test_stub_endpoint_saying_use_ddp_falls_back_everywhere(stub_env):
+    """The issue's repro: an endpoint replying "Use DDP: it fits comfortably [1]"."""
+    from bot import llm
+    from bot.slack_app import answer_message
+
+    draft = ask(EN_Q)
+    with _Stub("Use DDP: it fits comfortably [1]") as stub:
+        stub_env(stub)
+        answer = llm.answer(EN_Q)
+        assert stub.requests  # the LLM was asked
+    assert answer.text == draft.text and answer.recommendation.strategy == "fsdp_full_shard"
+    message = answer_message(answer)
+    assert "Use DDP" not in message["text"]
+    assert "FSDP" in message["text"].split("\n")[0] and "FSDP" in json.dumps(message["blocks"][0])
+
+
+def test_slack_headline_and_notification_come_from_one_guarded_answer():
+    draft = ask(FULL_Q)
+    text = phrased(draft)
+    answer = ask_with_llm(FULL_Q, model=fake(AIMessage(content=text)))
+    from bot.slack_app import answer_message
+
+    message = answer_message(answer)
+    head = json.dumps(message["blocks"][0], ensure_ascii=False)
+    assert "FSDP" in message["text"].split("\n")[0] and "FSDP" in head and "DDP" not in head.split("FSDP")[0]
+
+
+# --------------------------------------------------------------------------------------------
+# The boundary: no exception and no non-finite number leaves answer() (issue 17, defect 2)
+# --------------------------------------------------------------------------------------------
+def test_long_digit_runs_give_a_clean_answer_with_finite_json():
+    from bot import llm
+
+    for question in (f"7B on {'9' * 400} A100", f"{'9' * 2000}B model", f"{'9' * 400}B on 8x A100 40GB"):
+        answer = llm.answer(question, use_llm=False)
+        json.dumps(answer.model_dump(), allow_nan=False)  # raises on inf/nan
+        # "error" until the parser reads such runs itself (issue 17 item 2, understanding's part):
+        # the boundary's job is a clean answer and valid JSON, never a traceback or Infinity
+        assert answer.status in ("ok", "needs_info", "invalid", "error") and answer.text
+
+
+def test_an_internal_failure_is_an_error_answer_not_a_traceback(monkeypatch, caplog):
+    from bot import llm
+
+    def boom(question, history=None):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(llm, "ask_deterministic", boom)
+    with caplog.at_level(logging.ERROR, logger="bot.llm"):
+        answer = llm.answer("DDP 还是 FSDP？", use_llm=False)
+    assert answer.status == "error" and answer.language == "zh" and answer.recommendation.strategy == "none"
+    assert "OverflowError" in caplog.text
+
+
+def test_non_finite_numbers_become_an_invalid_answer():
+    from bot.answer import Answer, Recommendation
+    from bot.llm import finite_answer
+
+    bad = Answer(language="en", setup={"params_b": float("inf"), "gpu_count": 8},
+                 numbers={"memory.ddp.total_gib": float("nan")},
+                 recommendation=Recommendation(strategy="ddp"), text="x")
+    out = finite_answer(bad)
+    assert out.status == "invalid" and out.recommendation.strategy == "none"
+    assert out.setup == {"gpu_count": 8} and "params_b" in out.text
+    json.dumps(out.model_dump(), allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Secrets: an endpoint's 401 that echoes the key is redacted in stderr (issue 17, defect 4)
+# --------------------------------------------------------------------------------------------
+class _EchoingUnauthorized(_Stub):
+    """Answers every POST with 401 and an error body that quotes the Authorization header."""
+
+    def __init__(self):
+        super().__init__("")
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                stub.requests.append({"auth": self.headers.get("Authorization")})
+                data = json.dumps({"error": {"message": f"Incorrect API key provided: "
+                                                        f"{self.headers.get('Authorization')}",
+                                             "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server.RequestHandlerClass = Handler
+
+
+LEAKY_KEY = "unit-test-key-9f8e7d6c5b4a"
+
+
+def test_a_401_echoing_the_key_is_redacted_in_shardwise_ask_stderr(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from bot.env import repo_root
+
+    with _EchoingUnauthorized() as stub:
+        env = {**os.environ, "SHARDWISE_LLM_BASE_URL": stub.url, "SHARDWISE_LLM_MODEL": "m",
+               "SHARDWISE_LLM_API_KEY": LEAKY_KEY, "OTHER_SERVICE_TOKEN": "other-secret-value-123"}
+        proc = subprocess.run([sys.executable, "-m", "bot.cli", "ask", FULL_Q], capture_output=True, text=True,
+                              env=env, cwd=repo_root(), timeout=180)
+        assert stub.requests  # the endpoint was called and answered 401
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "LLM path failed" in proc.stderr  # the failure is logged...
+    assert LEAKY_KEY not in proc.stderr and LEAKY_KEY not in proc.stdout  # ...without the key
+    assert "[redacted]" in proc.stderr
+
+
+def test_one_redactor_covers_every_logger_and_token_shape(monkeypatch, capsys):
+    from bot.env import install_redaction, redact
+
+    monkeypatch.setenv("SHARDWISE_LLM_API_KEY", "abc-very-secret-key")
+    monkeypatch.setenv("SOME_VENDOR_KEY", "vendor-secret-777")
+    redactor = install_redaction()
+    redactor._read_at = 0.0  # re-read the environment now
+    text = ("key abc-very-secret-key, vendor-secret-777, xoxb-1-2-abc, xapp-1-A-b, sk-proj1234567890abcdef, "
+            "Bearer sometokenvalue")
+    clean = redact(text)
+    for leaked in ("abc-very-secret-key", "vendor-secret-777", "xoxb-1", "xapp-1", "sk-proj", "sometokenvalue"):
+        assert leaked not in clean
+    handler = logging.StreamHandler()
+    later = logging.getLogger("created.after.install")
+    later.propagate = False
+    later.addHandler(handler)  # a logger with its own handler, made after install_redaction
+    later.warning("failed with %s", "abc-very-secret-key")
+    assert "abc-very-secret-key" not in capsys.readouterr().err
