@@ -23,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.env import repo_root
+from bot.knowledge import conditions
 
-VERDICTS = ("supported", "contradicted", "unverifiable", "misleading")
+# A verdict is judged under its claim's ``condition`` (bot.knowledge.conditions). "holds_only_when":
+# the claim is right exactly when the condition holds (and wrong otherwise).
+VERDICTS = ("supported", "holds_only_when", "misleading", "contradicted", "unverifiable")
 STANCES = ("ddp", "fsdp", "depends", "none")
 CALC_SOURCE = "calc"  # a verdict checked with the memory/comm calculator (bot/calc)
 QUESTION_ID = "forum-00"
@@ -56,6 +59,11 @@ class Claim:
     correct_zh: str  # the same in Chinese
     verdict_source: list[str]  # doc ids and/or "calc": where the verdict comes from
     explanation: str  # how the verdict was worked out (English)
+    # When the verdict applies, over setup facts (see bot.knowledge.conditions); {} = always.
+    # For "holds_only_when" it is where the claim holds.
+    condition: dict[str, Any] = field(default_factory=dict)
+    # Which questions the claim speaks to, in bot.understand.TOPICS' vocabulary.
+    topics: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -317,12 +325,29 @@ def _read_claim(data: Any, answer_id: str, text: str, path: Path, doc_ids: set[s
     applies_to = data.get("applies_to", {})
     if not isinstance(applies_to, dict):
         raise CorpusError(f"{where}: applies_to must be an object")
+    condition = data.get("condition", {})
+    problems = conditions.validate(condition)
+    if problems:
+        raise CorpusError(f"{where}: bad condition: {'; '.join(problems)}")
+    if verdict == "holds_only_when" and not condition:
+        raise CorpusError(f"{where}: verdict 'holds_only_when' needs a non-empty condition")
+    topics = _str_list(data, "topics", path)
+    unknown = [t for t in topics if t not in _topic_vocabulary()]
+    if unknown:
+        raise CorpusError(f"{where}: topics {unknown} not in bot.understand.TOPICS")
     return Claim(
         id=claim_id, quote=quote, figure=None if figure is None else float(figure), unit=unit,
         applies_to=dict(applies_to), topic=_text(data, "topic", path), verdict=verdict,
         correct=_text(data, "correct", path), correct_zh=_text(data, "correct_zh", path),
         verdict_source=sources, explanation=_text(data, "explanation", path),
+        condition=dict(condition), topics=topics,
     )
+
+
+def _topic_vocabulary() -> tuple[str, ...]:
+    from bot.understand import TOPICS
+
+    return TOPICS
 
 
 def _read_doc(path: Path) -> Doc:

@@ -298,9 +298,10 @@ def default_searcher() -> Searcher:
 
 def reset() -> None:
     """Forget the process-wide searcher (after an ingest in the same process, or in tests)."""
-    global _default
+    global _default, _keyword
     with _default_lock:
         _default = None
+        _keyword = None
 
 
 def search(query: str, k: int = 5, kinds: Sequence[str] = KINDS, *, mode: str = "hybrid") -> list[Hit]:
@@ -310,3 +311,19 @@ def search(query: str, k: int = 5, kinds: Sequence[str] = KINDS, *, mode: str = 
     Raises ValueError only for a bad ``kinds`` or ``mode``.
     """
     return default_searcher().search(query, k=k, kinds=kinds, mode=mode)
+
+
+_keyword: Searcher | None = None
+
+
+def keyword_searcher() -> Searcher:
+    """A BM25-only searcher over the corpus chunks: no embedding model, no index, built in well
+    under a second. For fixed keyword queries, and the fallback when the hybrid one cannot load."""
+    global _keyword
+    if _keyword is None:
+        with _default_lock:
+            if _keyword is None:
+                from bot.knowledge.index import corpus_chunks
+
+                _keyword = Searcher(corpus_chunks(), None)
+    return _keyword

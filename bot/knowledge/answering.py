@@ -1,0 +1,410 @@
+"""The knowledge the answer pipeline calls for every question: passages and applicable forum claims.
+
+- :func:`retrieve_passages` sends the question (plus hints for its parsed topics and setup) through
+  the hybrid chromadb + BM25 search (:mod:`bot.knowledge.search`) and returns, for the best
+  entries, a quote that answers it: whole sentences copied verbatim from that entry, so every
+  citation's quote is a substring of ``corpus_text(id)``.
+- :func:`applicable_claims` picks the forum claims relevant to the question's topics and judges
+  each only against a setup that meets the claim's condition (:mod:`bot.knowledge.conditions`);
+  with no setup, or a setup silent on what the condition needs, the claim "depends on X".
+
+Speed: the searcher (embedding model, chroma client, BM25) is built once per process and reused;
+sentence splitting and tokenizing of each entry is cached; results are cached per question. If the
+hybrid searcher cannot be built (no model, broken index) BM25 alone answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from bot.knowledge import conditions, glossary
+from bot.knowledge.sentences import quotable_units
+
+log = logging.getLogger(__name__)
+
+KINDS = ("doc", "forum")
+MAX_QUOTE_CHARS = 360  # a quote is one or two sentences: enough to answer, short enough to read
+MIN_QUOTE_CHARS = 30  # shorter "sentences" are headings in disguise ("Stage" is DeepSpeed's word.)
+_CANDIDATES = 10  # search hits examined for a quotable sentence
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A cited passage: ``quote`` is verbatim complete sentences of entry ``id``."""
+
+    id: str  # "doc-hsdp", "forum-09"
+    kind: str  # "doc" | "forum"
+    title: str
+    url: str
+    quote: str
+    score: float  # the search's fused score (comparable within one question only)
+    lang: str = "en"  # the entry's language
+
+
+@dataclass(frozen=True)
+class ApplicableClaim:
+    """A forum claim, judged for this setup (or marked as depending on what the setup lacks)."""
+
+    forum_id: str  # "forum-03"
+    claim_id: str  # "forum-03-c1"
+    quote: str  # verbatim substring of the forum answer
+    verdict: str  # corpus verdict: supported | holds_only_when | misleading | contradicted | unverifiable
+    condition: str  # the claim's condition in the answer's language ("" when unconditional)
+    applies: bool  # the setup meets the condition (False also when the setup does not say)
+    correction: str  # the correct statement in the answer's language (figures from the corpus sources)
+    doc_ids: list[str]  # docs the verdict rests on
+    # "judged": the verdict applies to this setup; "holds" / "does_not_hold": a holds_only_when claim
+    # checked against this setup; "depends": no setup, or it lacks facts the condition needs.
+    judgement: str = "judged"
+    condition_data: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    url: str = ""
+    topic: str = ""
+    calc_checked: bool = False  # the verdict also rests on the calculator
+    assumed: tuple[str, ...] = ()  # condition keys decided by assumed (default) setup values
+
+
+# --------------------------------------------------------------------------------------------
+# Topic hints: words added to the query for each parsed topic (bot.understand.TOPICS)
+# --------------------------------------------------------------------------------------------
+
+TOPIC_HINTS: dict[str, tuple[str, str]] = {
+    "fsdp1_vs_fsdp2": ("FSDP1 FSDP2 fully_shard FlatParameter DTensor per-parameter sharding",
+                       "FSDP1 FSDP2 fully_shard 区别 DTensor"),
+    "shard_grad_op_vs_full_shard": ("SHARD_GRAD_OP FULL_SHARD reshard_after_forward ZeRO-2 ZeRO-3",
+                                    "SHARD_GRAD_OP FULL_SHARD reshard_after_forward ZeRO-2 ZeRO-3"),
+    "zero_vs_fsdp": ("DeepSpeed ZeRO stage 1 2 3 offload ZeRO++ compared with FSDP",
+                     "DeepSpeed ZeRO 阶段 offload 与 FSDP 对应"),
+    "hybrid_shard": ("HYBRID_SHARD HSDP shard within node replicate across nodes",
+                     "HYBRID_SHARD HSDP 混合分片 节点内分片 跨节点复制"),
+    "activation_checkpointing": ("activation checkpointing recomputation activation memory",
+                                 "激活检查点 重计算 激活值 显存"),
+    "ddp_memory_knobs": ("gradient_as_bucket_view fused AdamW foreach temporaries DDP bucket memory",
+                         "gradient_as_bucket_view fused AdamW foreach 临时 DDP 显存"),
+    "fsdp_slower_than_ddp": ("why FSDP slower than DDP all-gather exposed prefetch wrap policy small micro-batch",
+                             "FSDP 比 DDP 慢 原因 all-gather 预取 wrap 小批量"),
+    "multi_node_slow": ("multi-node slow inter-node bandwidth NIC NCCL all-reduce",
+                        "多机 慢 跨节点 带宽 网卡 NCCL"),
+    "oom": ("out of memory OOM per-GPU memory", "显存 OOM 爆显存"),
+    "grad_accumulation": ("gradient accumulation no_sync set_requires_gradient_sync micro-batch",
+                          "梯度累积 no_sync set_requires_gradient_sync"),
+    "cpu_offload": ("CPU offload host memory CPUOffload", "CPU offload 卸载 内存"),
+    "lora": ("LoRA QLoRA adapters frozen base weights", "LoRA QLoRA 适配器 冻结"),
+    "multi_model_rl": ("PPO GRPO policy reference reward critic models memory rollout",
+                       "PPO GRPO 策略 参考模型 奖励模型 显存"),
+    "moe": ("mixture of experts MoE expert parallel all-to-all", "MoE 专家并行 all-to-all"),
+    "how_many_gpus": ("how many GPUs memory per GPU sharded model state", "需要 多少 卡 显存"),
+    "communication": ("communication volume all-reduce all-gather reduce-scatter bytes",
+                      "通信量 all-reduce all-gather reduce-scatter"),
+    "mixed_precision": ("mixed precision bf16 fp16 param_dtype reduce_dtype GradScaler",
+                        "混合精度 bf16 fp16 reduce_dtype"),
+    "torch_compile": ("torch.compile FSDP use_orig_params compile", "torch.compile FSDP 编译"),
+    "inference": ("inference serving KV cache", "推理 部署"),
+}
+
+# Claim topics (the forum corpus's own tags) that speak to each question topic; used for claims
+# that carry no ``topics`` of their own.
+_CLAIM_TOPICS: dict[str, tuple[str, ...]] = {
+    "fsdp1_vs_fsdp2": ("version",),
+    "shard_grad_op_vs_full_shard": ("terminology", "sharding"),
+    "zero_vs_fsdp": ("terminology",),
+    "hybrid_shard": ("interconnect",),
+    "ddp_memory_knobs": ("memory",),
+    "oom": ("memory",),
+    "how_many_gpus": ("memory",),
+    "fsdp_slower_than_ddp": ("speed", "communication"),
+    "multi_node_slow": ("interconnect", "communication"),
+    "communication": ("communication",),
+    "mixed_precision": ("mixed-precision",),
+    "activation_checkpointing": (),
+}
+_DEFAULT_CLAIM_TOPICS = ("memory", "communication")  # the thread's own question: DDP or FSDP?
+
+
+# --------------------------------------------------------------------------------------------
+# Passages
+# --------------------------------------------------------------------------------------------
+
+
+def retrieve_passages(question: str, *, language: str, topics: Sequence[str] = (), setup: Any = None,
+                      k: int = 3, kinds: Sequence[str] = KINDS) -> list[Passage]:
+    """The ``k`` corpus passages that best answer ``question``, best first, one per entry.
+
+    ``topics`` are parsed topic ids (bot.understand.TOPICS; unknown ones are ignored); ``setup``
+    (TrainingSetup / ResolvedSetup / None) adds a few words (LoRA, multi-node). A quote is whole
+    sentences of the entry, verbatim; an entry with no sentence sharing a term with the question
+    is skipped. Empty question and no topics -> ``[]``. Never raises on odd input."""
+    if not isinstance(question, str) or k <= 0:
+        return []
+    kinds = tuple(kind for kind in kinds if kind in KINDS) or KINDS
+    topic_key = tuple(dict.fromkeys(t for t in (topics or ()) if t in TOPIC_HINTS))
+    return list(_retrieve(question, "zh" if language == "zh" else "en", topic_key, _setup_words(setup),
+                          int(k), kinds))
+
+
+@lru_cache(maxsize=512)
+def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words: str, k: int,
+              kinds: tuple[str, ...]) -> tuple[Passage, ...]:
+    from bot.knowledge.search import clean_query
+
+    question = clean_query(question)
+    hints = " ".join(TOPIC_HINTS[t][1 if language == "zh" else 0] for t in topics)
+    query = " ".join(p for p in (question, hints, setup_words) if p)
+    if not query:
+        return ()
+    searcher = _searcher()
+    hits = _ranked(searcher, question, query, kinds)
+    weights = _query_weights(searcher, question, hints, setup_words)
+    out: list[Passage] = []
+    for hit in hits:
+        quote = best_quote(hit.id, weights)
+        if quote:
+            out.append(Passage(id=hit.id, kind=hit.kind, title=hit.title, url=hit.url, quote=quote,
+                               score=hit.score, lang=hit.lang))
+        if len(out) >= k:
+            break
+    return tuple(out)
+
+
+_HINT_WEIGHT = 0.3  # the topic-hinted BM25 list against the question's own hybrid ranking (~1.0)
+
+
+def _ranked(searcher, question: str, query: str, kinds: tuple[str, ...]):
+    """Entries ranked for the question: the hybrid search of the question as asked, plus a
+    lighter BM25 list for the question with its topic and setup hints (hints must not drown
+    the question's own words, and BM25 costs well under a millisecond)."""
+    n = max(_CANDIDATES, 12)
+    lists = []
+    try:
+        if question:
+            lists.append((1.0, searcher.search(question, k=n, kinds=kinds)))
+    except Exception as err:  # a damaged store: BM25 alone still answers
+        log.warning("hybrid search failed (%s); using BM25 only", err)
+        lists.append((1.0, _keyword().search(question, k=n, kinds=kinds, mode="bm25")))
+    if query != question or not lists:
+        lists.append((_HINT_WEIGHT if question else 1.0, _keyword().search(query, k=n, kinds=kinds, mode="bm25")))
+    scores: dict[str, float] = {}
+    first: dict[str, Any] = {}
+    for weight, hits in lists:
+        for rank, hit in enumerate(hits, 1):
+            # reciprocal rank, as the search's own fusion (bot.knowledge.search.RRF_C)
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (10 + rank)
+            first.setdefault(hit.id, hit)
+    order = sorted(scores, key=lambda e: (-scores[e], e))
+    return [first[e].__class__(**{**first[e].to_dict(), "score": round(scores[e], 5)}) for e in order]
+
+
+def _setup_words(setup: Any) -> str:
+    known, _ = conditions.facts(setup)
+    words = []
+    if known.get("finetune") in ("lora", "qlora"):
+        words.append(str(known["finetune"]).replace("qlora", "QLoRA").replace("lora", "LoRA"))
+    if known.get("multi_node"):
+        words.append("multi-node inter-node")
+    return " ".join(words)
+
+
+_search_lock = threading.Lock()
+
+
+def _searcher():
+    """The process-wide hybrid searcher; the BM25 one if the hybrid cannot be built."""
+    from bot.knowledge.search import default_searcher
+
+    try:
+        return default_searcher()
+    except Exception as err:  # default_searcher degrades itself; this is belt and braces
+        log.warning("hybrid searcher unavailable (%s); using BM25 only", err)
+        return _keyword()
+
+
+def _keyword():
+    from bot.knowledge.search import keyword_searcher
+
+    return keyword_searcher()
+
+
+def warm_up() -> None:
+    """Build the searcher and the sentence caches now (the first question then pays nothing)."""
+    searcher = _searcher()
+    from bot.knowledge.corpus import all_entries
+
+    for entry in all_entries():
+        _units(entry.text)
+    _ = searcher
+
+
+def _query_weights(searcher, question: str, hints: str, setup_words: str) -> dict[str, float]:
+    """Token -> weight for choosing a sentence: the question's own words count fully, its glossary
+    bridge (so an English question can pick a Chinese forum sentence and back) and topic hints
+    count half. Weight = the BM25 index's idf of the token (rare words decide)."""
+    from bot.knowledge.search import tokenize
+
+    idf = _idf(searcher)
+    default = max(idf.values()) if idf else 1.0
+    weights: dict[str, float] = {}
+    bridge = " ".join([*glossary.english_terms(question), *glossary.chinese_terms(question)])
+    for text, factor in ((question, 1.0), (bridge, 0.6), (hints, 0.5), (setup_words, 0.3)):
+        for token in set(tokenize(text)) if text else ():
+            w = max(0.05, float(idf.get(token, default))) * factor
+            weights[token] = max(weights.get(token, 0.0), w)
+    return weights
+
+
+def _idf(searcher) -> dict[str, float]:
+    try:
+        return dict(searcher.bm25.vectorizer.idf)
+    except Exception:
+        return {}
+
+
+@lru_cache(maxsize=256)
+def _units(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """An entry's quotable sentences with their BM25 tokens (cached per entry text)."""
+    from bot.knowledge.search import tokenize
+
+    return tuple((unit, frozenset(tokenize(unit))) for unit in quotable_units(text)
+                 if MIN_QUOTE_CHARS <= len(unit) <= MAX_QUOTE_CHARS)
+
+
+def best_quote(entry_id: str, weights: dict[str, float]) -> str:
+    """The verbatim sentence(s) of ``entry_id`` that share the most weight with the query.
+
+    One sentence; the next one is appended (with the exact text between them) when it also
+    matches and both fit in MAX_QUOTE_CHARS. "" when no sentence shares a term."""
+    from bot.knowledge.corpus import corpus_text
+
+    try:
+        text = corpus_text(entry_id)
+    except KeyError:
+        return ""
+    units = _units(text)
+    scored = []
+    for i, (_unit, tokens) in enumerate(units):
+        score = sum(weights.get(t, 0.0) for t in tokens)
+        if score > 0:
+            # long sentences match more words by length alone; damp that a little
+            scored.append((score / math.sqrt(1.0 + len(tokens) / 60.0), -i, i))
+    if not scored:
+        return ""
+    _, _, best = max(scored)
+    quote = units[best][0]
+    if best + 1 < len(units):
+        nxt = units[best + 1][0]
+        start = text.find(quote)
+        joined_at = text.find(nxt, start + len(quote))
+        gap = text[start + len(quote):joined_at] if start >= 0 and joined_at >= 0 else None
+        nxt_score = sum(weights.get(t, 0.0) for t in units[best + 1][1])
+        if gap is not None and len(gap) <= 2 and gap.strip() == "" and nxt_score > 0 \
+                and len(quote) + len(gap) + len(nxt) <= MAX_QUOTE_CHARS and len(quote) < 160:
+            quote = quote + gap + nxt
+    return quote
+
+
+# --------------------------------------------------------------------------------------------
+# Forum claims
+# --------------------------------------------------------------------------------------------
+
+_ORDER = {"contradicted": 0, "does_not_hold": 0, "misleading": 1, "holds_only_when": 2, "holds": 2,
+          "supported": 3, "unverifiable": 4}
+_PER_TOPIC = 2  # at most this many claims on one corpus topic, so the list covers several
+
+
+def applicable_claims(setup: Any = None, *, topics: Sequence[str] = (), language: str = "en",
+                      limit: int = 4) -> list[ApplicableClaim]:
+    """Forum claims relevant to ``topics`` (and the setup), each judged only where it applies.
+
+    - A claim whose condition the setup meets: ``applies=True``, its verdict and correction.
+    - A "holds_only_when" claim whose condition the setup fails: ``applies=False``,
+      ``judgement="does_not_hold"`` (the claim is wrong for this setup; the correction says why).
+    - Any other claim whose condition the setup fails: left out (not judged against it).
+    - No setup, or one silent on a fact the condition needs: ``applies=False``,
+      ``judgement="depends"``, ``condition`` = "depends on: ...".
+    Order: claims that apply first, wrong ones before right ones; one claim per forum answer;
+    at most two per corpus topic."""
+    from bot.knowledge.corpus import load_forum
+
+    lang = "zh" if language == "zh" else "en"
+    wanted = [t for t in (topics or ()) if t in TOPIC_HINTS]
+    known, _ = conditions.facts(setup)
+    picked: list[tuple[tuple, ApplicableClaim]] = []
+    for answer in load_forum():
+        for claim in answer.claims:
+            if not _relevant(claim, wanted, known):
+                continue
+            judged = _judge(answer, claim, setup, lang)
+            if judged is None:
+                continue
+            key = _ORDER.get(judged.judgement if judged.judgement != "judged" else claim.verdict, 5)
+            picked.append(((judged.judgement == "depends", key, len(picked)), judged))
+    picked.sort(key=lambda pair: pair[0])
+    out: list[ApplicableClaim] = []
+    answers: set[str] = set()
+    per_topic: dict[str, int] = {}
+    for _, item in picked:
+        if item.forum_id in answers or per_topic.get(item.topic, 0) >= _PER_TOPIC:
+            continue
+        answers.add(item.forum_id)
+        per_topic[item.topic] = per_topic.get(item.topic, 0) + 1
+        out.append(item)
+        if len(out) >= max(0, limit):
+            break
+    return out
+
+
+def _relevant(claim, wanted: list[str], known: dict[str, Any]) -> bool:
+    if wanted:
+        if claim.topics:
+            if not set(claim.topics) & set(wanted):
+                return False
+        elif not any(claim.topic in _CLAIM_TOPICS.get(t, ()) for t in wanted):
+            return False
+    elif claim.topic not in _DEFAULT_CLAIM_TOPICS:
+        return False
+    # A claim about a model of a given size (7B) speaks about models near that size only.
+    size, params_b = claim.applies_to.get("params_b"), known.get("params_b")
+    if size and params_b and abs(float(size) - float(params_b)) / float(params_b) > 0.3:
+        return False
+    # On one GPU nothing is sharded or synchronised: DDP-vs-FSDP memory and traffic claims are moot.
+    if known.get("gpu_count") == 1 and claim.topic != "terminology":
+        return False
+    return True
+
+
+def _judge(answer, claim, setup: Any, lang: str) -> ApplicableClaim | None:
+    outcome = conditions.evaluate(claim.condition, setup) if setup is not None else None
+    if not claim.condition:
+        judgement, applies = "judged", True
+    elif outcome is None or outcome.met is None:
+        judgement, applies = "depends", False
+    elif outcome.met:
+        judgement, applies = ("holds" if claim.verdict == "holds_only_when" else "judged"), True
+    elif claim.verdict == "holds_only_when":
+        judgement, applies = "does_not_hold", False
+    else:
+        return None  # the verdict speaks about setups unlike this one
+    if judgement == "depends":
+        condition_text = conditions.depends_text(claim.condition, lang)
+    else:
+        condition_text = conditions.describe(claim.condition, lang)
+    return ApplicableClaim(
+        forum_id=answer.id, claim_id=claim.id, quote=claim.quote, verdict=claim.verdict,
+        condition=condition_text, applies=applies,
+        correction=claim.correct_zh if lang == "zh" else claim.correct,
+        doc_ids=[s for s in claim.verdict_source if s.startswith("doc-")], judgement=judgement,
+        condition_data=dict(claim.condition), title=answer.title, url=answer.url, topic=claim.topic,
+        calc_checked="calc" in claim.verdict_source,
+        assumed=tuple(outcome.assumed) if outcome is not None and outcome.met is not None else (),
+    )
+
+
+def clear_caches() -> None:
+    """Forget cached results (after editing the corpus in a running process, or in tests)."""
+    _retrieve.cache_clear()
+    _units.cache_clear()

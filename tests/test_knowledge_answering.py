@@ -1,0 +1,163 @@
+"""bot.knowledge.answering: passages that answer the question, forum claims judged where they apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.knowledge import conditions
+from bot.knowledge.answering import (
+    TOPIC_HINTS,
+    ApplicableClaim,
+    Passage,
+    applicable_claims,
+    retrieve_passages,
+)
+from bot.knowledge.corpus import all_claims, corpus_text
+from bot.understand import TOPICS
+
+FULL_FT = {"params_b": 7.0, "gpu_memory_gb": 80, "gpu_count": 8, "finetune": "full",
+           "optimizer": "adamw", "precision": "bf16-mixed"}
+LORA = {**FULL_FT, "finetune": "lora"}
+
+
+def test_topic_hints_cover_the_topic_vocabulary():
+    assert set(TOPIC_HINTS) == set(TOPICS)
+
+
+# -------------------------------------------------------------------------------------------
+# Passages
+# -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question, language, topics, expect", [
+    ("Is ZeRO-2 the same as SHARD_GRAD_OP?", "en", ["shard_grad_op_vs_full_shard"], "doc-zero-stages"),
+    ("ZeRO-2 和 SHARD_GRAD_OP 一样吗？", "zh", ["shard_grad_op_vs_full_shard", "zero_vs_fsdp"],
+     "doc-zero-stages"),
+    ("Would gradient_as_bucket_view=True fix my DDP OOM?", "en", ["ddp_memory_knobs"], "doc-ddp-internals"),
+    ("FSDP1 or FSDP2?", "en", ["fsdp1_vs_fsdp2"], "doc-fsdp1-vs-fsdp2"),
+])
+def test_passages_come_from_the_entry_that_answers(question, language, topics, expect):
+    passages = retrieve_passages(question, language=language, topics=topics, k=3)
+    assert expect in [p.id for p in passages]
+
+
+def test_every_quote_is_verbatim_whole_sentences():
+    for question, lang in [("why is FSDP slower than DDP", "en"), ("多机训练为什么比单机慢", "zh"),
+                           ("how much memory does DDP need for a 7B full fine-tune", "en"),
+                           ("DDP和FSDP怎么选", "zh")]:
+        passages = retrieve_passages(question, language=lang, topics=[], k=5)
+        assert passages
+        for p in passages:
+            assert isinstance(p, Passage) and p.kind in ("doc", "forum")
+            assert p.quote in corpus_text(p.id), p
+            assert p.quote.rstrip("*_\"')）」")[-1] in ".。!?！？；", p.quote
+            assert len(p.quote) <= 360
+        assert len({p.id for p in passages}) == len(passages)
+
+
+def test_bad_input_gives_no_passages_and_no_crash():
+    assert retrieve_passages("", language="en", topics=[]) == []
+    assert retrieve_passages("   ", language="zh", topics=["no_such_topic"]) == []
+    assert retrieve_passages("FSDP", language="en", topics=[], k=0) == []
+    assert retrieve_passages(None, language="en", topics=[]) == []  # type: ignore[arg-type]
+
+
+def test_topics_alone_retrieve():
+    passages = retrieve_passages("", language="en", topics=["hybrid_shard"], k=3)
+    assert any(p.id == "doc-hsdp" for p in passages)
+
+
+# -------------------------------------------------------------------------------------------
+# Conditions
+# -------------------------------------------------------------------------------------------
+
+
+def test_condition_evaluation():
+    cond = {"finetune": "full", "optimizer_state": "fp32_adam"}
+    assert conditions.evaluate(cond, FULL_FT).met is True
+    assert conditions.evaluate(cond, LORA).met is False
+    assert conditions.evaluate(cond, {"params_b": 7}).met is None
+    assert set(conditions.evaluate(cond, {"params_b": 7}).unknown) == {"finetune", "optimizer_state"}
+    assert conditions.evaluate({"optimizer_state": "reduced"}, {**FULL_FT, "optimizer": "adam8bit"}).met
+    either = {"any_of": [{"finetune": ["lora", "qlora"]}, {"optimizer_state": "reduced"}]}
+    assert conditions.evaluate(either, LORA).met is True
+    assert conditions.evaluate(either, FULL_FT).met is False
+    assert conditions.evaluate({"grad_accum": True}, {"grad_accum_steps": 4}).met is True
+    assert conditions.evaluate({"min_gpu_count": 16}, {"gpu_count": 8}).met is False
+    assert conditions.evaluate({"multi_node": True}, {"nodes": 2, "gpus_per_node": 8}).met is True
+    assert conditions.evaluate({}, None).met is True
+
+
+def test_condition_wording_in_both_languages():
+    cond = {"finetune": "full", "optimizer_state": "fp32_adam"}
+    assert "full fine-tuning" in conditions.describe(cond, "en")
+    assert "全参微调" in conditions.describe(cond, "zh")
+    assert conditions.depends_text(cond, "zh").startswith("取决于")
+    assert conditions.depends_text(cond, "en").startswith("depends on")
+
+
+def test_condition_validation():
+    assert conditions.validate({"finetune": "full"}) == []
+    assert conditions.validate({"finetune": "everything"})
+    assert conditions.validate({"gpu_colour": "green"})
+    assert conditions.validate({"min_params_b": -1})
+    assert conditions.validate({"grad_accum": "yes"})
+    assert conditions.validate({"any_of": [{"finetune": "lora"}]})
+    assert conditions.validate([1, 2])
+
+
+def test_every_corpus_condition_is_valid_and_describable():
+    for claim in all_claims():
+        assert conditions.validate(claim.condition) == [], claim.id
+        if claim.condition:
+            assert conditions.describe(claim.condition, "en") and conditions.describe(claim.condition, "zh")
+
+
+# -------------------------------------------------------------------------------------------
+# Claims
+# -------------------------------------------------------------------------------------------
+
+
+def test_claims_without_setup_depend_on_their_condition():
+    items = applicable_claims(None, topics=[], language="en", limit=8)
+    assert items
+    for item in items:
+        assert isinstance(item, ApplicableClaim)
+        assert item.quote in corpus_text(item.forum_id)
+        if item.condition_data:
+            assert item.judgement == "depends" and not item.applies
+            assert item.condition.startswith("depends on")
+
+
+def test_claims_judged_only_where_the_condition_holds():
+    for setup in (FULL_FT, LORA):
+        for item in applicable_claims(setup, topics=["oom", "ddp_memory_knobs"], language="en", limit=10):
+            met = conditions.evaluate(item.condition_data, setup).met
+            if item.judgement == "judged":
+                assert met in (True, None) and (met or not item.condition_data)
+            elif item.judgement == "does_not_hold":
+                assert item.verdict == "holds_only_when" and met is False
+            elif item.judgement == "holds":
+                assert item.verdict == "holds_only_when" and met is True
+
+
+def test_claims_follow_the_topics():
+    items = applicable_claims(None, topics=["fsdp1_vs_fsdp2"], language="en")
+    assert items and all(i.topic == "version" or "fsdp1_vs_fsdp2" in _topics(i.claim_id) for i in items)
+    assert applicable_claims(None, topics=["moe"], language="en") == [] or all(
+        "moe" in _topics(i.claim_id) for i in applicable_claims(None, topics=["moe"], language="en"))
+
+
+def test_one_gpu_drops_sharding_claims():
+    one = {**FULL_FT, "gpu_count": 1}
+    assert all(i.topic == "terminology" for i in applicable_claims(one, topics=[], language="en"))
+
+
+def test_claims_in_chinese():
+    items = applicable_claims(None, topics=["communication"], language="zh")
+    assert items
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in i.correction) for i in items)
+
+
+def _topics(claim_id: str) -> list[str]:
+    return next(c.topics for c in all_claims() if c.id == claim_id)
