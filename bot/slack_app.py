@@ -21,7 +21,10 @@ section text, 10 context elements, 50 blocks) and https://docs.slack.dev/referen
 
 from __future__ import annotations
 
+import hashlib
 import html
+import io
+import json
 import logging
 import os
 import re
@@ -38,6 +41,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import click
 
 from bot.answer import Answer
+from bot.env import REDACTED, SecretRedactor, configure_runtime, install_redaction, redact  # noqa: F401
 from bot.render import question_text
 from bot.strategies import TRAINING_STRATEGIES, label
 
@@ -52,51 +56,10 @@ SECTION_LIMIT = 3000
 TEXT_LIMIT = 4000
 
 # ---------------------------------------------------------------------------------------------
-# Secrets never leave the process: redact them from log records and outgoing text.
-# Token formats: https://docs.slack.dev/authentication/tokens (xoxb- bot, xoxp- user, xapp- app-level,
-# xoxe- refresh, xoxa-/xoxr-/xoxs- older kinds).
-_TOKEN_RE = re.compile(r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]+")
-REDACTED = "[redacted]"
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with Slack tokens and the given secret values replaced by ``[redacted]``."""
-    text = _TOKEN_RE.sub(REDACTED, text)
-    for secret in secrets:
-        if secret and len(secret) >= 6:  # a 1-char "secret" would shred every message
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-class SecretRedactor(logging.Filter):
-    """A handler filter: formats each record once and rewrites it with secrets removed.
-
-    Attached to handlers (not loggers) so it also sees records propagated from slack_bolt and
-    slack_sdk loggers.
-    """
-
-    def __init__(self, secrets: Iterable[str] = ()):
-        super().__init__()
-        self.secrets = [s for s in secrets if s]
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage(), self.secrets)
-        record.args = None
-        if record.exc_info:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info), self.secrets)
-            record.exc_info = None
-        return True
-
-
+# Secrets never leave the process: bot.env's one redactor (log records and outgoing text).
 def install_log_redaction(secrets: Iterable[str] = ()) -> SecretRedactor:
-    """Add a ``SecretRedactor`` to every root handler (creating a stderr handler if none)."""
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    redactor = SecretRedactor(secrets)
-    for handler in root.handlers:
-        handler.addFilter(redactor)
-    return redactor
+    """The process's ``SecretRedactor`` on every logger and handler (see ``bot.env``)."""
+    return install_redaction(secrets)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,8 +196,103 @@ def _citation_link(citation) -> str:
     return f"[{citation.n}] {title}" + (f" ({_escape(citation.id)})" if citation.kind == "bench" else "")
 
 
+_SOURCE_WORDS = {"stated": ("stated", "已说明"), "config": ("from config", "来自配置"), "log": ("from log", "来自日志"),
+                 "history": ("earlier", "前文"), "assumed": ("assumed", "默认假设")}
+_VERDICT_WORDS = {"supported": ("holds", "成立"), "holds_only_when": ("holds only when", "仅在条件下成立"),
+                  "misleading": ("misleading", "有误导"), "contradicted": ("contradicted", "不成立"),
+                  "unverifiable": ("unverifiable", "无法验证")}
+
+
+def _cell(value, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{float(value):.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def sections_table(answer: Answer) -> str | None:
+    """A fixed-width table from ``answer.sections.table`` (the rows the decision weighed)."""
+    rows = answer.sections.table
+    if not rows:
+        return None
+    words = _LABELS[answer.language]
+    names = [r.label + (" ←" if r.chosen else "") for r in rows]
+    width = max(_width(words["strategy"]), *(_width(n) for n in names))
+    columns = [(words["total"], 8), (words["fits"], 6)]
+    has_batch = any(r.max_micro_batch is not None for r in rows)
+    has_step = any(r.step_seconds is not None for r in rows)
+    if has_batch:
+        columns.append((words["batch"], 7))
+    if has_step:
+        columns.append((words["step"], 7))
+    lines = ["  ".join([_ljust(words["strategy"], width)] + [_rjust(name, w) for name, w in columns])]
+    for name, r in zip(names, rows, strict=True):
+        fits = "?" if r.fits is None else (words["yes"] if r.fits else words["no"])
+        cells = [_cell(r.total_gib), fits]
+        if has_batch:
+            cells.append(_cell(r.max_micro_batch))
+        if has_step:
+            cells.append(_cell(r.step_seconds, 2))
+        lines.append("  ".join([_ljust(name, width)] + [_rjust(c, w) for c, (_, w) in zip(cells, columns, strict=True)]))
+    return "\n".join(lines)
+
+
+def sections_blocks(answer: Answer) -> list[dict]:
+    """Blocks from the answer's structured ``sections`` (bot/answer.py): nothing is scraped from
+    the markdown and nothing recomputed; every string is the answer's own, in its language."""
+    sec = answer.sections
+    words = _LABELS[answer.language]
+    zh = answer.language == "zh"
+    blocks: list[dict] = []
+    head = f"*{md_to_mrkdwn(sec.headline)}*"
+    if sec.direct_answer:
+        head += "\n" + md_to_mrkdwn(sec.direct_answer)
+    blocks.append(_section(head))
+    if sec.setup_read:
+        items = [f"{_escape(i.field)}={_escape(str(i.value))}"
+                 + (f" ({_SOURCE_WORDS[i.source][1 if zh else 0]})" if i.source == "assumed" else "")
+                 for i in sec.setup_read]
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": _clip(("配置：" if zh else "Setup: ") + ", ".join(items), 2000)}]})
+    table = sections_table(answer)
+    if table:
+        blocks.append(_section(f"*{words['mem']}*\n```{table}```"))
+    if sec.reasons:
+        blocks.append(_section("\n".join(f"• {md_to_mrkdwn(r)}" for r in sec.reasons)))
+    if sec.passages:
+        blocks.append(_section("\n".join(f"> {md_to_mrkdwn(p)}" for p in sec.passages[:4])))
+    if sec.forum:
+        lines = []
+        for item in sec.forum[:6]:
+            verdict = _VERDICT_WORDS.get(item.verdict, (item.verdict, item.verdict))[1 if zh else 0]
+            marker = f"[{item.citation}] " if item.citation else ""
+            quote = _escape(_clip(" ".join(item.quote.split()), 200))
+            lines.append(f"• {marker}> {quote}\n   _{verdict}_" + (f": {md_to_mrkdwn(item.text)}" if item.text else ""))
+        blocks.append(_section(f"*{words['forum']}*\n" + "\n".join(lines)))
+    if sec.what_ifs:
+        blocks.append(_section(f"*{words['change']}*\n" + "\n".join(f"• {md_to_mrkdwn(w)}" for w in sec.what_ifs)))
+    if sec.howto:
+        howto = sec.howto[0]
+        blocks.append(_section(f"*{_escape(howto.title)}*\n```{_clip(howto.code, SECTION_LIMIT - 200)}```"))
+    if sec.questions:
+        blocks.append(_section(f"*{words['questions']}*\n" + "\n".join(f"• {_escape(q)}" for q in sec.questions)))
+    if sec.notices:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": _clip(md_to_mrkdwn(n), 2000)} for n in sec.notices[:10]]})
+    return blocks
+
+
 def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str | None = None) -> list[dict]:
     """Block Kit blocks for an Answer (see module docstring for the layout)."""
+    if answer.sections.headline:  # the structured answer: render its parts, scrape nothing
+        blocks = []
+        if asked_by and question:
+            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
+                f"<@{asked_by}> {_LABELS[answer.language]['asked']}: {_escape(question)}", 2000)}]})
+        blocks += sections_blocks(answer)
+        blocks += _source_blocks(answer)
+        return blocks[:50]
     words = _LABELS[answer.language]
     rec = answer.recommendation
     blocks: list[dict] = []
@@ -282,14 +340,21 @@ def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str 
         asks = "\n".join(f"• {_escape(question_text(q, answer.language))}" for q in answer.questions)
         blocks.append(_section(f"*{words['questions']}*\n{asks}"))
 
+    blocks += _source_blocks(answer)
+    return blocks[:50]
+
+
+def _source_blocks(answer: Answer) -> list[dict]:
+    words = _LABELS[answer.language]
     links = [_citation_link(c) for c in answer.citations]
+    blocks = []
     for start in range(0, min(len(links), 40), 10):  # 10 elements per context block
         chunk = links[start:start + 10]
         if start == 0:
             chunk[0] = f"*{words['sources']}:* {chunk[0]}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(t, 2000)}
                                                        for t in chunk]})
-    return blocks[:50]
+    return blocks
 
 
 def answer_message(answer: Answer, *, asked_by: str | None = None, question: str | None = None,
@@ -357,6 +422,90 @@ def _usage_text(language: str = "en") -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Delivery: chat.postMessage / response_url with retries (https://docs.slack.dev/apis/web-api/rate-limits:
+# a 429 carries Retry-After in seconds). 5xx and network errors back off 1, 2, 4 s; a message whose
+# blocks Slack refuses (invalid_blocks) is sent again as plain text.
+DELIVERY_ATTEMPTS = 4
+BACKOFF_SECONDS = (1.0, 2.0, 4.0)
+MAX_RETRY_AFTER = 30.0  # never hold a worker thread longer than this per attempt
+BLOCK_ERRORS = {"invalid_blocks", "invalid_blocks_format", "invalid_attachments"}
+_sleep = time.sleep  # tests may replace it
+
+
+def _retry_after(headers: dict | None, attempt: int) -> float:
+    for key, value in (headers or {}).items():
+        if key.lower() == "retry-after":
+            value = value[0] if isinstance(value, list) else value
+            try:
+                return min(max(float(value), 0.0), MAX_RETRY_AFTER)
+            except (TypeError, ValueError):
+                break
+    return BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
+
+
+def _delivery_outcome(status: int, error: str | None, headers: dict | None, kwargs: dict,
+                      attempt: int) -> float | None:
+    """Seconds to wait before the next attempt, 0 to retry now (blocks dropped), None to give up."""
+    if error in BLOCK_ERRORS and kwargs.get("blocks"):
+        log.warning("Slack refused the blocks (%s); sending plain text", error)
+        kwargs.pop("blocks")
+        return 0.0
+    if status == 429 or error == "ratelimited":
+        return _retry_after(headers, attempt)
+    if status >= 500 or error in ("internal_error", "fatal_error", "service_unavailable", "request_timeout"):
+        return BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
+    return None
+
+
+def deliver(client, *, attempts: int = DELIVERY_ATTEMPTS, **kwargs) -> bool:
+    """``chat.postMessage`` with retries; True when Slack accepted the message."""
+    from slack_sdk.errors import SlackApiError
+
+    for attempt in range(attempts):
+        try:
+            client.chat_postMessage(**kwargs)
+            return True
+        except SlackApiError as err:
+            response = err.response
+            wait = _delivery_outcome(response.status_code, response.get("error"), response.headers,
+                                     kwargs, attempt)
+            reason = f"{response.status_code} {response.get('error')}"
+        except OSError as err:  # connection refused/reset, timeouts
+            wait, reason = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)], type(err).__name__
+        if wait is None or attempt == attempts - 1:
+            log.warning("chat.postMessage failed (%s); giving up after %d attempt(s)", reason, attempt + 1)
+            return False
+        log.info("chat.postMessage failed (%s); retrying in %.1f s", reason, wait)
+        _sleep(wait)
+    return False
+
+
+def respond_reliably(respond, *, attempts: int = DELIVERY_ATTEMPTS, **kwargs) -> bool:
+    """bolt's ``respond`` (the command's response_url) with the same retry rules as ``deliver``."""
+    for attempt in range(attempts):
+        try:
+            response = respond(**kwargs)
+            status, body, headers = response.status_code, response.body or "", response.headers
+        except OSError as err:
+            status, body, headers = 599, type(err).__name__, {}
+        if 200 <= status < 300:
+            return True
+        error = next((e for e in (*BLOCK_ERRORS, "ratelimited") if e in body), None)
+        wait = _delivery_outcome(status, error, headers, kwargs, attempt)
+        if wait is None or attempt == attempts - 1:
+            log.warning("response_url failed (%s); giving up after %d attempt(s)", status, attempt + 1)
+            return False
+        _sleep(wait)
+    return False
+
+
+def _undelivered_text(question: str) -> str:
+    if _looks_chinese(question):
+        return "抱歉，答案没能发送出来（Slack 暂时拒绝了消息）。请稍后再问一次。"
+    return "Sorry, I could not deliver the answer (Slack refused the message). Please ask again in a minute."
+
+
+# ---------------------------------------------------------------------------------------------
 def default_ask(question: str, history=None) -> Answer:
     """The same answer as ``shardwise ask`` (``bot.llm.answer``: the LLM when configured)."""
     from bot.llm import answer
@@ -392,8 +541,14 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         api_url += "/"
 
     client = WebClient(token=token, base_url=api_url) if api_url else WebClient(token=token)
-    app = App(token=token, signing_secret=signing_secret, client=client, token_verification_enabled=False,
-              process_before_response=False, name="shardwise")
+    # bolt logs a rejected request's whole body at INFO; our WSGI layer rejects before bolt runs,
+    # and bolt's own logger stays at WARNING so nothing it logs can carry a request body.
+    bolt_log = logging.getLogger("shardwise.slack.bolt")
+    bolt_log.setLevel(logging.WARNING)
+    app = App(signing_secret=signing_secret, client=client, token_verification_enabled=False,
+              process_before_response=False, name="shardwise", logger=bolt_log)
+    if not socket_mode:
+        app.shardwise_signing_secret = signing_secret  # wsgi_app verifies before bolt parses
 
     def answer(question: str, history: list[dict[str, str]] | None) -> Answer:
         return (ask_fn or default_ask)(question[:MAX_QUESTION_CHARS], history=history or None)
@@ -403,6 +558,8 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         # Slack redelivers an event when it saw no 200 within 3 s (X-Slack-Retry-Num), and one
         # message can reach us under two event ids (two subscriptions matching it). Answer it once.
         if body.get("type") == "event_callback":
+            if payload.get("bot_id") or payload.get("subtype") == "bot_message":
+                return BoltResponse(status=200, body="")  # another bot (or us): two bots could loop
             keys = [f"event:{body.get('event_id')}"] if body.get("event_id") else []
             if payload.get("ts") and payload.get("channel"):
                 keys.append(f"msg:{payload['channel']}:{payload['ts']}")
@@ -417,7 +574,7 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         thread_ts = event.get("thread_ts") or ts
         question = clean_text(event.get("text", ""))
         if not question:
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=_usage_text())
+            deliver(client, channel=channel, thread_ts=thread_ts, text=_usage_text())
             return
         history = None
         if event.get("thread_ts") and event["thread_ts"] != ts:  # a follow-up inside a thread
@@ -431,11 +588,16 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         except Exception:
             log.exception("answering a message failed")
             message = {"text": _error_text(question)}
-        client.chat_postMessage(channel=channel, thread_ts=thread_ts, unfurl_links=False,
-                                unfurl_media=False, **message)
+        if not deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                       unfurl_media=False, **message):
+            # Still failing after the retries: one short plain line, so the user is not left waiting.
+            deliver(client, channel=channel, thread_ts=thread_ts, text=_undelivered_text(question),
+                    attempts=2)
 
     @app.event("app_mention")
     def on_mention(event, client, context):
+        if event.get("bot_id") or event.get("subtype") == "bot_message":
+            return  # mentioned by another bot: answering could start a loop
         reply_in_thread(event, client, context)
 
     @app.event("message")
@@ -459,10 +621,12 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         try:
             message = answer_message(answer(question, None), asked_by=command.get("user_id"),
                                      question=question, secrets=secrets)
-            respond(response_type="in_channel", replace_original=False, **message)
         except Exception:
             log.exception("answering a slash command failed")
-            respond(response_type="ephemeral", text=_error_text(question))
+            respond_reliably(respond, response_type="ephemeral", text=_error_text(question))
+            return
+        if not respond_reliably(respond, response_type="in_channel", replace_original=False, **message):
+            respond_reliably(respond, response_type="ephemeral", text=_undelivered_text(question), attempts=2)
 
     return app
 
@@ -477,11 +641,45 @@ class _QuietHandler(WSGIRequestHandler):
         log.debug("%s %s", self.address_string(), format % args)
 
 
-def wsgi_app(app):
-    """bolt's WSGI adapter on ``/slack/events`` behind a body-size limit."""
+MAX_TIMESTAMP_SKEW = 300  # Slack's own rule: refuse requests older than five minutes
+REPLAY_TTL = 2 * MAX_TIMESTAMP_SKEW  # a replay after this is stale anyway
+
+
+def _reject(start_response, status: str, reason: str, environ: dict, length: int):
+    # One line per rejected request, never the body (bolt logs the whole body at INFO).
+    log.warning("rejected Slack request: %s (%d bytes from %s)", reason, max(length, 0),
+                environ.get("REMOTE_ADDR", "?"))
+    body = json.dumps({"error": reason}).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def verify_request(body: bytes, timestamp: str | None, signature: str | None, signing_secret: str,
+                   now: float | None = None) -> tuple[int, str] | None:
+    """None when the request is Slack's, else (HTTP status, reason): 400 for a malformed
+    timestamp, 401 for a missing, stale or wrong signature. Runs before the body is parsed."""
+    from slack_sdk.signature import SignatureVerifier
+
+    if not timestamp or not signature:
+        return 401, "unsigned"
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:
+        return 400, "malformed timestamp"
+    if abs((time.time() if now is None else now) - int(timestamp)) > MAX_TIMESTAMP_SKEW:
+        return 401, "stale timestamp"
+    if len(signature) > 100 or not SignatureVerifier(signing_secret).is_valid(body, timestamp, signature):
+        return 401, "bad signature"
+    return None
+
+
+def wsgi_app(app, signing_secret: str | None = None, replays: RecentKeys | None = None):
+    """bolt's WSGI adapter on ``/slack/events`` behind a body-size limit, a signature check that
+    runs before anything parses the body, and a replay filter for slash commands (Slack signs a
+    command once; the same signed request arriving again is an attacker or a proxy replaying it)."""
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     handler = SlackRequestHandler(app, path=EVENTS_PATH)
+    signing_secret = signing_secret or getattr(app, "shardwise_signing_secret", None)
+    replays = replays or RecentKeys(ttl_seconds=REPLAY_TTL)
 
     def application(environ, start_response):
         try:
@@ -489,9 +687,30 @@ def wsgi_app(app):
         except ValueError:
             length = -1
         if length < 0 or length > MAX_BODY_BYTES:
-            start_response("413 Payload Too Large", [("Content-Type", "text/plain")])
-            return [b"payload too large"]
-        return handler(environ, start_response)
+            return _reject(start_response, "413 Payload Too Large", "payload too large", environ, length)
+        if environ.get("REQUEST_METHOD") != "POST" or not signing_secret:
+            return handler(environ, start_response)
+        timestamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
+        signature = environ.get("HTTP_X_SLACK_SIGNATURE")
+        if not timestamp or not signature:  # cheapest rejection: the body is never read
+            return _reject(start_response, "401 Unauthorized", "unsigned", environ, length)
+        body = environ["wsgi.input"].read(length) if length else b""
+        problem = verify_request(body, timestamp, signature, signing_secret)
+        if problem:
+            status = "400 Bad Request" if problem[0] == 400 else "401 Unauthorized"
+            return _reject(start_response, status, problem[1], environ, length)
+        if not environ.get("CONTENT_TYPE", "").startswith("application/json"):
+            key = hashlib.sha256(f"{signature}:{timestamp}:".encode() + body).hexdigest()
+            if replays.seen_before(key):
+                log.warning("replayed signed request ignored (%d bytes)", length)
+                start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "0")])
+                return [b""]
+        environ["wsgi.input"] = io.BytesIO(body)
+        try:
+            return handler(environ, start_response)
+        except Exception as err:  # noqa: BLE001  (a signed but malformed body: one line, no traceback)
+            return _reject(start_response, "400 Bad Request", f"unreadable body ({type(err).__name__})",
+                           environ, length)
 
     return application
 
@@ -512,17 +731,9 @@ def slack_command(host: str, port: int, debug: bool) -> None:
     Needs SLACK_BOT_TOKEN, plus SLACK_SIGNING_SECRET in HTTP mode. SLACK_API_URL overrides the
     Web API base URL (proxies, tests).
     """
-    try:
-        import torch
-
-        torch.set_num_threads(1)  # one answer at a time should not take every core
-    except ImportError:  # pragma: no cover
-        pass
-    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app_token = os.environ.get("SLACK_APP_TOKEN")
-    install_log_redaction([os.environ.get("SLACK_BOT_TOKEN", ""), os.environ.get("SLACK_SIGNING_SECRET", ""),
-                           app_token or ""])
+    # threads, logging, offline switches and the secret redactor, as every entry point does
+    configure_runtime(threads=1, level=logging.DEBUG if debug else logging.INFO)
     if app_token:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 

@@ -32,6 +32,8 @@ class Call:
     method: str  # "auth.test", "chat.postMessage", "response" (a response_url post), ...
     params: dict
     authorization: str | None = None
+    faulted: bool = False  # answered with a queued fault (see SlackMock.faults)
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass
@@ -41,6 +43,9 @@ class SlackMock:
     calls: list[Call] = field(default_factory=list)
     threads: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     failing: dict[str, str] = field(default_factory=dict)  # method -> Slack error code to answer with
+    # method -> queued one-shot faults: (HTTP status, body, headers), consumed one per call; e.g.
+    # (429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}) or (503, "<html>...", {})
+    faults: dict[str, list[tuple[int, dict | str, dict]]] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _ts: int = 0
 
@@ -64,6 +69,20 @@ class SlackMock:
                     method = "response"
                 else:
                     self.send_error(404)
+                    return
+                fault = mock._next_fault(method)
+                if fault is not None:
+                    mock._record(method, params, self.headers.get("Authorization"), faulted=True)
+                    status, payload, headers = fault
+                    data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                    self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.send_header("Content-Type", "text/html" if isinstance(payload, str)
+                                     else "application/json; charset=utf-8")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                     return
                 body = mock._record(method, params, self.headers.get("Authorization"))
                 data = json.dumps(body).encode()
@@ -111,10 +130,17 @@ class SlackMock:
             self.threads.setdefault((channel, thread_ts), []).append(message)
         return message
 
-    def _record(self, method: str, params: dict, authorization: str | None) -> dict:
+    def _next_fault(self, method: str):
         with self._cond:
-            self.calls.append(Call(method, params, authorization))
+            queue = self.faults.get(method)
+            return queue.pop(0) if queue else None
+
+    def _record(self, method: str, params: dict, authorization: str | None, faulted: bool = False) -> dict:
+        with self._cond:
+            self.calls.append(Call(method, params, authorization, faulted, time.monotonic()))
             self._cond.notify_all()
+        if faulted:
+            return {}
         if method in self.failing:
             return {"ok": False, "error": self.failing[method]}
         if method == "auth.test":
@@ -138,6 +164,10 @@ class SlackMock:
     def calls_to(self, method: str) -> list[Call]:
         with self._cond:
             return [c for c in self.calls if c.method == method]
+
+    def delivered(self, method: str = "chat.postMessage") -> list[Call]:
+        """Calls of ``method`` that Slack accepted (not answered with a queued fault)."""
+        return [c for c in self.calls_to(method) if not c.faulted]
 
     def wait_for(self, method: str, count: int = 1, timeout: float = 20.0) -> list[Call]:
         """Block until ``count`` calls of ``method`` arrived (or time out); return them."""

@@ -419,3 +419,175 @@ def test_slack_command_without_tokens_says_what_is_missing():
     result = CliRunner().invoke(slack_command, [], env={**env, "SLACK_BOT_TOKEN": TOKEN})
     assert result.exit_code == 2 and "SLACK_SIGNING_SECRET is not set" in result.output
     assert TOKEN not in result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile requests: verified before parsing, rejected cheaply, one log line (issue 17, defect 6)
+class _LogCapture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture
+def captured_logs():
+    handler = _LogCapture()
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler.lines
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("unsigned_form", 401), ("unsigned_garbage", 401), ("forged_garbage", 401),
+    ("word_timestamp", 400), ("float_timestamp", 400), ("huge_timestamp", 400),
+])
+def test_malformed_requests_get_401_or_400_without_traceback(slack, serve, captured_logs, case, expected):
+    ask = FakeAsk()
+    url = serve(ask)
+    now = int(time.time())
+    garbage = "\x00\xff not json {{{" * 50
+    body, kwargs = {
+        "unsigned_form": ("command=%2Fshardwise&text=hi", {"signature": None,
+                                                           "content_type": "application/x-www-form-urlencoded"}),
+        "unsigned_garbage": (garbage, {"signature": None}),
+        "forged_garbage": (garbage, {"signature": "v0=" + "a" * 64}),
+        "word_timestamp": (garbage, {"timestamp": "yesterday", "signature": "v0=" + "a" * 64}),
+        "float_timestamp": (event_body(mention("x")), {"timestamp": f"{now}.5", "signature": "v0=" + "a" * 64}),
+        "huge_timestamp": (event_body(mention("x")), {"timestamp": "9" * 400, "signature": "v0=" + "a" * 64}),
+    }[case]
+    status, _ = post(url, body, **kwargs)
+    assert status == expected
+    settle()
+    assert ask.calls == [] and slack.calls == []
+    logged = "\n".join(captured_logs)
+    assert "Traceback" not in logged and "not json" not in logged
+    assert sum("rejected Slack request" in line for line in captured_logs) == 1
+
+
+def test_forged_megabyte_requests_add_one_short_log_line_each(slack, serve, captured_logs):
+    url = serve(FakeAsk())
+    body = json.dumps({"type": "event_callback", "padding": "A" * ((1 << 20) - 200)})
+    for _ in range(5):
+        assert post(url, body, signature="v0=" + "b" * 64)[0] == 401
+    lines = [line for line in captured_logs if "AAAA" in line or "rejected" in line]
+    assert len(lines) == 5 and all(len(line) < 300 for line in lines)
+
+
+def test_a_replayed_signed_slash_command_is_answered_once(slack, serve):
+    ask = FakeAsk()
+    url = serve(ask)
+    body = urllib.parse.urlencode({"command": "/shardwise", "text": "DDP or FSDP for 7B?", "user_id": "U1",
+                                   "channel_id": CHANNEL, "team_id": TEAM_ID, "response_url": slack.response_url()})
+    now = int(time.time())
+    signature = sign(body, now, SECRET)
+    for _ in range(3):
+        status, _ = post(url, body, content_type="application/x-www-form-urlencoded", timestamp=now,
+                         signature=signature)
+        assert status == 200
+    slack.wait_for("response")
+    settle()
+    assert len(ask.calls) == 1 and len(slack.calls_to("response")) == 1
+
+
+@pytest.mark.parametrize("extra", [{"bot_id": "BOTHER01"}, {"subtype": "bot_message", "bot_id": "B2"}])
+def test_mentions_from_bots_are_ignored(slack, serve, extra):
+    ask = FakeAsk()
+    url = serve(ask)
+    event = {**mention("DDP or FSDP?", ts="1700000000.000900"), **extra}
+    assert post(url, event_body(event, event_id="EvBot"))[0] == 200
+    settle()
+    assert ask.calls == [] and slack.calls_to("chat.postMessage") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Slack API faults: the reply is delivered anyway (issue 17, defect 6)
+def test_429_is_retried_after_retry_after_seconds(slack, serve):
+    slack.faults["chat.postMessage"] = [(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"})]
+    url = serve(FakeAsk())
+    assert post(url, event_body(mention("DDP or FSDP?"), event_id="Ev429"))[0] == 200
+    slack.wait_for("chat.postMessage", 2)
+    first, second = slack.calls_to("chat.postMessage")[:2]
+    assert first.faulted and not second.faulted and second.at - first.at >= 0.95
+    assert second.params["blocks"]  # the same full message
+
+
+def test_5xx_then_success_is_delivered(slack, serve, monkeypatch):
+    from bot import slack_app
+
+    waits = []
+    monkeypatch.setattr(slack_app, "_sleep", waits.append)
+    slack.faults["chat.postMessage"] = [(503, "<html>Service Unavailable</html>", {}),
+                                        (500, {"ok": False, "error": "internal_error"}, {})]
+    url = serve(FakeAsk())
+    assert post(url, event_body(mention("DDP or FSDP?"), event_id="Ev5xx"))[0] == 200
+    slack.wait_for("chat.postMessage", 3)
+    settle()
+    assert len(slack.delivered()) == 1 and waits == [1.0, 2.0]
+
+
+def test_invalid_blocks_falls_back_to_plain_text(slack, serve):
+    slack.faults["chat.postMessage"] = [(200, {"ok": False, "error": "invalid_blocks"}, {})]
+    url = serve(FakeAsk())
+    assert post(url, event_body(mention("DDP or FSDP?"), event_id="EvBlocks"))[0] == 200
+    slack.wait_for("chat.postMessage", 2)
+    delivered = slack.delivered()
+    assert len(delivered) == 1 and "blocks" not in delivered[0].params
+    assert delivered[0].params["text"].startswith("*Use FSDP full shard*")
+
+
+def test_when_delivery_keeps_failing_the_user_is_told(slack, serve, monkeypatch):
+    from bot import slack_app
+
+    monkeypatch.setattr(slack_app, "_sleep", lambda s: None)
+    slack.faults["chat.postMessage"] = [(500, {"ok": False, "error": "internal_error"}, {})] * 4
+    url = serve(FakeAsk())
+    assert post(url, event_body(mention("DDP or FSDP?"), event_id="EvDown"))[0] == 200
+    slack.wait_for("chat.postMessage", 5)
+    settle()
+    delivered = slack.delivered()
+    assert len(delivered) == 1 and "could not deliver" in delivered[0].params["text"]
+
+
+def test_slash_command_response_url_429_is_retried(slack, serve):
+    slack.faults["response"] = [(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"})]
+    url = serve(FakeAsk())
+    body = urllib.parse.urlencode({"command": "/shardwise", "text": "DDP or FSDP?", "user_id": "U1",
+                                   "channel_id": CHANNEL, "team_id": TEAM_ID, "response_url": slack.response_url()})
+    assert post(url, body, content_type="application/x-www-form-urlencoded")[0] == 200
+    slack.wait_for("response", 2)
+    assert [c.faulted for c in slack.calls_to("response")] == [True, False]
+
+
+# ---------------------------------------------------------------------------------------------
+def test_blocks_come_from_answer_sections_when_present():
+    from bot.answer import ForumVerdictItem, Sections, SetupItem, TableRow
+
+    answer = sample_answer()
+    answer.sections = Sections(
+        headline="Use FSDP full shard: DDP does not fit [1]",
+        setup_read=[SetupItem(field="params_b", value=7.0, source="stated", span="7B"),
+                    SetupItem(field="precision", value="bf16-mixed", source="assumed")],
+        table=[TableRow(strategy="ddp", label="DDP", total_gib=127.4, fits=False, max_micro_batch=0),
+               TableRow(strategy="fsdp_full_shard", label="FSDP full", total_gib=21.3, fits=True,
+                        max_micro_batch=2, chosen=True)],
+        reasons=["DDP needs 127.4 GiB per GPU [1]"],
+        forum=[ForumVerdictItem(forum_id="forum-06", quote="单卡显存能压到20G左右", verdict="holds_only_when",
+                                text="with checkpointing", citation=2)],
+        what_ifs=["With 16 GPUs DDP still does not fit [1]"])
+    blocks = answer_message(answer)["blocks"]
+    rendered = json.dumps(blocks, ensure_ascii=False)
+    assert blocks[0]["text"]["text"].startswith("*Use FSDP full shard: DDP does not fit [1]*")
+    assert "precision=bf16-mixed (assumed)" in rendered and "params_b=7.0" in rendered
+    assert "FSDP full ←" in rendered and "127.4" in rendered
+    assert "holds only when" in rendered and "With 16 GPUs" in rendered
+    assert "Recommendation:" not in rendered  # nothing re-derived from the markdown
+    assert blocks[-1]["type"] == "context" and "Sources" in blocks[-1]["elements"][0]["text"]
