@@ -73,6 +73,9 @@ class TrainingSetup(BaseModel):
     base_dtype: Literal["fp32", "bf16", "nf4"] | None = None  # frozen base weights under LoRA
     float8: bool | None = None  # torchao float8 linears and all-gathers
     mfu: float | None = None  # model FLOPs utilisation the user asserts (0..1)
+    # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
+    # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
+    norm_impl: Literal["eager", "fused"] | None = None
 
     def merged(self, newer: TrainingSetup) -> TrainingSetup:
         """This setup updated with every field ``newer`` states (for follow-up questions)."""
@@ -150,8 +153,45 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         problems.append(Problem("nodes", f"{n} nodes cannot hold only {c} GPUs"))
     if n == 1 and setup.inter_node_link not in (None, "none"):
         pass  # a single node ignores the inter-node link; not an error
-    if setup.finetune == "qlora" and setup.optimizer is None:
-        pass
+    m = n or ((c // g) if c and g else None)
+    if m and m > 1 and setup.inter_node_link == "none":
+        problems.append(Problem("inter_node_link", f"{m} nodes need a link between them; "
+                                                   "say infiniband or ethernet (with its speed in Gb/s)"))
+    problems += _check_run_options(setup, gpu)
+    return problems
+
+
+# GPUs whose tensor cores run float8 matmuls (Ada sm_89 and Hopper sm_90); torchao's float8
+# training needs one (https://github.com/pytorch/ao/tree/main/torchao/float8).
+FLOAT8_GPU_PREFIXES = ("H100", "H200", "H800", "L40S", "RTX 4090")
+
+
+def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Problem]:
+    """Contradictions among the run options (issue 14) and with the rest of the setup."""
+    problems: list[Problem] = []
+    policy, every = setup.checkpointing_policy, setup.checkpoint_every
+    if setup.activation_checkpointing is False and policy is not None:
+        problems.append(Problem("checkpointing_policy", f"{policy!r} checkpointing contradicts "
+                                                        "activation checkpointing switched off"))
+    if every is not None and policy not in (None, "every_k"):
+        problems.append(Problem("checkpoint_every", f"checkpoint_every={every} only applies to the 'every_k' "
+                                                    f"policy, not {policy!r}"))
+    if every is not None and setup.activation_checkpointing is False:
+        problems.append(Problem("checkpoint_every", "checkpoint_every needs activation checkpointing on"))
+    if setup.optimizer == "adam8bit" and setup.optimizer_impl in ("fused", "forloop"):
+        problems.append(Problem("optimizer_impl", f"{setup.optimizer_impl!r} is a torch.optim implementation; "
+                                                  "8-bit Adam (bitsandbytes) has its own kernel"))
+    lora_only = [name for name in ("lora_targets", "base_dtype") if getattr(setup, name) is not None]
+    if setup.finetune == "full" and lora_only:
+        problems.append(Problem(lora_only[0], f"{lora_only[0]} applies to LoRA/QLoRA, not a full fine-tune"))
+    if setup.finetune == "qlora" and setup.base_dtype not in (None, "nf4"):
+        problems.append(Problem("base_dtype", f"QLoRA stores the frozen base in 4 bit (nf4), not {setup.base_dtype}"))
+    if setup.float8:
+        if setup.precision == "fp32":
+            problems.append(Problem("float8", "float8 linears need bf16 (mixed) training, not fp32"))
+        if gpu is not None and not gpu.name.startswith(FLOAT8_GPU_PREFIXES):
+            problems.append(Problem("float8", f"{gpu.name} has no float8 tensor cores (needs Ada or Hopper: "
+                                              "H100, H200, L40S, RTX 4090)"))
     return problems
 
 
@@ -183,6 +223,53 @@ DEFAULTS = {
     "activation_checkpointing": False,
     "lora_rank": 16,
 }
+
+# The run options' defaults are PyTorch's own (issue 14); each one used is listed in ``assumed``.
+# optimizer_impl: torch.optim picks foreach on CUDA when neither foreach nor fused is given
+#   (https://pytorch.org/docs/stable/optim.html#algorithms, "foreach ... default on CUDA");
+# ddp_bucket_view: DistributedDataParallel(gradient_as_bucket_view=False);
+# torch_compile: eager; loss_impl: one F.cross_entropy over the whole logits tensor;
+# grad_accum_steps: 1; lora_targets: q,k,v,o (the attention projections);
+# float8: off (bf16 matmuls); norm_impl: eager (torch.nn.RMSNorm / the model's own norm code).
+RUN_OPTION_DEFAULTS = {
+    "optimizer_impl": "foreach",
+    "ddp_bucket_view": False,
+    "torch_compile": False,
+    "loss_impl": "standard",
+    "grad_accum_steps": 1,
+    "float8": False,
+    "norm_impl": "eager",
+}
+# Per-block checkpointing when only "activation checkpointing on" is said; every 2nd block when
+# "every_k" comes without k (fms-fsdp's ac_handler default p=0.5 is every other block).
+DEFAULT_CHECKPOINT_EVERY = 2
+
+
+def _resolve_run_options(data: dict, assumed: list[str]) -> None:
+    """Fill the run options with PyTorch's defaults (see RUN_OPTION_DEFAULTS), in place."""
+    for key, value in RUN_OPTION_DEFAULTS.items():
+        if data[key] is None:
+            if key == "optimizer_impl" and data["optimizer"] == "adam8bit":
+                continue  # bitsandbytes' 8-bit Adam is one kernel; no torch.optim implementation
+            data[key] = value
+            assumed.append(key)
+    if data["activation_checkpointing"]:
+        if data["checkpointing_policy"] is None:
+            data["checkpointing_policy"] = "every_k" if data["checkpoint_every"] else "full"
+            assumed.append("checkpointing_policy")
+        if data["checkpointing_policy"] == "every_k" and data["checkpoint_every"] is None:
+            data["checkpoint_every"] = DEFAULT_CHECKPOINT_EVERY
+            assumed.append("checkpoint_every")
+    if data["finetune"] in ("lora", "qlora"):
+        if data["lora_targets"] is None:
+            data["lora_targets"] = "attention"
+            assumed.append("lora_targets")
+        if data["base_dtype"] is None:
+            # The frozen base is loaded in the compute dtype (PEFT/torchtune load bf16 weights);
+            # QLoRA's is NF4 by definition.
+            data["base_dtype"] = "nf4" if data["finetune"] == "qlora" else (
+                "fp32" if data["precision"] == "fp32" else "bf16")
+            assumed.append("base_dtype")
 
 
 @dataclass(frozen=True)
@@ -218,10 +305,13 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
         raise SetupError(problems)
     assumed: list[str] = []
     data = setup.model_dump()
+    if data["activation_checkpointing"] is None and (data["checkpointing_policy"] or data["checkpoint_every"]):
+        data["activation_checkpointing"] = True  # naming a policy says checkpointing is on
     for key, value in DEFAULTS.items():
         if data[key] is None:
             data[key] = value
             assumed.append(key)
+    _resolve_run_options(data, assumed)
 
     if setup.model:
         model = lookup_model(setup.model)
@@ -236,6 +326,9 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     else:
         raise SetupError([Problem("params_b", "model size unknown: name a model or a parameter count")])
     data["params_b"] = round(model.params_b, 3) if data["params_b"] is None else data["params_b"]
+    if "seq_len" in assumed and model.arch != "llama" and data["seq_len"] > model.max_positions:
+        # An assumed length must fit the model: GPT-2's learned position table holds 1024 tokens.
+        data["seq_len"] = model.max_positions
 
     gpu_name = setup.gpu or (default_gpu if setup.gpu_memory_gb is None else None)
     gpu = lookup_gpu(gpu_name) if gpu_name else None
@@ -274,6 +367,10 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     if setup.intra_node_link is None:
         assumed.append("intra_node_link")
     inter = setup.inter_node_link or ("none" if nodes == 1 else "infiniband")
+    if nodes > 1 and inter == "none":
+        # e.g. "16 GPUs, no inter-node link": 16 GPUs span 2 nodes of 8, which need a link
+        raise SetupError([Problem("inter_node_link", f"{nodes} nodes need a link between them; say "
+                                                     "infiniband or ethernet (with its speed in Gb/s)")])
     if setup.inter_node_link is None and nodes > 1:
         assumed.append("inter_node_link")
     # inter_node_gbps is one node's total NIC bandwidth. Defaults are conservative single-NIC

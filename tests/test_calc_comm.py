@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.calc import estimate_setup
-from bot.calc.comm import BUS_EFFICIENCY, EXPOSED_FRACTION, MFU, step_seconds
+from bot.calc.comm import BUS_EFFICIENCY, EXPOSED_FRACTION, HFU_BY_GENERATION, HFU_SIZE_SLOPE, step_seconds
 from bot.catalog import lookup_model
 from bot.setup import TrainingSetup
 from bot.strategies import TRAINING_STRATEGIES
@@ -79,14 +81,28 @@ def test_lora_all_reduces_only_adapters_but_fsdp_still_gathers_the_base():
     assert e.comm["fsdp_full_shard"].vs_ddp > 50
 
 
-def test_compute_time_is_6_params_tokens_plus_attention_at_the_mfu():
+def test_compute_time_is_model_plus_recompute_flops_at_the_calibrated_hfu():
+    # A100 is calibrated: hardware FLOPs (6N + 12 L h s, N without the input embedding, plus the
+    # recomputed forward when checkpointing) at HFU_BY_GENERATION["ampere"] + size slope.
     e = est()
     model = lookup_model("llama2-7b")
     tokens = 2048
-    flops = tokens * (6 * P7 + 12 * model.n_layers * model.hidden * 2048)
-    assert e.inputs["compute_seconds"] == pytest.approx(flops / (312e12 * MFU), rel=1e-3)
+    n = P7 - model.vocab * model.hidden
+    flops = tokens * (6 * n + 12 * model.n_layers * model.hidden * 2048)
+    hfu = HFU_BY_GENERATION["ampere"] + HFU_SIZE_SLOPE * math.log10(P7 / 7e9)
+    assert e.inputs["compute_seconds"] == pytest.approx(flops / (312e12 * hfu), rel=2e-3)
     ckpt = est(activation_checkpointing=True)
-    assert ckpt.inputs["compute_seconds"] / e.inputs["compute_seconds"] == pytest.approx(4 / 3, rel=0.01)
+    assert ckpt.inputs["compute_seconds"] / e.inputs["compute_seconds"] == pytest.approx(4 / 3, rel=0.02)
+
+
+def test_uncalibrated_gpu_uses_the_generic_mfu_and_a_stated_mfu_wins():
+    e = est(gpu="4090", gpu_count=1, finetune="qlora")
+    assert e.inputs["mfu_source"] == "default" and e.inputs["hfu"] is None
+    stated = est(mfu=0.5)
+    assert stated.inputs["mfu_source"] == "stated"
+    # with a stated MFU the reported MFU of a compute-bound single GPU is that MFU
+    one = est(mfu=0.5, gpu_count=1)
+    assert one.throughput["ddp"].mfu == pytest.approx(0.5, rel=1e-3)
 
 
 def test_step_time_overlaps_comm_with_compute():
@@ -119,6 +135,9 @@ def test_numbers_are_flat_and_keyed_by_the_contract():
         for f in ("gb_per_step", "seconds_per_step", "vs_ddp"):
             assert f"comm.{s}.{f}" in numbers
         assert f"time.{s}.step_seconds" in numbers
-    assert len(numbers) == 5 * (10 + 3 + 1)
+    for s in TRAINING_STRATEGIES:
+        for key in (f"memory.{s}.reserved_gib", f"time.{s}.tokens_per_s_per_gpu", f"time.{s}.mfu"):
+            assert key in numbers
+    assert len(numbers) == 5 * (11 + 3 + 3)
     assert numbers["memory.ddp.fits"] is False and isinstance(numbers["memory.ddp.max_micro_batch"], int)
     assert all(isinstance(v, (int, float, bool)) for v in numbers.values())

@@ -11,7 +11,7 @@ module only assembles them. No torch import: an estimate takes well under a mill
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from bot.calc.comm import (
     MFU,
@@ -20,23 +20,36 @@ from bot.calc.comm import (
     comm_bytes_and_seconds,
     comm_estimate,
     compute_seconds,
+    hfu,
     links,
+    model_flops_per_token,
     offload_seconds,
+    optimizer_step_seconds,
     peak_tflops,
-    step_seconds,
 )
 from bot.calc.memory import (
     HEADROOM_FIXED_GIB,
     HEADROOM_FRACTION,
+    RESERVED_TRANSIENT_FRACTION,
     MemoryEstimate,
     MemoryInputs,
+    host_ram_fits,
     lora_params,
     memory_estimate,
 )
 from bot.setup import ResolvedSetup, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
-__all__ = ["CommEstimate", "Estimate", "MemoryEstimate", "estimate", "estimate_setup"]
+__all__ = ["CommEstimate", "Estimate", "MemoryEstimate", "Throughput", "estimate", "estimate_setup",
+           "host_ram_fits"]
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Speed of one strategy: tokens per second per GPU and the model FLOPs utilisation it means."""
+
+    tokens_per_s_per_gpu: float
+    mfu: float  # model FLOPs (6N + 12 L h s, no recompute) / (step time x bf16 dense peak)
 
 
 @dataclass(frozen=True)
@@ -45,19 +58,27 @@ class Estimate:
 
     memory: dict[str, MemoryEstimate]
     comm: dict[str, CommEstimate]
-    time: dict[str, float]  # step seconds: compute + non-overlapped communication (+ offload)
+    time: dict[str, float]  # seconds per optimizer step: compute + non-overlapped comm (+ offload)
     inputs: dict  # the resolved inputs, quoted by the answer's calc citation
     resolved: ResolvedSetup
+    throughput: dict[str, Throughput] = field(default_factory=dict)
+    # What the setup asks for that the calculator does not model (named, never silently dropped).
+    not_modelled: list[str] = field(default_factory=list)
 
     def numbers(self) -> dict[str, float | int | bool]:
         """Flat dict keyed ``memory.<strategy>.<field>``, ``comm.<strategy>.<field>``,
-        ``time.<strategy>.step_seconds`` (DESIGN.md). Floats rounded to 4 decimals."""
+        ``time.<strategy>.step_seconds`` (DESIGN.md), plus ``memory.<s>.reserved_gib``,
+        ``time.<s>.tokens_per_s_per_gpu`` and ``time.<s>.mfu``. Floats rounded to 4 decimals."""
         out: dict[str, float | int | bool] = {}
         for strategy in TRAINING_STRATEGIES:
             for kind, record in (("memory", self.memory[strategy]), ("comm", self.comm[strategy])):
                 for f in fields(record):
                     out[f"{kind}.{strategy}.{f.name}"] = _clean(getattr(record, f.name))
             out[f"time.{strategy}.step_seconds"] = _clean(self.time[strategy])
+            if strategy in self.throughput:
+                speed = self.throughput[strategy]
+                out[f"time.{strategy}.tokens_per_s_per_gpu"] = _clean(speed.tokens_per_s_per_gpu)
+                out[f"time.{strategy}.mfu"] = _clean(speed.mfu)
         return out
 
 
@@ -65,34 +86,82 @@ def _clean(value):
     return round(value, 4) if isinstance(value, float) else value
 
 
+# Run options the calculator cannot express; each one stated is named in ``not_modelled``.
+NOT_MODELLED_NOTICE = {
+    "tensor_parallel": "tensor parallelism (weights split inside a layer)",
+    "context_parallel": "context/sequence parallelism",
+    "pipeline_parallel": "pipeline parallelism",
+}
+
+
+def not_modelled(setup: TrainingSetup) -> list[str]:
+    """Named notices for what this setup states but the calculator does not model. Tensor,
+    context and pipeline parallelism have no setup fields yet; a stated degree > 1 (if a future
+    field carries one) is named here rather than silently ignored."""
+    notes = []
+    for name, text in NOT_MODELLED_NOTICE.items():
+        degree = getattr(setup, name, None)
+        if degree and degree > 1:
+            notes.append(f"{text} (degree {degree}) is not modelled: figures assume pure data parallelism")
+    return notes
+
+
+def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
+    setup = resolved.setup
+    return MemoryInputs(
+        model=resolved.model, gpu_memory_gb=resolved.gpu_memory_gb, gpu_count=resolved.gpu_count,
+        gpus_per_node=resolved.gpus_per_node, precision=setup.precision, optimizer=setup.optimizer,
+        finetune=setup.finetune, lora_rank=setup.lora_rank, seq_len=setup.seq_len,
+        micro_batch=setup.micro_batch, activation_checkpointing=bool(setup.activation_checkpointing),
+        cpu_ram_gb=setup.cpu_ram_gb, optimizer_impl=setup.optimizer_impl or "foreach",
+        ddp_bucket_view=bool(setup.ddp_bucket_view), checkpointing_policy=setup.checkpointing_policy,
+        checkpoint_every=setup.checkpoint_every or 1, torch_compile=bool(setup.torch_compile),
+        loss_impl=setup.loss_impl or "standard", grad_accum_steps=setup.grad_accum_steps or 1,
+        lora_targets=setup.lora_targets or "attention", base_dtype=setup.base_dtype,
+        float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
+    )
+
+
+def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
+    setup = resolved.setup
+    return CommInputs(
+        model=resolved.model, gpu=resolved.gpu, gpu_count=resolved.gpu_count,
+        gpus_per_node=resolved.gpus_per_node, nodes=resolved.nodes,
+        intra_node_link=resolved.intra_node_link, inter_node_gbps=resolved.inter_node_gbps,
+        precision=setup.precision, finetune=setup.finetune, lora_rank=setup.lora_rank,
+        seq_len=setup.seq_len, micro_batch=setup.micro_batch,
+        activation_checkpointing=bool(setup.activation_checkpointing),
+        checkpointing_policy=setup.checkpointing_policy, checkpoint_every=setup.checkpoint_every or 1,
+        torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
+        lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
+    )
+
+
 def estimate(resolved: ResolvedSetup) -> Estimate:
     """Estimate every strategy for a resolved setup (see ``bot.setup.resolve_setup``)."""
     setup = resolved.setup
     model = resolved.model
-    mem_in = MemoryInputs(
-        model=model, gpu_memory_gb=resolved.gpu_memory_gb, gpu_count=resolved.gpu_count,
-        gpus_per_node=resolved.gpus_per_node, precision=setup.precision, optimizer=setup.optimizer,
-        finetune=setup.finetune, lora_rank=setup.lora_rank, seq_len=setup.seq_len,
-        micro_batch=setup.micro_batch, activation_checkpointing=bool(setup.activation_checkpointing),
-        cpu_ram_gb=setup.cpu_ram_gb,
-    )
-    comm_in = CommInputs(
-        model=model, gpu=resolved.gpu, gpu_count=resolved.gpu_count, gpus_per_node=resolved.gpus_per_node,
-        nodes=resolved.nodes, intra_node_link=resolved.intra_node_link,
-        inter_node_gbps=resolved.inter_node_gbps, precision=setup.precision, finetune=setup.finetune,
-        lora_rank=setup.lora_rank, seq_len=setup.seq_len, micro_batch=setup.micro_batch,
-        activation_checkpointing=bool(setup.activation_checkpointing),
-    )
+    mem_in, comm_in = _mem_inputs(resolved), _comm_inputs(resolved)
     memory = {s: memory_estimate(mem_in, s) for s in TRAINING_STRATEGIES}
     _, ddp_seconds = comm_bytes_and_seconds(comm_in, "ddp")
     comm = {s: comm_estimate(comm_in, s, ddp_seconds) for s in TRAINING_STRATEGIES}
     compute = compute_seconds(comm_in)
-    time = {s: step_seconds(compute, comm[s].seconds_per_step) for s in TRAINING_STRATEGIES}
+    time = {s: optimizer_step_seconds(comm_in, s, compute, comm[s].seconds_per_step) for s in TRAINING_STRATEGIES}
     time["fsdp_full_shard_offload"] += offload_seconds(comm_in)
+    accum = setup.grad_accum_steps or 1
+    tokens_per_step = setup.micro_batch * setup.seq_len * accum  # per GPU
+    peak = peak_tflops(resolved.gpu, setup.precision)
+    flops = model_flops_per_token(comm_in)
+    throughput = {}
+    for s, seconds in time.items():
+        tps = tokens_per_step / seconds if seconds > 0 else 0.0
+        throughput[s] = Throughput(tokens_per_s_per_gpu=tps, mfu=tps * flops / (peak * 1e12))
 
     bw = links(comm_in)
     gpu = resolved.gpu
-    trainable = model.params if setup.finetune == "full" else lora_params(model, setup.lora_rank)
+    targets = setup.lora_targets or "attention"
+    trainable = model.params if setup.finetune == "full" else lora_params(model, setup.lora_rank, targets)
+    calibrated = hfu(comm_in)
     inputs = {
         "model": model.name, "params": model.params, "params_b": round(model.params_b, 3),
         "model_approximate": model.approximate, "model_source": model.source_url,
@@ -109,13 +178,24 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "lora_rank": setup.lora_rank if setup.finetune != "full" else None,
         "seq_len": setup.seq_len, "micro_batch": setup.micro_batch,
         "activation_checkpointing": bool(setup.activation_checkpointing),
-        "cpu_ram_gb": setup.cpu_ram_gb,
-        "peak_tflops": peak_tflops(gpu, setup.precision), "peak_tflops_assumed": gpu is None,
-        "mfu": MFU, "compute_seconds": round(compute, 4),
+        "checkpointing_policy": setup.checkpointing_policy if setup.activation_checkpointing else None,
+        "checkpoint_every": setup.checkpoint_every if setup.checkpointing_policy == "every_k" else None,
+        "optimizer_impl": setup.optimizer_impl, "ddp_bucket_view": setup.ddp_bucket_view,
+        "torch_compile": setup.torch_compile, "loss_impl": setup.loss_impl,
+        "grad_accum_steps": accum, "global_batch": setup.micro_batch * accum * resolved.gpu_count,
+        "lora_targets": setup.lora_targets, "base_dtype": setup.base_dtype, "float8": setup.float8,
+        "norm_impl": setup.norm_impl, "cpu_ram_gb": setup.cpu_ram_gb,
+        "peak_tflops": peak, "peak_tflops_assumed": gpu is None,
+        "mfu": setup.mfu if setup.mfu else MFU,
+        "mfu_source": "stated" if setup.mfu else ("calibrated HFU" if calibrated else "default"),
+        "hfu": round(calibrated, 4) if calibrated and not setup.mfu else None,
+        "compute_seconds": round(compute, 4),
         "headroom": f"{HEADROOM_FIXED_GIB:g} GiB + {HEADROOM_FRACTION:.0%} of capacity",
+        "reserved_model": f"allocated + {RESERVED_TRANSIENT_FRACTION:.0%} of activations and buffers",
         "assumed": list(resolved.assumed),
     }
-    return Estimate(memory=memory, comm=comm, time=time, inputs=inputs, resolved=resolved)
+    return Estimate(memory=memory, comm=comm, time=time, inputs=inputs, resolved=resolved,
+                    throughput=throughput, not_modelled=not_modelled(setup))
 
 
 def estimate_setup(setup: TrainingSetup, default_gpu: str | None = None,

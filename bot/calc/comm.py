@@ -12,6 +12,7 @@ independent of n. GB here means 10^9 bytes (network convention), GiB 2^30.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bot.calc.memory import NF4_BYTES_PER_PARAM, PRECISIONS, linear_params_per_layer, lora_params
@@ -25,11 +26,26 @@ BUS_EFFICIENCY = {"nvlink": 0.8, "pcie": 0.7, "network": 0.9}
 # catalog link: NVLink 3 (A100) and PCIe Gen4 x16, GB/s per direction.
 DEFAULT_INTRA_GB_S = {"nvlink": 300.0, "pcie": 32.0}
 
-# Model FLOPs utilization assumed for compute time. PaLM reports 46% MFU for its 540B run and
-# ~30-40% for GPT-3/Megatron-class training (Chowdhery et al. 2022, https://arxiv.org/abs/2204.02311
-# sec. 4.1 and appendix B); torchtitan's FSDP2 Llama 3 runs report a similar 35-45% range on H100
-# (Liang et al. 2024, https://arxiv.org/abs/2410.06511 sec. 3). 0.4 is the middle of both.
+# Model FLOPs utilization for GPUs with no calibration (see HFU_BY_GENERATION): PaLM reports 46%
+# MFU for its 540B run and ~30-40% for GPT-3/Megatron-class training (Chowdhery et al. 2022,
+# https://arxiv.org/abs/2204.02311 sec. 4.1 and appendix B); 0.4 is the middle.
 MFU = 0.4
+# Hardware FLOPs utilisation (HFU: model FLOPs + recomputed FLOPs, over peak) by GPU generation,
+# fitted to published FSDP runs (evals/published.jsonl rows marked "fit": fms-fsdp / PyTorch blog
+# "Maximizing training throughput using PyTorch FSDP" A100 and H100 tables, torchtitan's A100
+# Llama 2/3 tables). Those sources count MFU without the recompute (PaLM's 6N + 12 L h s), and
+# their HFU with it: A100 runs reach MFU 0.57 with no checkpointing and HFU 0.59-0.67 with it, so
+# the recompute is charged as extra hardware FLOPs at the HFU, never as model FLOPs at an MFU.
+# HFU grows with model size (bigger matmuls): + HFU_SIZE_SLOPE per decade of parameters from 7B.
+HFU_BY_GENERATION = {"ampere": 0.59, "hopper": 0.37}
+HFU_SIZE_SLOPE = 0.14
+HFU_BOUNDS = (0.15, 0.75)
+# torch.compile's speed-up of a step (fused pointwise kernels): torchtitan Llama 3.1 8B on 8 H100,
+# 5,762 -> 6,667 tokens/s/GPU (docs/performance.md table 1; the 128-GPU table 3 is held out).
+COMPILE_SPEEDUP = 6667 / 5762
+# float8 linears (torchao): the block matmuls run this much faster than in bf16 (fitted to the same
+# table 1, 6,667 -> 8,532 with the matmul share of the step; table 3 and the H200 runs held out).
+FLOAT8_LINEAR_SPEEDUP = 1.43
 # When the GPU is unknown (only its memory size stated) we assume an A100-class 312 TFLOP/s.
 DEFAULT_PEAK_TFLOPS = 312.0
 
@@ -78,6 +94,31 @@ class CommInputs:
     seq_len: int
     micro_batch: int
     activation_checkpointing: bool
+    # run options (issue 14), PyTorch defaults
+    checkpointing_policy: str | None = None
+    checkpoint_every: int = 1
+    torch_compile: bool = False
+    grad_accum_steps: int = 1
+    lora_targets: str = "attention"
+    float8: bool = False
+    mfu: float | None = None  # the user's MFU: replaces the calibrated HFU model
+
+    @property
+    def policy(self) -> str:
+        if not self.activation_checkpointing:
+            return "none"
+        return self.checkpointing_policy or "full"
+
+
+def gpu_generation(gpu: GPUSpec | None) -> str | None:
+    """The calibration family of a GPU: 'ampere' (A100/A800), 'hopper' (H100/H200/H800), else None."""
+    if gpu is None:
+        return None
+    if gpu.name.startswith(("A100", "A800")):
+        return "ampere"
+    if gpu.name.startswith(("H100", "H200", "H800")):
+        return "hopper"
+    return None
 
 
 def links(inputs: CommInputs) -> Links:
@@ -104,8 +145,11 @@ def _payload(inputs: CommInputs) -> _Payload:
     prec = PRECISIONS[inputs.precision]
     model = inputs.model
     if inputs.finetune == "full":
-        return _Payload(gather=model.params * prec.compute, grads=model.params * prec.reduce)
-    adapters = lora_params(model, inputs.lora_rank)
+        gather = model.params * prec.compute
+        if inputs.float8:  # torchao float8 all-gather: block matmul weights travel in 1 byte
+            gather -= model.n_layers * linear_params_per_layer(model) * (prec.compute - 1)
+        return _Payload(gather=gather, grads=model.params * prec.reduce)
+    adapters = lora_params(model, inputs.lora_rank, inputs.lora_targets)
     if inputs.finetune == "qlora":
         quantized = model.n_layers * linear_params_per_layer(model)
         base = quantized * NF4_BYTES_PER_PARAM + (model.params - quantized) * prec.compute
@@ -118,7 +162,8 @@ def _ddp_grad_bytes(inputs: CommInputs) -> float:
     # DDP all-reduces gradients in their stored dtype: fp32 under AMP, bf16 in pure bf16.
     prec = PRECISIONS[inputs.precision]
     model = inputs.model
-    trainable = model.params if inputs.finetune == "full" else lora_params(model, inputs.lora_rank)
+    trainable = model.params if inputs.finetune == "full" else lora_params(model, inputs.lora_rank,
+                                                                             inputs.lora_targets)
     return trainable * prec.grad
 
 
@@ -171,25 +216,93 @@ def peak_tflops(gpu: GPUSpec | None, precision: str) -> float:
     return peak
 
 
-def flops_per_token(inputs: CommInputs) -> float:
-    """Training FLOPs per token: 6N + 12 L h s (PaLM, https://arxiv.org/abs/2204.02311 appendix B:
-    2N forward + 4N backward for the matmuls, plus attention's 12 L H Q T, H*Q = hidden).
-    LoRA skips the frozen weights' gradients (4N instead of 6N); checkpointing recomputes the
-    forward once more (+2N + 4 L h s, i.e. ~8N in total as in https://arxiv.org/abs/2205.05198 sec. 5)."""
+def active_params(model: ModelSpec) -> float:
+    """Parameters one token passes through: ``active_params`` for mixture-of-experts models
+    (the catalog's field), all parameters for dense ones."""
+    return float(getattr(model, "active_params", None) or model.params)
+
+
+def matmul_params(model: ModelSpec) -> float:
+    """Active parameters that do matmuls: without the input embedding, a table lookup (as
+    torchtitan's ``num_flop_per_token`` counts); a tied embedding is also the LM head, so it stays."""
+    n = active_params(model)
+    return n if model.tied_embeddings else n - model.vocab * model.hidden
+
+
+def model_flops_per_token(inputs: CommInputs) -> float:
+    """Model FLOPs per token as MFU counts them: 6N + 12 L h s (PaLM appendix B,
+    https://arxiv.org/abs/2204.02311: 2N forward + 4N backward for the matmuls, plus attention's
+    12 L H Q T, H*Q = hidden); LoRA skips the frozen weights' gradients (4N). No recompute."""
     model = inputs.model
-    n = model.params
+    n = matmul_params(model)
     attn_fwd = 4 * model.n_layers * model.hidden * inputs.seq_len
-    forward = 2 * n + attn_fwd
     weight_grads = 2 * n if inputs.finetune == "full" else 0.0
-    backward = 2 * n + weight_grads + 2 * attn_fwd
-    recompute = forward if inputs.activation_checkpointing else 0.0
-    return forward + backward + recompute
+    return 2 * n + attn_fwd + 2 * n + weight_grads + 2 * attn_fwd
+
+
+def recompute_flops_per_token(inputs: CommInputs) -> float:
+    """FLOPs checkpointing adds per token: the forward of each checkpointed block again (full:
+    every block; every_k: one block in k; Korthikanti et al. 2022 https://arxiv.org/abs/2205.05198
+    sec. 5), or for torchtitan's selective-op policy only the matmuls whose outputs it does not
+    save (Llama: k, o and w3 of q,k,v,o,w1,w3,w2; SDPA is saved, not recomputed)."""
+    model = inputs.model
+    policy = inputs.policy
+    block_matmuls = linear_params_per_layer(model)
+    scale = active_params(model) / model.params  # MoE: a token recomputes only its experts
+    block_fwd = 2 * block_matmuls * scale + 4 * model.hidden * inputs.seq_len
+    if policy == "full":
+        return model.n_layers * block_fwd
+    if policy == "every_k":
+        return math.ceil(model.n_layers / max(1, inputs.checkpoint_every)) * block_fwd
+    if policy == "selective_op":
+        h, i, kv = model.hidden, model.intermediate, model.kv_dim
+        unsaved = (h * kv + h * h + h * i) if model.arch == "llama" else (h * h + h * h + i * h)
+        return model.n_layers * 2 * unsaved * scale
+    return 0.0
+
+
+def flops_per_token(inputs: CommInputs) -> float:
+    """Hardware FLOPs per token: model FLOPs plus the recomputed forward of checkpointing."""
+    return model_flops_per_token(inputs) + recompute_flops_per_token(inputs)
+
+
+def hfu(inputs: CommInputs) -> float | None:
+    """Calibrated hardware FLOPs utilisation for this GPU generation and model size, or None
+    for GPUs without published runs to fit (then MFU applies to model FLOPs)."""
+    generation = gpu_generation(inputs.gpu)
+    if generation is None:
+        return None
+    size = max(active_params(inputs.model), 1e8) / 7e9
+    value = HFU_BY_GENERATION[generation] + HFU_SIZE_SLOPE * math.log10(size)
+    return min(HFU_BOUNDS[1], max(HFU_BOUNDS[0], value))
+
+
+def float8_time_factor(inputs: CommInputs) -> float:
+    """Fraction of the bf16 compute time left when the block matmuls run in float8: their FLOP
+    share runs FLOAT8_LINEAR_SPEEDUP faster (the LM head and attention stay bf16, as torchao's
+    converter skips the output layer and SDPA is not a linear)."""
+    if not inputs.float8:
+        return 1.0
+    model = inputs.model
+    linear = model.n_layers * linear_params_per_layer(model) * (6 if inputs.finetune == "full" else 4)
+    share = min(1.0, linear / model_flops_per_token(inputs))
+    return (1 - share) + share / FLOAT8_LINEAR_SPEEDUP
 
 
 def compute_seconds(inputs: CommInputs) -> float:
-    """One micro-batch's forward + backward on one GPU at the assumed MFU."""
+    """One micro-batch's forward + backward on one GPU. With a user MFU: model FLOPs / (peak x
+    MFU). Otherwise hardware FLOPs (recompute included) / (peak x calibrated HFU) on calibrated
+    GPUs, or model FLOPs + recompute at the generic MFU elsewhere; then torch.compile's and
+    float8's speed-ups."""
     tokens = inputs.micro_batch * inputs.seq_len
-    return tokens * flops_per_token(inputs) / (peak_tflops(inputs.gpu, inputs.precision) * 1e12 * MFU)
+    peak = peak_tflops(inputs.gpu, inputs.precision) * 1e12
+    if inputs.mfu:
+        return tokens * model_flops_per_token(inputs) / (peak * inputs.mfu)
+    utilisation = hfu(inputs) or MFU
+    seconds = tokens * flops_per_token(inputs) / (peak * utilisation)
+    if inputs.torch_compile:
+        seconds /= COMPILE_SPEEDUP
+    return seconds * float8_time_factor(inputs)
 
 
 def offload_seconds(inputs: CommInputs) -> float:
@@ -197,7 +310,8 @@ def offload_seconds(inputs: CommInputs) -> float:
     prec = PRECISIONS[inputs.precision]
     model = inputs.model
     n = inputs.gpu_count
-    trainable = model.params if inputs.finetune == "full" else lora_params(model, inputs.lora_rank)
+    trainable = model.params if inputs.finetune == "full" else lora_params(model, inputs.lora_rank,
+                                                                             inputs.lora_targets)
     shard_params = model.params / n
     pcie_gb_s = (inputs.gpu.intra_link_gb_s if inputs.gpu is not None and inputs.gpu.intra_link == "pcie"
                  else DEFAULT_INTRA_GB_S["pcie"]) * BUS_EFFICIENCY["pcie"]
@@ -215,8 +329,25 @@ def step_seconds(compute: float, comm: float) -> float:
     return max(compute, comm) + EXPOSED_FRACTION * min(compute, comm)
 
 
+def optimizer_step_seconds(inputs: CommInputs, strategy: str, compute: float, comm: float) -> float:
+    """Seconds per optimizer step over ``grad_accum_steps`` micro-batches. ``comm`` is the
+    strategy's communication per optimizer step (``comm_estimate``). DDP under ``no_sync()``
+    all-reduces once, overlapped with the last micro-batch's backward
+    (https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#no_sync);
+    FSDP all-gathers (and by default reduce-scatters) every micro-batch, each overlapped with
+    that micro-batch's compute."""
+    accum = max(1, inputs.grad_accum_steps)
+    if strategy == "ddp":
+        return (accum - 1) * compute + step_seconds(compute, comm)
+    return accum * step_seconds(compute, comm / accum)
+
+
 def comm_estimate(inputs: CommInputs, strategy: str, ddp_seconds: float) -> CommEstimate:
+    """Communication per optimizer step: FSDP's collectives repeat for every accumulated
+    micro-batch, DDP's all-reduce happens once (``no_sync``)."""
     bus, seconds = comm_bytes_and_seconds(inputs, strategy)
+    if strategy != "ddp":
+        bus, seconds = bus * max(1, inputs.grad_accum_steps), seconds * max(1, inputs.grad_accum_steps)
     if ddp_seconds > 0:
         ratio = seconds / ddp_seconds
     else:

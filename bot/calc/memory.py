@@ -32,13 +32,24 @@ from bot.catalog import ModelSpec
 
 GIB = 2**30
 
-# Headroom kept free on each GPU, not visible to torch.cuda.max_memory_allocated:
-# the CUDA context + cuBLAS workspaces (~0.5-0.9 GiB) and NCCL communicator buffers
-# (~0.3-0.6 GiB), https://pytorch.org/docs/stable/notes/cuda.html#memory-management ,
-# plus a fraction for the caching allocator's fragmentation (reserved > allocated).
-HEADROOM_FIXED_GIB = 1.5
-HEADROOM_FRACTION = 0.05
-# Host RAM a node keeps for the OS, the data loader and staging buffers under CPU offload.
+# Headroom kept free on each GPU, outside what PyTorch's caching allocator reserves: the CUDA
+# context + cuBLAS workspaces (~0.5-0.9 GiB) and NCCL communicator buffers (~0.3-0.6 GiB),
+# https://pytorch.org/docs/stable/notes/cuda.html#memory-management , plus a small safety margin
+# of the card. "fits" compares the allocator's *reserved* peak (below) with what is left.
+HEADROOM_FIXED_GIB = 1.0
+HEADROOM_FRACTION = 0.0
+# Reserved vs allocated. The caching allocator keeps freed blocks cached (reserved) and can only
+# reuse a block for a request of at most its size; blocks over 1 MiB come from 2 MiB-rounded
+# segments and large requests get their own segments, so tensors of changing sizes that come and
+# go every step (activations, gathered weights, loss temporaries) leave cached gaps: reserved >
+# allocated (https://pytorch.org/docs/stable/notes/cuda.html#memory-management; with
+# PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True segments grow in place and the gap shrinks,
+# https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf).
+# Model: reserved = allocated peak + RESERVED_TRANSIENT_FRACTION x the transient part of the
+# peak (activations + buffers); the persistent states are allocated once and pack tightly.
+# Fitted to the reserved figures of torchtitan's FSDP runs (docs/calc.md, evals/published.jsonl).
+RESERVED_TRANSIENT_FRACTION = 0.17
+# Host RAM a node keeps for the OS, the data loader and pinned staging buffers under CPU offload.
 HOST_HEADROOM_FRACTION = 0.10
 
 MAX_MICRO_BATCH = 65_536  # bot.setup.LIMITS["micro_batch"] upper bound
@@ -47,8 +58,11 @@ MAX_MICRO_BATCH = 65_536  # bot.setup.LIMITS["micro_batch"] upper bound
 # + fp32 second-level constants per 256 blocks = 4 + 8/64 + 32/(64*256) bits
 # (QLoRA, Dettmers et al. 2023, https://arxiv.org/abs/2305.14314 sec. 3 "Double Quantization").
 NF4_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
-# Default LoRA targets (PEFT's common choice for Llama): the four attention projections.
+# Default LoRA targets (PEFT's common choice for Llama): the four attention projections;
+# "all_linear" adds the MLP's matmuls (PEFT target_modules="all-linear", QLoRA's choice).
 LORA_TARGETS = ("q", "k", "v", "o")
+LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all_linear": ("q", "k", "v", "o", "gate", "up", "down")}
+BASE_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "nf4": NF4_BYTES_PER_PARAM}
 
 # Cross entropy on fp32-upcast logits (bot/bench/model.py loss_fn, as Hugging Face does):
 # at its backward, log_softmax's saved fp32 output (4 B/logit) plus the fp32 gradients of the
@@ -56,6 +70,9 @@ LORA_TARGETS = ("q", "k", "v", "o")
 # moment (16-bit logits + fp32 copy + fp32 log-probs = 10 B/logit).
 LOSS_SAVED_BYTES_PER_LOGIT = 4
 LOSS_TEMP_BYTES_PER_LOGIT = 8
+# Chunked cross-entropy (torchtune's CEWithChunkedOutputLoss: 8 chunks) upcasts one chunk at a
+# time, but autograd still keeps every chunk's fp32 log-probs: only the temporaries shrink.
+LOSS_CHUNKS = 8
 # During a block's backward, the gradients of its activations and its partly freed saved
 # tensors amount to about half a block's saved activations (fit to bot/bench/simulate.py:
 # 0.27 of a block in fp32, 0.72 in bf16 for Llama-2-7B).
@@ -77,6 +94,9 @@ class MemoryEstimate:
     max_micro_batch: int  # largest micro-batch that fits; 0 if even 1 does not
     usable_gib: float  # GPU capacity minus headroom
     host_ram_gib: float  # CPU offload only: host RAM one node needs for its GPUs' shards; else 0
+    # What the caching allocator reserves at the peak (>= total_gib, the allocated peak; the
+    # module's RESERVED_TRANSIENT_FRACTION); "fits" compares this with usable_gib.
+    reserved_gib: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -119,12 +139,26 @@ def optimizer_bytes_per_param(optimizer: str, precision: Precision) -> float:
     raise ValueError(f"unknown optimizer {optimizer!r}")
 
 
-def optimizer_step_temp_bytes_per_param(optimizer: str, precision: Precision) -> float:
-    """Temporaries of one optimizer step. torch's foreach AdamW (the CUDA default) materialises a
-    parameter-sized list for the denominator sqrt(v)+eps
-    (https://github.com/pytorch/pytorch/blob/main/torch/optim/adamw.py, _multi_tensor_adamw);
-    foreach SGD updates in place; bitsandbytes' 8-bit Adam is one fused kernel."""
-    return precision.param if optimizer == "adamw" else 0.0
+def optimizer_step_temp_bytes_per_param(optimizer: str, precision: Precision, impl: str = "foreach") -> float:
+    """Temporaries of one optimizer step, per trainable parameter, for the whole-list
+    implementations. torch's foreach AdamW (the CUDA default) materialises a parameter-sized list
+    for the denominator sqrt(v)+eps (torch/optim/adamw.py ``_multi_tensor_adamw``); the fused
+    AdamW kernel (``fused=True``) updates each element in registers, no temporaries
+    (``_fused_adamw``); the for-loop implementation makes one parameter's temporary at a time
+    (see ``optimizer_step_temp_bytes``). Foreach SGD updates in place; bitsandbytes' 8-bit Adam
+    is one fused kernel. https://pytorch.org/docs/stable/optim.html#algorithms"""
+    if optimizer != "adamw" or impl in ("fused", "forloop"):
+        return 0.0
+    return precision.param
+
+
+def optimizer_step_temp_bytes(optimizer: str, precision: Precision, impl: str, trainable: float,
+                              largest_tensor: float) -> float:
+    """Bytes of the optimizer step's temporaries on one unsharded replica: a full parameter-sized
+    list for foreach AdamW, one tensor's worth (the largest) for the for-loop AdamW, none when fused."""
+    if optimizer == "adamw" and impl == "forloop":
+        return largest_tensor * precision.param
+    return trainable * optimizer_step_temp_bytes_per_param(optimizer, precision, impl)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,12 +174,24 @@ def linear_params_per_layer(model: ModelSpec) -> int:
     return 4 * h * h + 2 * h * i  # GPT-2/OPT: q,k,v,o h x h; fc1/fc2 h x i
 
 
-def lora_params(model: ModelSpec, rank: int) -> int:
-    """Trainable LoRA parameters: A (r x in) + B (out x r) on q,k,v,o of every block
-    (Hu et al. 2021, https://arxiv.org/abs/2106.09685 sec. 4)."""
-    h, kv = model.hidden, model.kv_dim
-    out_dims = {"q": h, "k": kv, "v": kv, "o": h}
-    return model.n_layers * sum(rank * (h + out_dims[t]) for t in LORA_TARGETS)
+def lora_shapes(model: ModelSpec) -> dict[str, tuple[int, int]]:
+    """(in, out) of each matmul LoRA can target in one block."""
+    h, kv, i = model.hidden, model.kv_dim, model.intermediate
+    shapes = {"q": (h, h), "k": (h, kv), "v": (h, kv), "o": (h, h)}
+    if model.arch == "llama":
+        shapes.update(gate=(h, i), up=(h, i), down=(i, h))
+    else:  # GPT-2/OPT: fc1 (h -> i) and fc2 (i -> h); "gate" has no counterpart
+        shapes.update(up=(h, i), down=(i, h))
+    return shapes
+
+
+def lora_params(model: ModelSpec, rank: int, targets: str = "attention") -> int:
+    """Trainable LoRA parameters: A (r x in) + B (out x r) on each targeted matmul of every block
+    (Hu et al. 2021, https://arxiv.org/abs/2106.09685 sec. 4); ``targets`` "attention" (q,k,v,o)
+    or "all_linear" (plus the MLP's matmuls)."""
+    shapes = lora_shapes(model)
+    names = [t for t in LORA_TARGET_SETS[targets] if t in shapes]
+    return model.n_layers * sum(rank * (shapes[t][0] + shapes[t][1]) for t in names)
 
 
 def root_params(model: ModelSpec) -> int:
@@ -176,6 +222,9 @@ class ActivationMode:
     autocast: bool
     frozen: bool
     lora_rank: int = 0
+    compiled: bool = False  # torch.compile: Inductor fuses pointwise chains (see below)
+    lora_targets: str = "attention"
+    fused_norm: bool = False  # a fused norm kernel saves its input and rstd, no fp32 internals
 
 
 def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -202,21 +251,59 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
     h, i, c = model.hidden, model.intermediate, mode.compute
     d, heads = model.head_dim, model.n_heads
     lse = 4 * heads
+    targets = LORA_TARGET_SETS[mode.lora_targets]
+    adapters = len(targets) * mode.lora_rank * c
+    # LoRA on the MLP: the adapters on gate/up reuse the saved norm output; down's adapter needs
+    # its own input (the i-wide SwiGLU/GELU product), which a frozen down matmul would not save.
+    mlp_adapter_input = i * c if "down" in targets else 0
+    if mode.compiled and not mode.autocast and not mode.frozen:
+        return compiled_block_bytes_per_token(model, c)
     if model.arch == "llama":
         rope = 2 * d * c
+        # Each RMSNorm: eager PyTorch saves the fp32 copy of its input and the fp32 normalised
+        # tensor (8h) + rstd; a fused kernel saves its (compute-dtype) input + rstd.
+        norm_internal = (c * h + 4) if mode.fused_norm else (8 * h + 4)
         if mode.frozen:
-            adapters = len(LORA_TARGETS) * mode.lora_rank * c
-            return 2 * (4 * h + 4) + c * h + rope + 4 * c * h + lse + c * h + 3 * i * c + adapters
+            frozen_norm = (c * h + 4) if mode.fused_norm else (4 * h + 4)
+            return (2 * frozen_norm + c * h + rope + 4 * c * h + lse + c * h + 3 * i * c + adapters
+                    + mlp_adapter_input)
         if mode.autocast:
             return 36 * h + 8 + 4 * d + lse + 8 * i
-        return 16 * h + 7 * c * h + 8 + rope + lse + 4 * i * c
+        return 2 * norm_internal + 7 * c * h + rope + lse + 4 * i * c
     mlp_saved = 2 if model.arch == "gpt2" else 1  # GELU saves input and output, ReLU its output
     if mode.frozen:
-        adapters = len(LORA_TARGETS) * mode.lora_rank * c
-        return 7 * c * h + 4 * c + lse + i * c + adapters
+        return 7 * c * h + 4 * c + lse + i * c + adapters + mlp_adapter_input
     if mode.autocast:
         return 24 * h + 16 + lse + 2 * mlp_saved * i
     return 8 * c * h + 4 * c + lse + mlp_saved * i * c
+
+
+def compiled_block_bytes_per_token(model: ModelSpec, c: int) -> float:
+    """A block under torch.compile (Inductor, default min-cut partitioner): pointwise chains are
+    fused and cheap intermediates recomputed in backward instead of saved
+    (https://pytorch.org/docs/stable/torch.compiler.html; the partitioner's rematerialisation,
+    torch/_functorch/partitioners.py ``min_cut_rematerialization_partition``). What stays saved:
+    each norm's input + rstd, the q/k/v SDPA reads and its output + logsumexp, and the MLP's two
+    i-wide matmul outputs (SwiGLU's silu and product, GELU's output, are recomputed).
+    Llama: 2 (ch + 4) + 3ch + ch + 4n_h + 2ic.  GPT-2/OPT: 2 (ch + 8) + 4ch + 4n_h + ic."""
+    h, i, heads = model.hidden, model.intermediate, model.n_heads
+    if model.arch == "llama":
+        return 2 * (c * h + 4) + 4 * c * h + 4 * heads + 2 * i * c
+    return 2 * (c * h + 8) + 4 * c * h + 4 * heads + i * c
+
+
+def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
+    """What torchtitan's per-op selective checkpointing keeps of a block (its ``_save_list``
+    policy: the outputs of every other matmul and of SDPA are saved, everything else is recomputed;
+    https://github.com/pytorch/torchtitan/blob/main/torchtitan/models/llama3/infra/parallelize.py
+    ``_apply_ac_to_transformer_block``). Llama's matmuls run q, k, v, o, w1, w3, w2, so q, v, w1
+    and w2 are saved; plus the SDPA output + fp32 logsumexp and the checkpoint's input:
+    c (h + h + kv + h + i + h) + 4 n_h."""
+    h, i, c, kv = model.hidden, model.intermediate, mode.compute, model.kv_dim
+    lse = 4 * model.n_heads
+    if model.arch == "llama":
+        return c * (4 * h + kv + i) + lse
+    return c * (4 * h + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
 
 
 def final_norm_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -252,6 +339,19 @@ class Phase:
     def total(self, micro_batch: int) -> float:
         return self.fixed + micro_batch * self.per_sample
 
+    def reserved(self, micro_batch: int) -> float:
+        """What the caching allocator holds at this moment: allocated + a fraction of the
+        transient bytes (see RESERVED_TRANSIENT_FRACTION). Linear in the micro-batch."""
+        return self.reserved_fixed + micro_batch * self.reserved_per_sample
+
+    @property
+    def reserved_fixed(self) -> float:
+        return self.fixed + RESERVED_TRANSIENT_FRACTION * self.buffers
+
+    @property
+    def reserved_per_sample(self) -> float:
+        return self.per_sample * (1 + RESERVED_TRANSIENT_FRACTION)
+
     @property
     def fixed(self) -> float:
         return self.params + self.grads + self.optimizer + self.buffers
@@ -277,6 +377,47 @@ class MemoryInputs:
     micro_batch: int
     activation_checkpointing: bool
     cpu_ram_gb: float | None
+    # The run options (issue 14); defaults are PyTorch's (bot/setup.py RUN_OPTION_DEFAULTS).
+    optimizer_impl: str = "foreach"
+    ddp_bucket_view: bool = False
+    checkpointing_policy: str | None = None  # None: "full" when activation_checkpointing is on
+    checkpoint_every: int = 1
+    torch_compile: bool = False
+    loss_impl: str = "standard"
+    grad_accum_steps: int = 1
+    lora_targets: str = "attention"
+    base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
+    float8: bool = False
+    norm_impl: str = "eager"
+
+    @property
+    def policy(self) -> str:
+        """none | full | every_k | selective_op"""
+        if not self.activation_checkpointing:
+            return "none"
+        return self.checkpointing_policy or "full"
+
+
+def loss_bytes_per_logit(inputs: MemoryInputs, compute: int) -> tuple[float, float, float]:
+    """(saved for backward, temporaries at the loss's backward, the logits' gradient) per logit.
+
+    standard: F.cross_entropy on fp32-upcast logits (module constants above). torch.compile of
+      the model does not change it: ``torch.compile(model)`` leaves a loss computed outside the
+      model eager (torchtitan compiled only the blocks until Feb 2025);
+    chunked: the upcast and its temporaries happen one of LOSS_CHUNKS chunks at a time, the fp32
+      log-probs of every chunk stay saved (torchtune CEWithChunkedOutputLoss);
+    fused: one fused cross-entropy kernel over the materialised logits (a torch.compile'd loss as
+      torchtitan builds it since Feb 2025, Liger's fused CrossEntropy): it saves the 16-bit
+      logits and its backward writes the logits' gradient through one fp32 buffer (4 B/logit).
+      Fused *linear* + cross-entropy kernels that never materialise the logits (Cut
+      Cross-Entropy, https://arxiv.org/abs/2411.09009) need less still; counting them as "fused"
+      overestimates, the safe side for "fits".
+    """
+    if inputs.loss_impl == "fused":
+        return float(compute), 4.0, float(compute)
+    if inputs.loss_impl == "chunked":
+        return LOSS_SAVED_BYTES_PER_LOGIT, LOSS_TEMP_BYTES_PER_LOGIT / LOSS_CHUNKS, compute
+    return LOSS_SAVED_BYTES_PER_LOGIT, LOSS_TEMP_BYTES_PER_LOGIT, compute
 
 
 def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
@@ -285,72 +426,104 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     model, c, s = inputs.model, PRECISIONS[inputs.precision].compute, inputs.seq_len
     full = inputs.finetune == "full"
     layer, root, linear = model.layer_params(), root_params(model), linear_params_per_layer(model)
+    accumulating = inputs.grad_accum_steps > 1
 
     # --- model states, whole model -------------------------------------------------------
     opt_per_param = optimizer_bytes_per_param(inputs.optimizer, prec)
     if full:
         trainable = model.params
         params = model.params * prec.param
-        # Weights as matmuls use them (gathered by FSDP, cast by autocast): compute dtype.
-        unit_used, root_used = layer * c, root * c
+        # Weights as matmuls use them (gathered by FSDP, cast by autocast): compute dtype; with
+        # torchao's float8 all-gather the block matmul weights travel and sit gathered in 1 byte
+        # (https://github.com/pytorch/ao/tree/main/torchao/float8, enable_fsdp_float8_all_gather).
+        per_linear_used = 1 if inputs.float8 else c
+        unit_used, root_used = linear * per_linear_used + (layer - linear) * c, root * c
+        largest = max(layer - linear, model.vocab * model.hidden, model.hidden * model.intermediate)
     else:
-        # LoRA/QLoRA: base frozen in compute dtype; QLoRA stores block matmuls in NF4
-        # (embeddings, norms and the LM head stay 16 bit:
+        # LoRA/QLoRA: the frozen base in base_dtype (compute dtype unless stated; QLoRA stores
+        # block matmuls in NF4: embeddings, norms and the LM head stay 16 bit:
         # https://huggingface.co/docs/peft/main/en/developer_guides/quantization). Adapters train
         # in the param dtype.
-        trainable = lora_params(model, inputs.lora_rank)
-        per_linear = NF4_BYTES_PER_PARAM if inputs.finetune == "qlora" else c
-        unit_used = linear * per_linear + (layer - linear) * c + trainable / model.n_layers * c
-        root_used = root * c
+        trainable = lora_params(model, inputs.lora_rank, inputs.lora_targets)
+        base = inputs.base_dtype or ("nf4" if inputs.finetune == "qlora" else None)
+        per_linear = BASE_DTYPE_BYTES[base] if base else c
+        per_other = BASE_DTYPE_BYTES[base] if base == "fp32" else c
+        unit_used = linear * per_linear + (layer - linear) * per_other + trainable / model.n_layers * c
+        root_used = root * per_other
         params = model.n_layers * unit_used + root_used - trainable * c + trainable * prec.param
+        largest = max(lora_shapes(model)[t][0] * inputs.lora_rank for t in lora_shapes(model))
     grads = trainable * prec.grad
     optimizer = trainable * opt_per_param
-    step_temp = trainable * optimizer_step_temp_bytes_per_param(inputs.optimizer, prec)
+    step_temp = optimizer_step_temp_bytes(inputs.optimizer, prec, inputs.optimizer_impl, trainable, largest)
     unit_trainable = trainable / model.n_layers if not full else layer
     # FSDP2 produces a unit's unsharded gradient in param_dtype, then copies it to reduce_dtype
     # for the reduce-scatter (https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html).
     unit_grad_buffers = unit_trainable * (c + prec.reduce)
     # QLoRA dequantizes one weight matrix at a time to 16 bit for its matmul.
-    dequant = c * model.hidden * max(model.intermediate, model.hidden) if inputs.finetune == "qlora" else 0.0
+    quantized = inputs.finetune == "qlora" or inputs.base_dtype == "nf4"
+    dequant = c * model.hidden * max(model.intermediate, model.hidden) if quantized and not full else 0.0
 
     # --- activations per sample ---------------------------------------------------------------
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
-                          frozen=not full, lora_rank=inputs.lora_rank)
+                          frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
+                          lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused")
     per_block = block_activation_bytes_per_token(model, mode) * s
     fn = final_norm_bytes_per_token(model, mode) * s
-    if inputs.activation_checkpointing:
+    kept_input = block_input_bytes_per_token(model, mode) * s
+    n_layers = model.n_layers
+    policy = inputs.policy
+    if policy == "full":
         # Per-block checkpointing keeps each block's input; a block's tensors are recomputed just
         # before its backward (Chen et al. 2016, https://arxiv.org/abs/1604.06174).
-        kept = model.n_layers * block_input_bytes_per_token(model, mode) * s
-        at_loss = kept + fn
-        in_block = kept + fn + per_block * (1 + BLOCK_BACKWARD_TEMP_FRACTION)
+        at_loss = n_layers * kept_input + fn
+        in_block = at_loss + per_block * (1 + BLOCK_BACKWARD_TEMP_FRACTION)
+    elif policy == "every_k":
+        # Every k-th block checkpointed, the others keep all their tensors (fms-fsdp's
+        # ac_handler; https://pytorch.org/blog/maximizing-training/ "checkpoint every n blocks").
+        n_ckpt = math.ceil(n_layers / max(1, inputs.checkpoint_every))
+        at_loss = n_ckpt * kept_input + (n_layers - n_ckpt) * per_block + fn
+        in_block = at_loss + per_block * (1 + BLOCK_BACKWARD_TEMP_FRACTION) - kept_input
+    elif policy == "selective_op":
+        # torchtitan's op-level policy: each block keeps its saved matmul/SDPA outputs and input;
+        # in backward one block is rematerialised in full.
+        sac = (selective_op_bytes_per_token(model, mode) + block_input_bytes_per_token(model, mode)) * s
+        at_loss = n_layers * sac + fn
+        in_block = at_loss - sac + per_block * (1 + BLOCK_BACKWARD_TEMP_FRACTION)
     else:
-        at_loss = model.n_layers * per_block + fn
-        in_block = (model.n_layers - 1 + BLOCK_BACKWARD_TEMP_FRACTION) * per_block + fn
+        at_loss = n_layers * per_block + fn
+        in_block = (n_layers - 1 + BLOCK_BACKWARD_TEMP_FRACTION) * per_block + fn
     logits = model.vocab * s
-    loss_saved, loss_temp = LOSS_SAVED_BYTES_PER_LOGIT * logits, LOSS_TEMP_BYTES_PER_LOGIT * logits
-    logit_grad = c * logits  # the LM head's input gradient comes back in compute dtype
+    saved_pl, temp_pl, grad_pl = loss_bytes_per_logit(inputs, c)
+    loss_saved, loss_temp, logit_grad = saved_pl * logits, temp_pl * logits, grad_pl * logits
 
     host = 0.0
     if strategy == "ddp":
         # DDP's reducer keeps flat bucket buffers covering every gradient (bucket_cap_mb=25 sets
-        # their count, not their total) unless gradient_as_bucket_view=True
+        # their count, not their total); with gradient_as_bucket_view=True the gradients *are*
+        # views into those buckets, so the second copy disappears
         # (https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html).
         buckets = grads if inputs.gpu_count > 1 else 0.0
         # Autocast caches the 16-bit copy of each fp32 weight a matmul uses and the matmul saves it
         # for backward (https://pytorch.org/docs/stable/amp.html): block matmuls + the LM head.
         # With per-block checkpointing a block's saved casts are dropped with its other tensors and
         # re-made when it is recomputed: only the head's and one block's stay.
-        cast_blocks = 1 if inputs.activation_checkpointing else model.n_layers
+        cast_blocks = {"full": 1, "selective_op": 1}.get(policy, n_layers)
+        if policy == "every_k":
+            cast_blocks = n_layers - math.ceil(n_layers / max(1, inputs.checkpoint_every)) + 1
         cast = (cast_blocks * linear + model.vocab * model.hidden) * c if mode.autocast else 0.0
         cast += trainable * c if (prec.mixed and not full) else 0.0
         persist = dict(params=params, optimizer=optimizer)
+        # Gradient accumulation (no_sync): every gradient stays alive across the micro-batches.
+        # With bucket view they live in the buckets (already counted).
+        held = grads if accumulating and not (inputs.ddp_bucket_view and buckets) else 0.0
+        step_buckets = 0.0 if inputs.ddp_bucket_view else buckets
         return [
-            Phase("loss_backward", grads=0.0, buffers=buckets + cast + dequant, **persist,
+            Phase("loss_backward", grads=held, buffers=buckets + cast + dequant, **persist,
                   activations_per_sample=at_loss + loss_saved, buffers_per_sample=loss_temp),
-            Phase("block_backward", grads=unit_trainable * prec.grad, buffers=buckets + cast + dequant,
-                  **persist, activations_per_sample=in_block),
-            Phase("optimizer_step", grads=grads, buffers=buckets + step_temp, **persist),
+            Phase("block_backward", grads=max(held, unit_trainable * prec.grad),
+                  buffers=buckets + cast + dequant, **persist, activations_per_sample=in_block),
+            Phase("optimizer_step", grads=0.0 if (inputs.ddp_bucket_view and buckets) else grads,
+                  buffers=(buckets if inputs.ddp_bucket_view else step_buckets) + step_temp, **persist),
         ], host
 
     # FSDP family. HSDP shards inside a node (shard group = gpus_per_node) and replicates across
@@ -368,6 +541,9 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
         # the optimizer there; the GPU holds only units in flight and activations.
         host = p + g + o
         p = g = o = unit_grad_shard = 0.0
+    # FSDP2 reduce-scatters every micro-batch by default and accumulates into the sharded
+    # gradients, which stay alive through the following micro-batches.
+    held = g if accumulating else 0.0
 
     if strategy == "fsdp_shard_grad_op":
         # reshard_after_forward=False: every unit stays gathered from its forward to its backward,
@@ -385,12 +561,12 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
         block_extra = root_used + 2 * unit_used + unit_grad_buffers
     persist = dict(params=p, optimizer=o)
     out = [
-        Phase("loss_backward", grads=0.0, buffers=gathered + dequant, **persist,
+        Phase("loss_backward", grads=held, buffers=gathered + dequant, **persist,
               activations_per_sample=at_loss + loss_saved, buffers_per_sample=loss_temp),
-        Phase("head_backward", grads=0.0, buffers=gathered + head_extra + dequant, **persist,
+        Phase("head_backward", grads=held, buffers=gathered + head_extra + dequant, **persist,
               activations_per_sample=at_loss, buffers_per_sample=logit_grad),
-        Phase("block_backward", grads=unit_grad_shard, buffers=gathered + block_extra + dequant, **persist,
-              activations_per_sample=in_block),
+        Phase("block_backward", grads=max(held, unit_grad_shard), buffers=gathered + block_extra + dequant,
+              **persist, activations_per_sample=in_block),
     ]
     if strategy != "fsdp_full_shard_offload":
         out.append(Phase("optimizer_step", grads=g, buffers=step_temp / shard, **persist))
@@ -398,42 +574,56 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
 
 
 def usable_gib(gpu_memory_gb: float) -> float:
-    """GPU memory a training process can allocate: capacity minus context and fragmentation."""
+    """GPU memory the caching allocator may reserve: capacity minus the CUDA context, NCCL's
+    buffers and a safety margin (HEADROOM_FIXED_GIB + HEADROOM_FRACTION of the card)."""
     return max(0.0, gpu_memory_gb * (1 - HEADROOM_FRACTION) - HEADROOM_FIXED_GIB)
 
 
+def host_ram_fits(needed_gib: float, cpu_ram_gb: float | None) -> bool:
+    """The one host-RAM rule (used by the calculator and the advice): a node's CPU-offloaded
+    shards fit when they need at most (1 - HOST_HEADROOM_FRACTION) = 90% of its RAM; the rest is
+    the OS, the data loader workers and the pinned staging buffers of the host<->device copies.
+    Unknown RAM (None) is not held against the setup."""
+    if cpu_ram_gb is None:
+        return True
+    return needed_gib <= cpu_ram_gb * (1 - HOST_HEADROOM_FRACTION)
+
+
 def max_micro_batch(candidates: list[Phase], usable_bytes: float) -> int:
-    """Largest b with every phase's fixed + b * per_sample <= usable (closed form per phase)."""
+    """Largest b with every phase's reserved bytes (fixed + b * per_sample, see
+    ``Phase.reserved``) <= usable; closed form per phase."""
     best = MAX_MICRO_BATCH
     for phase in candidates:
-        room = usable_bytes - phase.fixed
-        if phase.per_sample <= 0:
+        room = usable_bytes - phase.reserved_fixed
+        if phase.reserved_per_sample <= 0:
             if room < 0:
                 return 0
             continue
-        best = min(best, math.floor(room / phase.per_sample))
+        best = min(best, math.floor(room / phase.reserved_per_sample))
         if best < 1:
             return 0
-    while best > 1 and any(ph.total(best) > usable_bytes for ph in candidates):  # float rounding
+    while best > 1 and any(ph.reserved(best) > usable_bytes for ph in candidates):  # float rounding
         best -= 1
     return best
 
 
 def memory_estimate(inputs: MemoryInputs, strategy: str) -> MemoryEstimate:
-    """Peak per-GPU memory of ``strategy`` for ``inputs`` (see the module docstring)."""
+    """Peak per-GPU memory of ``strategy`` for ``inputs`` (see the module docstring): the parts
+    of the allocated peak, the reserved peak, and whether the reserved peak fits the card."""
     candidates, host_per_gpu = phases(inputs, strategy)
     b = inputs.micro_batch
     peak = max(candidates, key=lambda ph: ph.total(b))
+    reserved = max(ph.reserved(b) for ph in candidates)
     usable = usable_gib(inputs.gpu_memory_gb)
     usable_bytes = usable * GIB
     host_gib = host_per_gpu * inputs.gpus_per_node / GIB if strategy == "fsdp_full_shard_offload" else 0.0
-    host_ok = inputs.cpu_ram_gb is None or host_gib <= inputs.cpu_ram_gb * (1 - HOST_HEADROOM_FRACTION)
+    host_ok = host_ram_fits(host_gib, inputs.cpu_ram_gb)
     total = peak.total(b)
     return MemoryEstimate(
         params_gib=peak.params / GIB, grads_gib=peak.grads / GIB, optimizer_gib=peak.optimizer / GIB,
         activations_gib=b * peak.activations_per_sample / GIB,
         buffers_gib=(peak.buffers + b * peak.buffers_per_sample) / GIB,
-        total_gib=total / GIB, fits=host_ok and total <= usable_bytes,
+        total_gib=total / GIB, fits=host_ok and reserved <= usable_bytes,
         max_micro_batch=max_micro_batch(candidates, usable_bytes) if host_ok else 0,
-        usable_gib=usable, host_ram_gib=host_gib,
+        usable_gib=usable, host_ram_gib=host_gib, reserved_gib=reserved / GIB,
     )
