@@ -18,6 +18,7 @@ SDK: ``mcp`` 2.x, ``mcp.server.mcpserver.MCPServer`` (https://py.sdk.modelcontex
 
 from __future__ import annotations
 
+import inspect
 import logging
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ import click
 from pydantic import BaseModel, Field
 
 from bot.answer import Answer
+from bot.fields import MAX_NAME_CHARS, describe, tool_fields
 
 log = logging.getLogger("shardwise.mcp")
 
@@ -38,7 +40,17 @@ prove. Use `ask` for a question in plain English or Chinese (it parses the setup
 sources and says what is missing). Use `estimate_memory` when you already know the setup fields and
 want per-GPU memory, communication and step time for every strategy. Use `simulate_memory` to
 confirm one strategy's exact per-GPU peak for a catalog model (slower; cached). Use
-`search_knowledge` to find what the forum and docs say about a topic. GiB = 2^30 bytes."""
+`search_knowledge` to find what the forum and docs say about a topic. GiB = 2^30 bytes.
+Arguments are strictly typed (no true for a number, no "yes" for a boolean); errors are short."""
+
+MAX_QUESTION_CHARS = 20_000
+MAX_HISTORY_TURNS = 50
+MAX_QUERY_CHARS = 2_000
+MAX_ERROR_CHARS = 200  # a tool error never echoes a huge input back
+LIMITS_TEXT = (f"Limits: names (model, gpu) up to {MAX_NAME_CHARS} characters, numbers finite and within the "
+               f"ranges in the schema; an error message is at most {MAX_ERROR_CHARS} characters.")
+INSTRUCTIONS += "\n" + LIMITS_TEXT + (f" Questions up to {MAX_QUESTION_CHARS:,} characters with up to "
+                                      f"{MAX_HISTORY_TURNS} earlier turns; search queries up to {MAX_QUERY_CHARS:,}.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,7 +106,7 @@ class KnowledgeResults(BaseModel):
 
 class Turn(BaseModel):
     role: Literal["user", "assistant"]
-    content: str = Field(max_length=20_000)
+    content: str = Field(max_length=MAX_QUESTION_CHARS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,7 +137,6 @@ def _default_ask(question: str, history=None) -> Answer:
 
 def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_fn=None):
     """The MCPServer with the four tools; each ``*_fn`` defaults to the real implementation."""
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
@@ -135,44 +146,12 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
     estimate_fn = estimate_fn or _default_estimate
     simulate_fn = simulate_fn or _default_simulate
     search_fn = search_fn or _default_search
-    server = MCPServer("shardwise", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _server_class()("shardwise", instructions=INSTRUCTIONS, log_level="WARNING")
     setup_fields = set(TrainingSetup.model_fields)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    @server.tool(title="Per-GPU memory for every strategy", annotations=read_only, description=(
-        "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "
-        "and the largest micro-batch that fits), communication per step and step time for EVERY "
-        "strategy (ddp, fsdp_shard_grad_op, fsdp_full_shard, fsdp_hybrid_shard, "
-        "fsdp_full_shard_offload) from setup fields. Needs the model size (model name or params_b), "
-        "the GPU (gpu name or gpu_memory_gb) and gpu_count (or nodes and gpus_per_node); other fields "
-        "default (bf16-mixed, adamw, full fine-tune, seq_len 2048, micro_batch 1) and are listed in "
-        "`assumed`. Instant; a formula, not a measurement."))
-    def estimate_memory(
-        model: Annotated[str | None, Field(description="Catalog model name, e.g. 'Llama-2-7B', "
-                                                       "'Qwen2.5-14B', 'GPT-2', or a size like '7b'.")] = None,
-        params_b: Annotated[float | None, Field(description="Parameters in billions (if no model name).",
-                                                gt=0)] = None,
-        gpu: Annotated[str | None, Field(description="GPU name, e.g. 'A100 40GB', 'H100', 'RTX 4090'.")] = None,
-        gpu_memory_gb: Annotated[float | None, Field(description="Memory per GPU in GB (if no gpu name).",
-                                                     gt=0)] = None,
-        gpu_count: Annotated[int | None, Field(description="Total GPUs.", ge=1)] = None,
-        gpus_per_node: Annotated[int | None, Field(ge=1)] = None,
-        nodes: Annotated[int | None, Field(ge=1)] = None,
-        intra_node_link: Literal["nvlink", "pcie"] | None = None,
-        inter_node_link: Literal["infiniband", "ethernet", "none"] | None = None,
-        inter_node_gbps: Annotated[float | None, Field(description="Per-GPU inter-node bandwidth, Gb/s.",
-                                                       gt=0)] = None,
-        precision: Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"] | None = None,
-        optimizer: Literal["adamw", "sgd", "adam8bit"] | None = None,
-        finetune: Literal["full", "lora", "qlora"] | None = None,
-        seq_len: Annotated[int | None, Field(ge=1)] = None,
-        micro_batch: Annotated[int | None, Field(description="Per-GPU micro-batch.", ge=1)] = None,
-        activation_checkpointing: bool | None = None,
-        cpu_ram_gb: Annotated[float | None, Field(description="Host RAM per node, GB (for CPU offload).",
-                                                  gt=0)] = None,
-        lora_rank: Annotated[int | None, Field(ge=1)] = None,
-    ) -> MemoryReport:
-        fields = {k: v for k, v in locals().items() if k in setup_fields and v is not None}
+    def estimate_memory(**fields) -> MemoryReport:
+        fields = {k: v for k, v in fields.items() if k in setup_fields and v is not None}
         try:
             est = estimate_fn(TrainingSetup(**fields))
         except SetupError as err:
@@ -185,6 +164,22 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
             step_seconds=dict(est.time), numbers=est.numbers(), inputs=est.inputs,
         )
 
+    # The arguments are TrainingSetup's own fields, described once in bot.fields (units, ranges,
+    # strict types, length limits): nothing here re-declares them.
+    estimate_memory.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                           annotation=Annotated[annotation, info])
+         for name, (annotation, info) in tool_fields().items()],
+        return_annotation=MemoryReport)
+    server.tool(title="Per-GPU memory for every strategy", annotations=read_only, description=(
+        "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "
+        "and the largest micro-batch that fits), communication per step and step time for EVERY "
+        "strategy (ddp, fsdp_shard_grad_op, fsdp_full_shard, fsdp_hybrid_shard, "
+        "fsdp_full_shard_offload) from setup fields. Needs the model size (model name or params_b), "
+        "the GPU (gpu name or gpu_memory_gb) and gpu_count (or nodes and gpus_per_node); other fields "
+        "default (bf16-mixed, adamw, full fine-tune, seq_len 2048, micro_batch 1) and are listed in "
+        "`assumed`. Instant; a formula, not a measurement. " + LIMITS_TEXT))(estimate_memory)
+
     @server.tool(title="Simulate one strategy's exact per-GPU peak", description=(
         "Measure the exact per-GPU peak memory of one training step (forward, backward, optimizer "
         "step) for a catalog model under one strategy, by running the real PyTorch DDP/FSDP2 code on "
@@ -193,14 +188,15 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
     def simulate_memory(
         model: Annotated[str, Field(description="Catalog model name ('Llama-2-7B', 'GPT-2', 'tiny', ...) "
                                                 "or a size like '7b'.", min_length=1, max_length=100)],
-        gpu_count: Annotated[int, Field(description="World size (total GPUs).", ge=1, le=65_536)],
+        gpu_count: Annotated[int, Field(description="World size (total GPUs).", ge=1, le=65_536, strict=True)],
         strategy: StrategyName,
         gpus_per_node: Annotated[int | None, Field(description="HSDP only: GPUs per node (shard group).",
-                                                   ge=1)] = None,
-        seq_len: Annotated[int, Field(ge=1)] = 2048,
-        micro_batch: Annotated[int, Field(ge=1)] = 1,
+                                                   ge=1, le=64, strict=True)] = None,
+        seq_len: Annotated[int, Field(description=describe("seq_len"), ge=1, le=1 << 20, strict=True)] = 2048,
+        micro_batch: Annotated[int, Field(description=describe("micro_batch"), ge=1, le=4096, strict=True)] = 1,
         precision: Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"] = "bf16-mixed",
-        activation_checkpointing: bool = False,
+        activation_checkpointing: Annotated[bool, Field(description=describe("activation_checkpointing"),
+                                                        strict=True)] = False,
         optimizer: Literal["adamw", "sgd"] = "adamw",
     ) -> SimulationReport:
         from bot.bench.simulate import SimConfig, SimError
@@ -223,8 +219,9 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
         "and docs written for this project (FSDP2, DDP, HSDP, offload, memory math), in English or "
         "Chinese. Returns the best entries with their source URLs and text to quote."))
     def search_knowledge(
-        query: Annotated[str, Field(description="What to look for, English or Chinese.", max_length=2000)],
-        k: Annotated[int, Field(description="How many entries to return.", ge=1, le=20)] = 5,
+        query: Annotated[str, Field(description="What to look for, English or Chinese.",
+                                    max_length=MAX_QUERY_CHARS)],
+        k: Annotated[int, Field(description="How many entries to return.", ge=1, le=20, strict=True)] = 5,
         kinds: Annotated[list[Literal["forum", "doc"]] | None,
                          Field(description="Restrict to forum answers or docs; default both.")] = None,
     ) -> KnowledgeResults:
@@ -240,16 +237,50 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
         "figure as flat numbers, citations (forum/doc/calc/bench), follow-up questions and the answer "
         "as markdown with [n] markers. Pass earlier turns in `history` for follow-ups."))
     def ask_tool(
-        question: Annotated[str, Field(description="The question, English or Chinese.", max_length=20_000)],
+        question: Annotated[str, Field(description="The question, English or Chinese.",
+                                       max_length=MAX_QUESTION_CHARS)],
         history: Annotated[list[Turn] | None,
                            Field(description="Earlier turns of this conversation, oldest first.",
-                                 max_length=50)] = None,
+                                 max_length=MAX_HISTORY_TURNS)] = None,
     ) -> Answer:
         turns = [t.model_dump() for t in history] if history else None
         return ask_fn(question, history=turns)
 
     _reject_unknown_arguments(server)
     return server
+
+
+def short_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """One line of at most ``limit`` characters (a 1 MB argument must not come back as a 1 MB error)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _validation_summary(err) -> str:
+    # field and reason only: the rejected values are the caller's data, maybe huge
+    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors(include_input=False)]
+    return "invalid arguments: " + "; ".join(parts)
+
+
+def _server_class():
+    """MCPServer whose tool errors are short: validation errors name the field and the rule, every
+    message is cut to ``MAX_ERROR_CHARS`` (the SDK would echo the input)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class ShardwiseMCPServer(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise
+            except ToolError as err:
+                cause = err.__cause__
+                text = _validation_summary(cause) if isinstance(cause, ValidationError) else str(err)
+                raise ToolError(short_error(text)) from cause
+
+    return ShardwiseMCPServer
 
 
 def _reject_unknown_arguments(server) -> None:
@@ -268,14 +299,10 @@ def _reject_unknown_arguments(server) -> None:
 @click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port (endpoint /mcp).")
 def mcp_command(use_http: bool, host: str, port: int) -> None:
     """Serve estimate_memory, simulate_memory, search_knowledge and ask over MCP (stdio by default)."""
-    try:
-        import torch
+    from bot.env import configure_runtime
 
-        torch.set_num_threads(1)  # a tool call should not take every core from the agent's machine
-    except ImportError:  # pragma: no cover
-        pass
-    # stdout is the protocol channel in stdio mode: every log line goes to stderr.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # stdout is the protocol channel in stdio mode: configure_runtime logs to stderr only.
+    configure_runtime(threads=1, level=logging.WARNING)
     server = build_mcp_server()
     if use_http:
         click.echo(f"shardwise MCP: streamable HTTP on http://{host}:{port}/mcp", err=True)

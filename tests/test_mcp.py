@@ -84,8 +84,8 @@ def test_estimate_memory_matches_the_calculator_for_every_strategy():
 
 @pytest.mark.parametrize("tool, arguments, message", [
     ("estimate_memory", {"model": "Llama-2-7B", "gpu": "A100 40GB"}, "number of GPUs unknown"),
-    ("estimate_memory", {"params_b": -3, "gpu_memory_gb": 40, "gpu_count": 8}, "greater than 0"),
-    ("estimate_memory", {"params_b": 1e9, "gpu_memory_gb": 40, "gpu_count": 8}, "plausible range"),
+    ("estimate_memory", {"params_b": -3, "gpu_memory_gb": 40, "gpu_count": 8}, "greater than or equal to 0.001"),
+    ("estimate_memory", {"params_b": 1e9, "gpu_memory_gb": 40, "gpu_count": 8}, "less than or equal to 100000"),
     ("estimate_memory", {"model": "Llama-2-7B", "gpu": "A100 40GB", "gpu_count": 8, "params_b": 70},
      "contradicts"),
     ("estimate_memory", {"model": "no-such-model-xyz", "gpu_memory_gb": 40, "gpu_count": 2}, "unknown model"),
@@ -223,3 +223,70 @@ def test_streamable_http_server_on_localhost():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas from TrainingSetup, strict types, bounded errors (issue 17 defect 7; issue 15)
+def _listed_tools():
+    async def listing():
+        async with Client(build_mcp_server()) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    return run(listing)
+
+
+def test_estimate_memory_schema_is_generated_from_training_setup():
+    from bot.fields import FIELD_DOCS
+    from bot.setup import TrainingSetup
+
+    schema = _listed_tools()["estimate_memory"].input_schema
+    assert set(schema["properties"]) == set(TrainingSetup.model_fields)
+    for name, prop in schema["properties"].items():
+        assert prop.get("description", "").startswith(FIELD_DOCS[name][0]), name
+    assert "one NODE" in schema["properties"]["inter_node_gbps"]["description"]  # the calculator's meaning
+    assert "Gb/s" in schema["properties"]["inter_node_gbps"]["description"]
+    model = schema["properties"]["model"]["anyOf"][0]
+    assert model["maxLength"] == 200
+    assert schema["properties"]["gpu_count"]["anyOf"][0]["maximum"] == 100_000
+
+
+def test_limits_are_stated_in_the_schemas_and_instructions():
+    tools = _listed_tools()
+    assert "at most 200 characters" in tools["estimate_memory"].description
+    ask_schema = tools["ask"].input_schema["properties"]
+    assert ask_schema["question"]["maxLength"] == 20_000 and ask_schema["history"]["anyOf"][0]["maxItems"] == 50
+    from bot.mcp_server import INSTRUCTIONS
+
+    assert "20,000" in INSTRUCTIONS and "strictly typed" in INSTRUCTIONS
+
+
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("estimate_memory", {"params_b": 7, "gpu_memory_gb": 40, "gpu_count": True}, "gpu_count: Input should be a valid integer"),
+    ("estimate_memory", {"params_b": 7, "gpu_memory_gb": 40, "gpu_count": 8, "activation_checkpointing": "yes"},
+     "activation_checkpointing: Input should be a valid boolean"),
+    ("estimate_memory", {"params_b": 7, "gpu_memory_gb": 40, "gpu_count": 8.5}, "gpu_count"),
+    ("simulate_memory", {"model": "GPT-2", "gpu_count": True, "strategy": "ddp"}, "gpu_count"),
+    ("search_knowledge", {"query": "fsdp", "k": False}, "k: Input should be a valid integer"),
+])
+def test_loose_types_are_rejected(tool, arguments, message):
+    assert message in error_text(call(tool, arguments))
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("estimate_memory", {"model": "M" * 1_000_000, "gpu_memory_gb": 40, "gpu_count": 8}),
+    ("estimate_memory", {"gpu": "G" * 5000, "params_b": 7, "gpu_count": 8}),
+    ("estimate_memory", {"model": "no-such-model-" + "z" * 150, "gpu_memory_gb": 40, "gpu_count": 2}),
+    ("ask", {"question": "Q" * 30_000}),
+    ("search_knowledge", {"query": "q" * 10_000}),
+    ("estimate_memory", {"params_b": "x" * 100_000, "gpu": "y" * 100_000, "gpu_count": "z" * 100_000}),
+])
+def test_errors_never_echo_huge_input(tool, arguments):
+    text = error_text(call(tool, arguments))
+    assert len(text) <= 200, len(text)
+    assert "MMMMMMMMMMMMMMMMMMMM" not in text and "QQQQQQQQQQQQQQQQQQQQ" not in text
+
+
+def test_every_setup_field_has_a_description():
+    from bot.fields import tool_fields
+
+    assert tool_fields()  # raises KeyError naming a TrainingSetup field without FIELD_DOCS
