@@ -131,7 +131,7 @@ def test_large_totals_are_not_cut_off_in_an_80_column_table():
     result = run("--model", "llama3.1-70b", "--gpu", "h100", "--gpus", "64", "--inter-node", "infiniband:400")
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
-    assert re.search(r"ddp(\s+[\d.]+){5}\s+15\d\d\s+no", result.stdout), result.stdout
+    assert re.search(r"ddp(\s+[\d.]+){5}\s+15\d\d\s+1[56]\d\d\s+no", result.stdout), result.stdout
 
 
 def test_offload_that_fits_the_gpu_but_not_host_ram_says_why():
@@ -145,3 +145,36 @@ def test_nan_and_uneven_per_node_split_get_clear_messages():
     assert result.exit_code == 2 and "params_b: is not a number" in result.stderr
     result = run(*BASE, "--gpus-per-node", "3")
     assert result.exit_code == 2 and "nodes of 3 GPUs" in result.stderr
+
+
+def test_run_option_flags_reach_the_setup_and_the_tables():
+    result = run(*BASE, "--optimizer-impl", "fused", "--ddp-bucket-view", "--checkpointing-policy", "every_k",
+                 "--checkpoint-every", "4", "--compile", "--loss-impl", "chunked", "--grad-accum-steps", "8",
+                 "--float8", "--gpu", "h100", "--norm-impl", "fused", "--mfu", "0.45", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    setup = data["setup"]
+    assert (setup["optimizer_impl"], setup["ddp_bucket_view"], setup["checkpointing_policy"],
+            setup["checkpoint_every"], setup["torch_compile"], setup["loss_impl"], setup["grad_accum_steps"],
+            setup["float8"], setup["mfu"]) == ("fused", True, "every_k", 4, True, "chunked", 8, True, 0.45)
+    assert setup["activation_checkpointing"] is True
+    for s in TRAINING_STRATEGIES:
+        assert data[f"memory.{s}.reserved_gib"] >= data[f"memory.{s}.total_gib"]
+        assert data[f"time.{s}.tokens_per_s_per_gpu"] > 0 and 0 < data[f"time.{s}.mfu"] < 1
+    tables = run(*BASE, "--compile", "--grad-accum-steps", "4")
+    assert tables.exit_code == 0 and "tok/s/GPU" in tables.stdout and "resvd" in tables.stdout
+    assert "global batch 32" in tables.stdout
+
+
+def test_contradictory_run_options_exit_2():
+    result = run(*BASE, "--checkpoint-every", "2", "--checkpointing-policy", "full")
+    assert result.exit_code == 2 and "checkpoint_every" in result.stderr
+    result = run(*BASE, "--float8")  # A100: no float8 tensor cores
+    assert result.exit_code == 2 and "float8" in result.stderr
+
+
+def test_several_nodes_without_a_link_exit_2_not_a_traceback():
+    result = run("--model", "llama2-7b", "--gpu", "a100", "--nodes", "2", "--gpus-per-node", "8",
+                 "--inter-node", "none")
+    assert result.exit_code == 2 and "inter_node_link: 2 nodes need a link" in result.stderr
+    assert "Traceback" not in result.output

@@ -66,10 +66,29 @@ def _fail(problems: list[Problem]) -> None:
 @click.option("--inter-node", help="Link between nodes: infiniband[:Gbps], ethernet[:Gbps] or none "
                                    "(Gbps = one node's total NIC speed, e.g. ethernet:25).")
 @click.option("--cpu-ram-gb", type=float, help="Host RAM per node in GB (checked for CPU offload).")
+@click.option("--optimizer-impl", type=click.Choice(["foreach", "fused", "forloop"]),
+              help="torch.optim implementation (default foreach, PyTorch's CUDA default).")
+@click.option("--ddp-bucket-view/--no-ddp-bucket-view", default=None,
+              help="DDP gradient_as_bucket_view (default off, as in PyTorch).")
+@click.option("--checkpointing-policy", type=click.Choice(["full", "every_k", "selective_op"]),
+              help="Which blocks/ops are checkpointed (implies --activation-checkpointing; default full).")
+@click.option("--checkpoint-every", type=int, help="k for every_k: checkpoint every k-th block (default 2).")
+@click.option("--compile/--no-compile", "torch_compile", default=None, help="torch.compile the model (default off).")
+@click.option("--loss-impl", type=click.Choice(["standard", "fused", "chunked"]),
+              help="Cross-entropy over the logits: standard (default), fused kernel, or chunked.")
+@click.option("--grad-accum-steps", type=int, help="Gradient accumulation steps (default 1).")
+@click.option("--lora-targets", type=click.Choice(["attention", "all_linear"]),
+              help="LoRA target modules (default attention: q,k,v,o).")
+@click.option("--base-dtype", type=click.Choice(["fp32", "bf16", "nf4"]),
+              help="Frozen base weights under LoRA (default: compute dtype; nf4 for QLoRA).")
+@click.option("--float8/--no-float8", default=None, help="torchao float8 linears and all-gathers (default off).")
+@click.option("--norm-impl", type=click.Choice(["eager", "fused"]), help="RMSNorm/LayerNorm kernel (default eager).")
+@click.option("--mfu", type=float, help="Model FLOPs utilisation to assume (0-1); default: calibrated per GPU.")
 @click.option("--json", "as_json", is_flag=True, help="Print a flat JSON object instead of tables.")
 def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, seq_len, micro_batch,
          precision, optimizer, finetune, lora_rank, activation_checkpointing, intra_node, inter_node,
-         cpu_ram_gb, as_json):
+         cpu_ram_gb, optimizer_impl, ddp_bucket_view, checkpointing_policy, checkpoint_every, torch_compile,
+         loss_impl, grad_accum_steps, lora_targets, base_dtype, float8, norm_impl, mfu, as_json):
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
 
     Example: shardwise calc --model llama2-7b --gpu a100-80gb --gpus 8
@@ -84,6 +103,10 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
         precision=precision, optimizer=optimizer, finetune=finetune, lora_rank=lora_rank,
         activation_checkpointing=activation_checkpointing, intra_node_link=intra_node,
         inter_node_link=inter_link, inter_node_gbps=inter_gbps, cpu_ram_gb=cpu_ram_gb,
+        optimizer_impl=optimizer_impl, ddp_bucket_view=ddp_bucket_view, checkpointing_policy=checkpointing_policy,
+        checkpoint_every=checkpoint_every, torch_compile=torch_compile, loss_impl=loss_impl,
+        grad_accum_steps=grad_accum_steps, lora_targets=lora_targets, base_dtype=base_dtype, float8=float8,
+        norm_impl=norm_impl, mfu=mfu,
     )
     problems += check_setup(setup)
     if problems:
@@ -101,14 +124,15 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
         data = dict(est.numbers())
         data["setup"] = est.resolved.setup.model_dump()
         data["assumed"] = list(est.resolved.assumed)
+        data["not_modelled"] = list(est.not_modelled)
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     _print_tables(est)
 
 
 def _gib(value: float) -> str:
-    # 4-digit GiB figures drop the decimal so the memory table still fits 80 columns
-    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+    # 3- and 4-digit GiB figures drop the decimal so the memory table still fits 80 columns
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
 def _print_tables(est) -> None:
@@ -124,22 +148,26 @@ def _print_tables(est) -> None:
         f"[bold]{inp['model']}[/] ({inp['params_b']:.2f}B params, {inp['trainable_params'] / 1e9:.3g}B trainable) "
         f"on {inp['gpu_count']} x {gpu} ({nodes}); {inp['precision']}, {inp['optimizer']}, "
         f"{inp['finetune']}, seq {inp['seq_len']}, micro-batch {inp['micro_batch']}"
-        f"{', activation checkpointing' if inp['activation_checkpointing'] else ''}")
+        f"{_ckpt(inp)}{_options(inp)}")
     if inp["assumed"]:
         console.print(f"[dim]assumed (not stated): {', '.join(inp['assumed'])}[/]")
 
-    table = Table(title="Per-GPU peak memory (GiB)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("strategy", "params", "grads", "optim", "activ", "buffer", "total", "fits", "max_mb"):
+    table = Table(title="Per-GPU peak memory (GiB)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  padding=(0, 1), collapse_padding=True, show_edge=False)
+    for col in ("strategy", "param", "grad", "optim", "activ", "buf", "alloc", "resvd", "fits", "maxmb"):
         table.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True,
                          min_width=len(col))
     for s in TRAINING_STRATEGIES:
         m = est.memory[s]
         fits = "[green]yes[/]" if m.fits else "[red]no[/]"
         table.add_row(SHORT[s], *(_gib(v) for v in (m.params_gib, m.grads_gib, m.optimizer_gib,
-                                                     m.activations_gib, m.buffers_gib, m.total_gib)),
+                                                     m.activations_gib, m.buffers_gib, m.total_gib,
+                                                     m.reserved_gib)),
                       fits, str(m.max_micro_batch))
     console.print(table)
     offload = est.memory["fsdp_full_shard_offload"]
+    console.print("[dim]alloc = peak allocated; resvd = what PyTorch's caching allocator reserves "
+                  f"({inp['reserved_model']}); fits = resvd <= usable[/]")
     console.print(f"[dim]usable per GPU: {offload.usable_gib:.1f} GiB (capacity minus {inp['headroom']}); "
                   f"CPU offload needs {offload.host_ram_gib:.1f} GiB host RAM per node[/]")
     cpu_ram = est.resolved.setup.cpu_ram_gb
@@ -150,16 +178,56 @@ def _print_tables(est) -> None:
 
     table = Table(title="Communication and step time (per GPU, per step)", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("strategy", "comm GB", "comm s", "vs DDP", "step s"):
+    for col in ("strategy", "comm GB", "comm s", "vs DDP", "step s", "tok/s/GPU", "MFU"):
         table.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True,
                          min_width=len(col))
     for s in TRAINING_STRATEGIES:
         c = est.comm[s]
+        speed = est.throughput[s]
         table.add_row(SHORT[s], f"{c.gb_per_step:.2f}", f"{c.seconds_per_step:.3f}", f"{c.vs_ddp:.2f}x",
-                      f"{est.time[s]:.3f}")
+                      f"{est.time[s]:.3f}", f"{speed.tokens_per_s_per_gpu:,.0f}", f"{speed.mfu:.0%}")
     console.print(table)
-    console.print(f"[dim]compute {inp['compute_seconds']:.3f} s per micro-batch at {inp['mfu']:.0%} MFU of "
+    if inp["mfu_source"] == "stated":
+        rate = f"the stated {inp['mfu']:.0%} MFU"
+    elif inp["hfu"]:
+        rate = f"{inp['hfu']:.0%} hardware FLOPs utilisation (calibrated on published runs)"
+    else:
+        rate = f"{inp['mfu']:.0%} utilisation (no published runs for this GPU)"
+    console.print(f"[dim]compute {inp['compute_seconds']:.3f} s per micro-batch at {rate} of "
                   f"{inp['peak_tflops']:g} TFLOP/s{' (assumed)' if inp['peak_tflops_assumed'] else ''}; "
                   f"bus bandwidth intra {inp['intra_bus_gb_s']:g} GB/s"
                   + (f", inter-node {inp['node_nic_bus_gb_s']:g} GB/s per node" if inp["nodes"] > 1 else "")
                   + "; formulas and sources: docs/calc.md[/]")
+    for note in est.not_modelled:
+        console.print(f"[yellow]not modelled: {note}[/]")
+
+
+def _ckpt(inp: dict) -> str:
+    if not inp["activation_checkpointing"]:
+        return ""
+    policy = inp.get("checkpointing_policy") or "full"
+    if policy == "every_k":
+        return f", checkpointing every {inp['checkpoint_every']} blocks"
+    return ", selective-op checkpointing" if policy == "selective_op" else ", activation checkpointing"
+
+
+def _options(inp: dict) -> str:
+    """The run options that differ from PyTorch's defaults, for the header line."""
+    parts = []
+    if inp.get("optimizer_impl") not in (None, "foreach"):
+        parts.append(f"{inp['optimizer_impl']} {inp['optimizer']}")
+    if inp.get("ddp_bucket_view"):
+        parts.append("DDP bucket view")
+    if inp.get("torch_compile"):
+        parts.append("torch.compile")
+    if inp.get("loss_impl") not in (None, "standard"):
+        parts.append(f"{inp['loss_impl']} loss")
+    if inp.get("grad_accum_steps", 1) > 1:
+        parts.append(f"grad accumulation {inp['grad_accum_steps']} (global batch {inp['global_batch']})")
+    if inp.get("float8"):
+        parts.append("float8")
+    if inp.get("norm_impl") == "fused":
+        parts.append("fused norm")
+    if inp.get("finetune") != "full" and inp.get("lora_targets"):
+        parts.append(f"LoRA on {inp['lora_targets'].replace('_', ' ')}, base {inp['base_dtype']}")
+    return "".join(f", {p}" for p in parts)
