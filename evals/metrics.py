@@ -178,6 +178,11 @@ SETUP_TOLERANCE = 0.02  # a number read from text matches within 2% (7B vs 6.74B
 def _same_value(want: Any, got: Any) -> bool:
     if isinstance(want, bool) or isinstance(got, bool):
         return want is got or (isinstance(want, bool) and isinstance(got, bool) and want == got)
+    # [low, high]: an inclusive range, for values a source states loosely ("13B" for 13.9B, an
+    # "80G" card that a CUDA log reports as 79.35 GiB).
+    if (isinstance(want, list | tuple) and len(want) == 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in want)):
+        return isinstance(got, int | float) and want[0] <= got <= want[1]
     if isinstance(want, int | float) and isinstance(got, int | float):
         return abs(got - want) <= SETUP_TOLERANCE * max(abs(want), 1e-9)
     if isinstance(want, str) and isinstance(got, str):
