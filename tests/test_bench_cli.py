@@ -57,7 +57,7 @@ def test_import_rejects_a_bad_file_and_exits_nonzero(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "shardwise.bench.result/1"}')
     out = CliRunner().invoke(main, ["bench", "import", str(bad)])
-    assert out.exit_code == 1 and "no content hash" in out.output
+    assert out.exit_code == 2 and "no content hash" in out.output  # a bad value, like calc and search
 
 
 def test_gpt2_default_seq_len_is_capped_at_its_position_table(tmp_path):

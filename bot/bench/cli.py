@@ -14,13 +14,26 @@ import click
 STRATEGY_HELP = "comma-separated: ddp, fsdp_full_shard, fsdp_shard_grad_op, fsdp_hybrid_shard, fsdp_full_shard_offload, or all"
 
 
-def _strategies(text: str) -> tuple[str, ...]:
+def _strategies(text: str, option: str = "--strategies") -> tuple[str, ...]:
+    """The strategy list of an option; empty or unknown names are a usage error (exit 2)."""
     from bot.bench.simulate import STRATEGIES
 
     names = tuple(s.strip() for s in text.split(",") if s.strip())
     if names == ("all",):
         return STRATEGIES
+    if not names:
+        raise click.BadParameter("give at least one strategy (" + STRATEGY_HELP + ")", param_hint=option)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown:
+        raise click.BadParameter(f"unknown strategy {', '.join(map(repr, unknown))}; "
+                                 f"choose from {', '.join(STRATEGIES)} or all", param_hint=option)
     return names
+
+
+def _bad_value(err: Exception) -> click.UsageError:
+    """A refused value: exit 2 with the reason, as ``calc`` and ``search`` do (1 means it failed
+    while running)."""
+    return click.UsageError(str(err).split("\n", 1)[0])
 
 
 DEFAULT_SEQ_LEN = 2048
@@ -81,10 +94,14 @@ def simulate(model, gpu_count, strategy, gpus_per_node, seq_len, micro_batch, pr
 
     outputs = []
     seq_len = _seq_len(model, seq_len)
-    for name in _strategies(strategy):
+    for name in _strategies(strategy, "--strategy"):
         cfg = SimConfig(model=model, gpu_count=gpu_count, strategy=name, gpus_per_node=gpus_per_node,
                         seq_len=seq_len, micro_batch=micro_batch, precision=precision,
                         activation_checkpointing=activation_checkpointing, optimizer=optimizer)
+        try:
+            cfg.normalized()  # a refused config is a bad value (exit 2), checked before anything runs
+        except SimError as err:
+            raise _bad_value(err) from None
         try:
             with _progress(not as_json and sys.stderr.isatty()) as progress:
                 run_id, result = simulate_cached(cfg, force=force, progress=progress)
@@ -120,17 +137,22 @@ def _print_sim(run_id: str, r) -> None:
 @click.option("--precision", default=None, type=click.Choice(["bf16-mixed", "fp16-mixed", "bf16", "fp32"]),
               help="default: bf16-mixed on GPU, fp32 on CPU")
 @click.option("--activation-checkpointing", is_flag=True)
-@click.option("--timeout", type=float, default=600, show_default=True, help="seconds per strategy")
+@click.option("--timeout", type=click.FloatRange(min=1, max=7 * 24 * 3600), default=600, show_default=True,
+              help="seconds per strategy")
 @click.option("--force", is_flag=True, help="run again even if the store has this config")
 @click.option("--json", "as_json", is_flag=True)
 def run_command(model, strategies, nproc, steps, warmup, seq_len, micro_batch, precision,
                 activation_checkpointing, timeout, force, as_json) -> None:
     """Really train with torchrun (gloo on CPU, NCCL on GPUs) and compare strategies."""
-    from bot.bench.run import BenchError, RunConfig, run_benchmark
+    from bot.bench.run import BenchError, RunConfig, check_config, run_benchmark
 
     cfg = RunConfig(model=model, strategies=_strategies(strategies), nproc=nproc, steps=steps,
                     warmup=warmup, seq_len=seq_len, micro_batch=micro_batch, precision=precision,
                     activation_checkpointing=activation_checkpointing, timeout=timeout)
+    try:
+        check_config(cfg)
+    except BenchError as err:
+        raise _bad_value(err) from None
     try:
         with _progress(not as_json and sys.stderr.isatty()) as progress:
             report = run_benchmark(cfg, force=force, progress=progress)
@@ -174,9 +196,15 @@ def script(model, strategies, nodes, gpus_per_node, steps, seq_len, micro_batch,
     cfg = ScriptConfig(model=model, strategies=_strategies(strategies), nodes=nodes,
                        gpus_per_node=gpus_per_node, steps=steps, seq_len=_seq_len(model, seq_len), micro_batch=micro_batch,
                        precision=precision, activation_checkpointing=activation_checkpointing, python=python)
+    from bot.bench.script import check_script_config
+
+    try:
+        check_script_config(cfg)
+    except ValueError as err:
+        raise _bad_value(err) from None
     try:
         paths = write_scripts(cfg, out_dir)
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         raise click.ClickException(str(err)) from None
     for path in paths:
         click.echo(f"wrote {path}")
@@ -199,7 +227,7 @@ def import_command(files) -> None:
             continue
         click.echo(f"{run_id}  {'already stored' if existed else 'imported'}  {name}")
     if failed:
-        raise SystemExit(1)
+        raise SystemExit(2)  # a rejected file is a bad value, like calc's and search's exit 2
 
 
 @bench.command("list")
@@ -229,7 +257,8 @@ def show(run_id, as_json) -> None:
 
     run = ResultStore().get(run_id.strip())
     if run is None:
-        raise click.ClickException(f"no stored result {run_id!r} (see: shardwise bench list)")
+        raise click.BadParameter(f"no stored result {run_id[:80]!r} (see: shardwise bench list)",
+                                 param_hint="RUN_ID")
     if as_json:
         click.echo(json.dumps(run.to_dict(), indent=1))
         return

@@ -42,6 +42,9 @@ CREATE INDEX IF NOT EXISTS runs_hash ON runs (kind, config_hash, status);
 CREATE INDEX IF NOT EXISTS runs_model ON runs (model, strategy, status);
 """
 KINDS = ("simulate", "run", "import")
+# Deterministic results: one ok row per config hash (a repeat returns the stored id). A real run
+# measured again (``bench run --force``) is a new measurement and gets its own row.
+UPSERT_KINDS = ("simulate", "import")
 STATUSES = ("ok", "failed")
 
 
@@ -128,14 +131,36 @@ class ResultStore:
             raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
         run_id = "run-" + secrets.token_hex(6)
         now = time.time()
+        hash_ = hash_ or config_hash(config)
+        row = (run_id, kind, status, config.get("model"), config.get("strategy"),
+               json.dumps(config, sort_keys=True), hash_, json.dumps(hardware or {}, sort_keys=True),
+               torch_version, started_at or now, finished_at or now, json.dumps(figures, sort_keys=True),
+               error, source)
+        if kind in UPSERT_KINDS and status == "ok":
+            return self._insert_once(row, kind, hash_)
         with self._connect() as db:
-            db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, kind, status, config.get("model"), config.get("strategy"),
-                 json.dumps(config, sort_keys=True), hash_ or config_hash(config),
-                 json.dumps(hardware or {}, sort_keys=True), torch_version, started_at or now,
-                 finished_at or now, json.dumps(figures, sort_keys=True), error, source))
+            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
         return run_id
+
+    def _insert_once(self, row: tuple, kind: str, hash_: str) -> str:
+        """Insert unless an ok row of ``kind`` with this hash exists; returns the row's id. Two
+        processes simulating the same config at once store one row: BEGIN IMMEDIATE takes
+        SQLite's write lock before the check, so check and insert are one step."""
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                found = db.execute("SELECT id FROM runs WHERE kind = ? AND config_hash = ? AND status = 'ok' "
+                                   "ORDER BY finished_at LIMIT 1", (kind, hash_)).fetchone()
+                if found is None:
+                    db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        finally:
+            db.close()
+        return found[0] if found is not None else row[0]
 
     def add_simulation(self, result) -> str:
         """Store a ``SimResult``; the hash covers config, torch version and simulate's method."""

@@ -189,7 +189,14 @@ class _LocalBackend:
     def writer_lock(self) -> Iterator[None]:
         """One writer at a time across processes (a server and a CLI ingest, say)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "w") as handle:
+        path = self.root / ".lock"
+        try:
+            handle = open(path, "w")  # noqa: SIM115  (closed by the with below)
+        except OSError as err:  # a directory, no permission, a read-only disk: say which file
+            reason = "it is a directory" if path.is_dir() else (err.strerror or type(err).__name__)
+            raise IndexUnavailable(f"cannot take the index lock {path} ({reason}); remove or fix it and "
+                                   "run again") from None
+        with handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
