@@ -111,7 +111,8 @@ def evaluate(rows: list[dict]) -> list[dict]:
     """One result per row: predictions, errors, peers, fits verdict (or why inexpressible)."""
     results = []
     for row in rows:
-        out = {"id": row["id"], "fit": row.get("fit", []), "expressible": row["expressible"]}
+        out = {"id": row["id"], "fit": row.get("fit", []), "expressible": row["expressible"],
+               "source_repo": row["source"].get("repo") or row["source"]["url"]}
         if not row["expressible"]:
             out["why_inexpressible"] = row.get("why_inexpressible", "")
             results.append(out)
@@ -203,6 +204,19 @@ def print_report(results: list[dict]) -> None:
         print(f"  predicted 'does not fit' on a published working run: {total['predicted_not_fit'] or 'none'}")
         print(f"  published out-of-memory runs predicted to fit: {total['oom_predicted_fit'] or 'none'}")
         print(f"  inexpressible rows: {len(total['inexpressible'])} {total['inexpressible']}")
+    by_source: dict[str, list[dict]] = {}
+    for r in results:
+        by_source.setdefault(r["source_repo"], []).append(r)
+    print("\nby source (all rows):")
+    for repo, group in by_source.items():
+        total = summary(group)
+        cells = []
+        for metric in ("memory", "throughput"):
+            m = total[metric]
+            if m["rows"]:
+                cells.append(f"{metric} {m['rows']} rows median {m['median_abs_pct']:.1f} % worst "
+                             f"{m['worst_abs_pct']:.1f} %")
+        print(f"  {repo:34} " + ("; ".join(cells) or "no scored rows"))
     peers = {}
     for r in results:
         for name, p in (r.get("memory") or {}).get("peers", {}).items():
