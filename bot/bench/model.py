@@ -1,11 +1,15 @@
 """A plain-torch decoder built from a ``bot.catalog.ModelSpec`` (the shape, not a checkpoint).
 
 Used by simulate (inside ``FakeTensorMode``: no memory is allocated) and by the real benchmark
-worker. Two block kinds cover the catalog:
+worker. Two block kinds cover the dense decoders and Llama-style MoE of the catalog (``supports``
+says which; encoders, T5, latent attention and vision towers are built from their Hugging Face
+config with ``transformers`` instead, see ``bot/bench/hf_model.py``):
 
 - ``llama``: pre-norm RMSNorm, attention with grouped-query K/V heads (GQA) and rotary positions,
   SwiGLU MLP (Llama 2 paper https://arxiv.org/abs/2307.09288 sec. 2.2; GQA
-  https://arxiv.org/abs/2305.13245). Qwen2 adds a bias on q/k/v (``qkv_bias``).
+  https://arxiv.org/abs/2305.13245). Qwen2 adds a bias on q/k/v (``qkv_bias``), Qwen3 and
+  Gemma 3 q/k norms, Gemma 2/3 a second norm after each branch; MoE blocks replace the MLP with
+  routed experts (``MoE``).
 - ``gpt2`` / ``opt``: pre-norm LayerNorm, biased attention, learned positions, GELU (GPT-2) or
   ReLU (OPT) MLP (https://huggingface.co/docs/transformers/model_doc/gpt2, .../opt).
 
@@ -48,20 +52,25 @@ def _rotary(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
 class Attention(nn.Module):
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        h, kv = spec.hidden, spec.kv_dim
-        llama = spec.arch == "llama"
-        qkv_bias = spec.qkv_bias if llama else True
+        h, q_dim, kv = spec.hidden, spec.q_dim, spec.kv_dim
+        qkv_bias = spec.has_attn_bias or spec.qkv_bias
         self.n_heads, self.n_kv_heads, self.head_dim = spec.n_heads, spec.n_kv_heads, spec.head_dim
-        self.rotary = llama
-        self.q = nn.Linear(h, h, bias=qkv_bias)
+        self.rotary = spec.arch == "llama"
+        self.q = nn.Linear(h, q_dim, bias=qkv_bias)
         self.k = nn.Linear(h, kv, bias=qkv_bias)
         self.v = nn.Linear(h, kv, bias=qkv_bias)
-        self.o = nn.Linear(h, h, bias=not llama)
+        self.o = nn.Linear(q_dim, h, bias=spec.has_attn_bias)
+        # Qwen3 / Gemma 3: RMSNorm over each head's q and k before rotary.
+        self.q_norm = RMSNorm(spec.head_dim) if spec.qk_norm else None
+        self.k_norm = RMSNorm(spec.head_dim) if spec.qk_norm else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, _ = x.shape
-        q = self.q(x).view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k(x).view(b, s, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q = self.q(x).view(b, s, self.n_heads, self.head_dim)
+        k = self.k(x).view(b, s, self.n_kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = self.v(x).view(b, s, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if self.rotary:
             positions = torch.arange(s, device=x.device)
@@ -74,18 +83,19 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, width: int | None = None):
         super().__init__()
-        h, i = spec.hidden, spec.intermediate
-        self.swiglu = spec.arch == "llama"
-        if self.swiglu:  # SwiGLU, https://arxiv.org/abs/2002.05202 eq. 6
-            self.gate = nn.Linear(h, i, bias=False)
-            self.up = nn.Linear(h, i, bias=False)
-            self.down = nn.Linear(i, h, bias=False)
+        h, i = spec.hidden, spec.intermediate if width is None else width
+        bias = spec.has_mlp_bias
+        self.swiglu = spec.is_gated
+        if self.swiglu:  # SwiGLU, https://arxiv.org/abs/2002.05202 eq. 6 (GeGLU has the same tensors)
+            self.gate = nn.Linear(h, i, bias=bias)
+            self.up = nn.Linear(h, i, bias=bias)
+            self.down = nn.Linear(i, h, bias=bias)
         else:
-            self.up = nn.Linear(h, i)
-            self.down = nn.Linear(i, h)
-            self.act = nn.GELU(approximate="tanh") if spec.arch == "gpt2" else nn.ReLU()
+            self.up = nn.Linear(h, i, bias=bias)
+            self.down = nn.Linear(i, h, bias=bias)
+            self.act = nn.ReLU() if spec.arch == "opt" else nn.GELU(approximate="tanh")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.swiglu:
@@ -93,16 +103,93 @@ class MLP(nn.Module):
         return self.down(self.act(self.up(x)))
 
 
-class Block(nn.Module):
+class MoE(nn.Module):
+    """Routed experts (Mixtral / Qwen-MoE style) with optional shared experts.
+
+    The experts' weights are stacked (E x out x in) and run as one batched matmul over a
+    perfectly balanced dispatch: each token's top-k copies are laid out as E equal groups of
+    ceil(T k / E) rows. Real routing is data dependent (its group sizes vary step to step), which
+    fake tensors cannot follow; the balanced layout has the same parameters, the same saved
+    activations and FLOPs as a balanced grouped GEMM (the torchtitan/megablocks way), though it
+    does not send each token to the experts its router picked. Shared experts see every token.
+    """
+
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        norm = (lambda: RMSNorm(spec.hidden)) if spec.arch == "llama" else (lambda: nn.LayerNorm(spec.hidden))
-        self.attn_norm, self.attn = norm(), Attention(spec)
-        self.mlp_norm, self.mlp = norm(), MLP(spec)
+        h, mi, e = spec.hidden, spec.moe_intermediate, spec.n_experts
+        self.k, self.n_experts = spec.experts_per_token, e
+        self.router = nn.Linear(h, e, bias=False)
+        self.w_gate = nn.Parameter(torch.empty(e, mi, h))
+        self.w_up = nn.Parameter(torch.empty(e, mi, h))
+        self.w_down = nn.Parameter(torch.empty(e, h, mi))
+        for weight in (self.w_gate, self.w_up, self.w_down):
+            nn.init.normal_(weight, std=0.02)
+        shared = spec.n_shared_experts * mi + spec.shared_expert_intermediate
+        self.shared = MLP(spec, shared) if shared else None
+        self.shared_gate = nn.Linear(h, 1, bias=False) if spec.shared_expert_intermediate else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.attn_norm(x))
-        return x + self.mlp(self.mlp_norm(x))
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        tokens = flat.shape[0]
+        probs = F.softmax(self.router(flat).float(), dim=-1)
+        weights, _ = torch.topk(probs, self.k, dim=-1)  # (T, k)
+        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
+        rows = tokens * self.k
+        per_expert = -(-rows // self.n_experts)
+        dispatched = flat.repeat_interleave(self.k, dim=0)
+        if per_expert * self.n_experts != rows:
+            dispatched = F.pad(dispatched, (0, 0, 0, per_expert * self.n_experts - rows))
+        grouped = dispatched.view(self.n_experts, per_expert, -1)
+        hidden = F.silu(torch.bmm(grouped, self.w_gate.transpose(1, 2))) * torch.bmm(grouped, self.w_up.transpose(1, 2))
+        out = torch.bmm(hidden, self.w_down.transpose(1, 2)).reshape(-1, shape[-1])[:rows]
+        out = (out.view(tokens, self.k, -1) * weights[..., None]).sum(1)
+        if self.shared is not None:
+            shared = self.shared(flat)
+            if self.shared_gate is not None:
+                shared = torch.sigmoid(self.shared_gate(flat)) * shared
+            out = out + shared
+        return out.view(shape)
+
+
+def _norm(spec: ModelSpec, dim: int | None = None) -> nn.Module:
+    dim = dim or spec.hidden
+    if spec.arch in ("llama", "t5"):
+        return RMSNorm(dim)
+    return nn.LayerNorm(dim, bias=spec.has_norm_bias)
+
+
+class Block(nn.Module):
+    def __init__(self, spec: ModelSpec, dense: bool = True):
+        super().__init__()
+        self.attn_norm, self.attn = _norm(spec), Attention(spec)
+        self.mlp_norm, self.mlp = _norm(spec), (MLP(spec) if dense else MoE(spec))
+        # Gemma 2/3: a second norm on each branch's output ("sandwich" norms).
+        sandwich = spec.norms_per_layer == 4
+        self.post_attn_norm = _norm(spec) if sandwich else None
+        self.post_mlp_norm = _norm(spec) if sandwich else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.attn(self.attn_norm(x))
+        x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
+        m = self.mlp(self.mlp_norm(x))
+        return x + (self.post_mlp_norm(m) if self.post_mlp_norm is not None else m)
+
+
+def supports(spec: ModelSpec) -> str | None:
+    """None when ``build_model`` can build ``spec`` exactly; otherwise why not (then simulate
+    builds the real ``transformers`` model from the spec's config instead)."""
+    if spec.declared_params is not None:
+        return "approximate entry: no architecture to build"
+    if spec.kind in ("encoder", "encoder_decoder"):
+        return f"{spec.kind} models are built with transformers"
+    if spec.uses_mla:
+        return "multi-head latent attention is built with transformers"
+    if spec.extra_params:
+        return "vision towers are built with transformers"
+    if spec.norms_per_layer not in (2, 4):
+        return f"{spec.norms_per_layer} norms per block"
+    return None
 
 
 class Decoder(nn.Module):
@@ -113,19 +200,18 @@ class Decoder(nn.Module):
         self.spec = spec
         self.checkpoint_blocks = False
         self.embed = nn.Embedding(spec.vocab, spec.hidden)
-        if spec.arch != "llama":
-            offset = 2 if spec.arch == "opt" else 0  # OPT's learned positions start at index 2
-            self.positions = nn.Embedding(spec.max_positions + offset, spec.hidden)
-            self.position_offset = offset
-        self.layers = nn.ModuleList(Block(spec) for _ in range(spec.n_layers))
-        self.norm = RMSNorm(spec.hidden) if spec.arch == "llama" else nn.LayerNorm(spec.hidden)
+        self.position_offset = 2 if spec.arch == "opt" else 0  # OPT's learned positions start at index 2
+        self.positions = nn.Embedding(spec.positions, spec.hidden) if spec.positions else None
+        dense = spec.first_k_dense if spec.is_moe else spec.n_layers
+        self.layers = nn.ModuleList(Block(spec, dense=n < dense) for n in range(spec.n_layers))
+        self.norm = _norm(spec)
         self.head = nn.Linear(spec.hidden, spec.vocab, bias=False)
         if spec.tied_embeddings:
             self.head.weight = self.embed.weight
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)
-        if self.spec.arch != "llama":
+        if self.positions is not None:
             pos = torch.arange(tokens.shape[1], device=tokens.device) + self.position_offset
             x = x + self.positions(pos)[None]
         for block in self.layers:
@@ -139,7 +225,11 @@ class Decoder(nn.Module):
 
 
 def build_model(spec: ModelSpec, *, checkpoint_blocks: bool = False) -> Decoder:
-    """The decoder for ``spec`` in the current default dtype and device (no weights loaded)."""
+    """The decoder for ``spec`` in the current default dtype and device (no weights loaded).
+    Raises ``ValueError`` for specs ``supports`` refuses."""
+    why = supports(spec)
+    if why:
+        raise ValueError(f"{spec.name}: {why}")
     model = Decoder(spec)
     model.checkpoint_blocks = checkpoint_blocks
     return model
@@ -152,6 +242,6 @@ def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 def check_seq_len(spec: ModelSpec, seq_len: int) -> None:
     """Learned position tables (GPT-2, OPT) cannot go past ``max_positions``."""
-    if spec.arch != "llama" and seq_len > spec.max_positions:
+    if spec.positions and seq_len > spec.max_positions:
         raise ValueError(f"{spec.name} has learned positions up to {spec.max_positions}; "
                          f"seq_len {seq_len} is longer")

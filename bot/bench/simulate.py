@@ -67,6 +67,38 @@ class SimConfig:
     precision: str = "bf16-mixed"
     activation_checkpointing: bool = False
     optimizer: str = "adamw"
+    # A Hugging Face config.json (canonical JSON text) to build with transformers instead of a
+    # catalog entry; ``model`` is then only its label. Part of the cache key.
+    hf_config: str | None = None
+
+    @classmethod
+    def from_hf_config(cls, source, **kwargs) -> SimConfig:
+        """A config for a model given by its Hugging Face config (dict, JSON text, file or folder
+        path, Hub id); raises ``SimError`` when it cannot be read."""
+        from bot.catalog.hf_config import ConfigError, load_hf_config, model_from_hf_config
+
+        try:
+            data, where = load_hf_config(source)
+            spec = model_from_hf_config(data, name=kwargs.pop("model", None))
+        except ConfigError as err:
+            raise SimError(str(err)) from None
+        if spec.declared_params is not None:
+            raise SimError(f"{spec.name}: no architecture to build (approximate entry)")
+        return cls(model=spec.name, hf_config=json.dumps(data, sort_keys=True), **kwargs)
+
+    def spec(self):
+        """The ``ModelSpec`` this config simulates (from its HF config, else the catalog)."""
+        if self.hf_config:
+            from bot.catalog.hf_config import ConfigError, model_from_hf_config
+
+            try:
+                return model_from_hf_config(json.loads(self.hf_config), name=self.model)
+            except (ConfigError, json.JSONDecodeError) as err:
+                raise SimError(f"hf_config: {err}") from None
+        try:
+            return lookup_model(self.model)
+        except UnknownNameError as err:
+            raise SimError(str(err)) from None
 
     @classmethod
     def from_resolved(cls, resolved, strategy: str) -> SimConfig:
@@ -94,11 +126,14 @@ class SimConfig:
     def normalized(self) -> SimConfig:
         """Validated, with the catalog name and the HSDP node size filled in; raises ``SimError``."""
         problems = []
-        try:
-            spec = lookup_model(self.model)
+        spec = self.spec()
+        if self.hf_config:
+            name = self.model
+        else:
             name = spec.name if not spec.approximate else self.model.lower().replace(" ", "")
-        except UnknownNameError as err:
-            raise SimError(str(err)) from None
+            if spec.declared_params is not None:
+                raise SimError(f"{spec.name} is an approximate catalog entry (parameter count only): "
+                               "pass its config.json (--config) to simulate its real architecture")
         if self.strategy not in STRATEGIES:
             problems.append(f"unknown strategy {self.strategy!r}; one of {', '.join(STRATEGIES)}")
         if self.precision not in PRECISIONS:
@@ -117,7 +152,7 @@ class SimConfig:
         if self.seq_len * self.micro_batch > MAX_TOKENS:
             raise SimError(f"micro_batch x seq_len = {self.seq_len * self.micro_batch} tokens per GPU "
                            f"is over {MAX_TOKENS}")
-        if spec.arch != "llama" and self.seq_len > spec.max_positions:
+        if spec.positions and self.seq_len > spec.max_positions:
             raise SimError(f"{spec.name} has learned positions up to {spec.max_positions}; "
                            f"seq_len {self.seq_len} is longer")
         if self.strategy == "fsdp_hybrid_shard":
@@ -128,7 +163,7 @@ class SimConfig:
         else:
             per_node = None  # only HSDP's mesh depends on it; keep the cache key independent of it
         return SimConfig(name, self.gpu_count, self.strategy, per_node, self.seq_len, self.micro_batch,
-                         self.precision, bool(self.activation_checkpointing), self.optimizer)
+                         self.precision, bool(self.activation_checkpointing), self.optimizer, self.hf_config)
 
     def key(self, torch_version: str) -> str:
         """Hash of the normalized config, the torch version and the method version (cache key)."""
@@ -263,10 +298,17 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
     from torch.nn.parallel import DistributedDataParallel
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    from bot.bench.model import build_model, loss_fn
+    from bot.bench.model import build_model, loss_fn, supports
 
     cfg = cfg.normalized()
-    spec = lookup_model(cfg.model)
+    spec = cfg.spec()
+    # The plain-torch model where it is exact (the calculator is checked against it); the real
+    # transformers model for a user's config and for what it does not build.
+    hf_config = json.loads(cfg.hf_config) if cfg.hf_config else None
+    if hf_config is None and supports(spec):
+        from bot.catalog.hf_config import hf_config_for
+
+        hf_config = hf_config_for(spec)
     say = progress or (lambda message, fraction: None)
     start = time.perf_counter()
     fsdp = cfg.strategy != "ddp"
@@ -290,7 +332,12 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
         with FakeTensorMode(allow_non_fake_inputs=True):
             # Build in the target dtype: .to() after construction would briefly hold both copies.
             torch.set_default_dtype(param_dtype)
-            model = build_model(spec, checkpoint_blocks=cfg.activation_checkpointing)
+            if hf_config is not None:
+                from bot.bench.hf_model import build_hf_model
+
+                model = build_hf_model(hf_config, checkpoint_blocks=cfg.activation_checkpointing)
+            else:
+                model = build_model(spec, checkpoint_blocks=cfg.activation_checkpointing)
             if fsdp:
                 kwargs = {"mesh": mesh, "reshard_after_forward": cfg.strategy != "fsdp_shard_grad_op"}
                 if low is not None:

@@ -1,0 +1,88 @@
+"""The real ``transformers`` model for a Hugging Face config, wrapped for simulate.
+
+``bench simulate --config`` (and catalog entries ``bot.bench.model`` cannot build: encoders, T5,
+latent attention, vision-language models) build the model ``transformers`` would build for the
+config, on whatever device and fake-tensor mode the caller set up: no weights are read or
+allocated. The wrapper gives simulate what it needs from any architecture: ``layers`` (the blocks
+FSDP wraps one by one, found through the model's own ``_no_split_modules``), and
+``forward(tokens) -> logits`` for a causal LM, a masked LM (logits at every position) or an
+encoder-decoder (the decoder reads the same length as the encoder).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+ENCODER_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
+SEQ2SEQ_TYPES = {"t5", "mt5", "umt5"}
+
+
+class HFTrainModel(nn.Module):
+    """A transformers model with the interface ``bot.bench.model.Decoder`` has for simulate."""
+
+    def __init__(self, model: nn.Module, kind: str):
+        super().__init__()
+        self.model, self.kind = model, kind
+        names = set(getattr(model, "_no_split_modules", None) or [])
+        # Blocks to shard one by one, leaving out any that holds the input embeddings: a tied LM
+        # head shares that weight, and FSDP wants tied weights in one unit (the root).
+        embed = model.get_input_embeddings()
+        self.layers = [m for m in model.modules() if type(m).__name__ in names
+                       and not any(sub is embed for sub in m.modules())]
+        if not self.layers:
+            raise ValueError(f"{type(model).__name__} names no blocks (_no_split_modules) to wrap")
+        self.checkpoint_blocks = False
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if self.kind == "seq2seq":
+            return self.model(input_ids=tokens, decoder_input_ids=tokens, use_cache=False).logits
+        if self.kind == "masked":
+            return self.model(input_ids=tokens).logits
+        return self.model(input_ids=tokens, use_cache=False).logits
+
+
+def transformers_config(config: dict):
+    """A ``transformers`` config object from a config.json dict (no remote code is run)."""
+    import transformers
+
+    data = {k: v for k, v in config.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
+    model_type = data.pop("model_type", None)
+    if not model_type:
+        raise ValueError("config has no model_type")
+    aliases = {"baichuan": "llama", "yi": "llama", "chatglm": None}
+    if model_type in aliases:
+        if aliases[model_type] is None:
+            raise ValueError("ChatGLM configs need trust_remote_code; the catalog's ChatGLM3-6B entry "
+                             "simulates as the equivalent GLM config")
+        model_type = aliases[model_type]
+    try:
+        return model_type, transformers.AutoConfig.for_model(model_type, **data)
+    except ValueError as err:
+        raise ValueError(f"transformers {transformers.__version__} does not know model_type "
+                         f"{model_type!r} ({err})") from None
+
+
+def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainModel:
+    """The model for ``config`` in the current default dtype and device, ready to train."""
+    import transformers
+
+    model_type, conf = transformers_config(config)
+    if hasattr(conf, "use_cache"):
+        conf.use_cache = False
+    conf._attn_implementation = "sdpa"  # flash/memory-efficient attention, no s x s scores kept
+    if model_type in SEQ2SEQ_TYPES:
+        model, kind = transformers.AutoModelForSeq2SeqLM.from_config(conf), "seq2seq"
+    elif model_type in ENCODER_TYPES:
+        model, kind = transformers.AutoModelForMaskedLM.from_config(conf), "masked"
+    else:
+        try:
+            model, kind = transformers.AutoModelForCausalLM.from_config(conf), "causal"
+        except ValueError:
+            model, kind = transformers.AutoModelForImageTextToText.from_config(conf), "causal"
+    model.train()
+    wrapper = HFTrainModel(model, kind)
+    if checkpoint_blocks:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        wrapper.checkpoint_blocks = True
+    return wrapper

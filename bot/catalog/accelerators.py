@@ -1,0 +1,245 @@
+"""Accelerator catalog: the cards people train on, with the figures the calculator needs.
+
+Each entry: memory as marketed, bf16 support, dense (no sparsity) bf16 and fp16 tensor peaks,
+memory bandwidth, the default link between cards in one server, the vendor and the
+``torch.distributed`` backend the card needs (``nccl`` for NVIDIA, and for AMD, where ROCm builds
+of PyTorch run RCCL behind the ``nccl`` name; ``hccl`` for Huawei Ascend via ``torch_npu`` and
+for Intel Gaudi via ``habana_frameworks``), and the spec sheet the figures come from.
+
+GeForce cards: the peaks are the "FP16 tensor with FP32 accumulate" column of NVIDIA's
+architecture whitepapers (what mixed-precision training runs), not the doubled FP16-accumulate
+figure. RTX 40-series cards have no NVLink and peer-to-peer is off in the driver, so they talk
+over PCIe through host memory.
+
+A card the catalog lacks is accepted by its memory size through ``custom_gpu``: throughput and
+link figures are then placeholders, and the spec says so (``approximate``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bot.catalog.names import UnknownNameError, suggest
+
+Vendor = Literal["nvidia", "amd", "intel", "huawei", "unknown"]
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One accelerator model. Link bandwidth is per card, per direction, in GB/s (10^9 bytes).
+
+    ``intra_link`` is the class of the in-server link: ``"nvlink"`` for a GPU-to-GPU fabric
+    (NVLink, AMD Infinity Fabric, Huawei HCCS, Gaudi's on-chip RoCE), ``"pcie"`` for the host bus;
+    ``intra_link_name`` says which one it is."""
+
+    name: str
+    memory_gb: float  # nominal card size as marketed (80 for an "80GB" card)
+    bf16_tflops: float  # dense (no sparsity) bf16 tensor peak; fp16 where bf16 is absent
+    hbm_tb_s: float  # memory bandwidth, TB/s
+    intra_link: Literal["nvlink", "pcie"]
+    intra_link_name: str
+    intra_link_gb_s: float
+    supports_bf16: bool = True
+    source_url: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+    # --- added with issue 13 --------------------------------------------------------------
+    fp16_tflops: float | None = None  # dense fp16 tensor peak; None: same as bf16_tflops
+    vendor: Vendor = "nvidia"
+    backend: Literal["nccl", "hccl", "gloo"] = "nccl"  # torch.distributed backend name
+    device_type: Literal["cuda", "npu", "hpu"] = "cuda"  # torch device ("cuda" under ROCm too)
+    approximate: bool = False  # figures other than memory are placeholders or unofficial
+    notes: str = ""
+
+    @property
+    def memory_gib(self) -> float:
+        """Usable bytes as GiB. Cards sold as "80GB" hold 80 GiB of HBM (nvidia-smi: 81920 MiB)."""
+        return self.memory_gb
+
+    @property
+    def fp16_peak_tflops(self) -> float:
+        return self.fp16_tflops if self.fp16_tflops is not None else self.bf16_tflops
+
+    @property
+    def default_precision(self) -> str:
+        """bf16 autocast where the card has bf16; otherwise fp16 autocast with a loss scaler
+        (torch.amp.GradScaler, https://pytorch.org/docs/stable/amp.html#gradient-scaling)."""
+        return "bf16-mixed" if self.supports_bf16 else "fp16-mixed"
+
+
+_NV_DC = "https://www.nvidia.com/en-us/data-center/"
+_A100 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+_H100 = "https://www.nvidia.com/en-us/data-center/h100/"
+_V100 = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
+_AMPERE_GA102 = "https://images.nvidia.com/aem-dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
+_ADA = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
+_BLACKWELL_RTX = "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf"
+_PCIE3, _PCIE4, _PCIE5 = ("PCIe Gen3 x16", 16.0), ("PCIe Gen4 x16", 32.0), ("PCIe Gen5 x16", 64.0)
+_NO_P2P = "PCIe Gen4 x16 (no NVLink; P2P off on GeForce 40-series)"
+
+
+def _pcie(gen: tuple[str, float], label: str | None = None) -> dict:
+    return dict(intra_link="pcie", intra_link_name=label or gen[0], intra_link_gb_s=gen[1])
+
+
+def _fabric(label: str, gb_s: float) -> dict:
+    return dict(intra_link="nvlink", intra_link_name=label, intra_link_gb_s=gb_s)
+
+
+_NVLINK3 = _fabric("NVLink 3 (600 GB/s total)", 300)
+_NVLINK4 = _fabric("NVLink 4 (900 GB/s total)", 450)
+
+_GPUS: list[GPUSpec] = [
+    # --- NVIDIA data center: Ampere --------------------------------------------------------------
+    GPUSpec("A100 40GB SXM", 40, 312, 1.555, **_NVLINK3, source_url=_A100,
+            aliases=("a100-40gb", "a100 40g", "a100-40g", "a100 40", "a100-sxm4-40gb", "a100 40gb sxm4")),
+    GPUSpec("A100 40GB PCIe", 40, 312, 1.555, **_pcie(_PCIE4), source_url=_A100,
+            aliases=("a100-40gb-pcie", "a100 40g pcie", "a100-pcie-40gb")),
+    GPUSpec("A100 80GB SXM", 80, 312, 2.039, **_NVLINK3, source_url=_A100,
+            aliases=("a100-80gb", "a100 80g", "a100", "a100-sxm4-80gb", "a100 80", "a100-80g", "a100 80gb sxm4")),
+    GPUSpec("A100 80GB PCIe", 80, 312, 1.935, **_pcie(_PCIE4), source_url=_A100,
+            aliases=("a100-80gb-pcie", "a100 pcie", "a100-pcie-80gb", "a100 80g pcie")),
+    GPUSpec("A800 80GB SXM", 80, 312, 2.039, **_fabric("NVLink 3, export variant (400 GB/s total)", 200),
+            source_url="https://www.nvidia.cn/data-center/a800/",
+            aliases=("a800", "a800-80gb", "a800 80g", "a800-sxm4-80gb", "a800-80g")),
+    GPUSpec("A800 80GB PCIe", 80, 312, 1.935, **_pcie(_PCIE4), source_url="https://www.nvidia.cn/data-center/a800/",
+            aliases=("a800 pcie", "a800-80gb-pcie", "a800-pcie-80gb")),
+    GPUSpec("A10 24GB", 24, 125, 0.6, **_pcie(_PCIE4), source_url=f"{_NV_DC}products/a10-gpu/",
+            aliases=("a10", "a10-24gb", "a10 24g")),
+    GPUSpec("A10G 24GB", 24, 70, 0.6, **_pcie(_PCIE4), source_url="https://aws.amazon.com/ec2/instance-types/g5/",
+            aliases=("a10g", "a10g-24gb", "a10g 24g", "aws a10g", "g5"), approximate=True,
+            notes="AWS-only variant of the A10; NVIDIA publishes no tensor peak, ~70 TFLOPS is the "
+                  "commonly measured dense bf16 figure"),
+    GPUSpec("A40 48GB", 48, 149.7, 0.696, **_pcie(_PCIE4),
+            source_url="https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf",
+            aliases=("a40", "a40-48gb", "a40 48g"), notes="a 2-way NVLink bridge is optional"),
+    GPUSpec("RTX A6000 48GB", 48, 154.8, 0.768, **_pcie(_PCIE4),
+            source_url="https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/quadro-product-literature/proviz-print-nvidia-rtx-a6000-datasheet-us-nvidia-1454980-r9-web%20(1).pdf",
+            aliases=("a6000", "rtx a6000", "rtxa6000", "a6000 48g", "rtx-a6000"),
+            notes="a 2-way NVLink bridge is optional"),
+    # --- NVIDIA data center: Volta, Turing, Ada ----------------------------------------------------
+    GPUSpec("V100 16GB SXM2", 16, 125, 0.9, **_fabric("NVLink 2 (300 GB/s total)", 150), supports_bf16=False,
+            source_url=_V100, aliases=("v100-16gb", "v100 16g", "v100-16g", "v100-sxm2-16gb")),
+    GPUSpec("V100 32GB SXM2", 32, 125, 0.9, **_fabric("NVLink 2 (300 GB/s total)", 150), supports_bf16=False,
+            source_url=_V100, aliases=("v100", "v100-32gb", "v100 32g", "v100-32g", "v100-sxm2-32gb")),
+    GPUSpec("T4 16GB", 16, 65, 0.32, **_pcie(_PCIE3), supports_bf16=False,
+            source_url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf",
+            aliases=("t4", "tesla t4", "t4 16g", "t4-16gb")),
+    GPUSpec("L4 24GB", 24, 121, 0.3, **_pcie(_PCIE4), source_url=f"{_NV_DC}l4/",
+            aliases=("l4", "l4-24gb", "l4 24g")),
+    GPUSpec("L40S 48GB", 48, 362, 0.864, **_pcie(_PCIE4), source_url=f"{_NV_DC}l40s/",
+            aliases=("l40s", "l40s-48gb", "l40s 48g")),
+    # --- NVIDIA Hopper / Blackwell -------------------------------------------------------------
+    GPUSpec("H100 80GB SXM", 80, 989, 3.35, **_NVLINK4, source_url=_H100,
+            aliases=("h100", "h100-80gb", "h100 sxm", "h100-sxm", "h100 80g", "h100-sxm5-80gb", "h100-80g",
+                     "h100 sxm5")),
+    GPUSpec("H100 80GB PCIe", 80, 756, 2.0, **_pcie(_PCIE5), source_url=_H100,
+            aliases=("h100-pcie", "h100 pcie", "h100-80gb-pcie", "h100 80g pcie")),
+    GPUSpec("H100 NVL 94GB", 94, 835, 3.9, **_fabric("NVLink bridge (600 GB/s total)", 300), source_url=_H100,
+            aliases=("h100 nvl", "h100-nvl", "h100 nvl 94g", "h100 nvl 96g", "h100 96g", "h100-96gb", "h100 94g"),
+            notes="sold as 94 GB usable (96 GB physical); NVLink bridges pair cards, PCIe between pairs"),
+    GPUSpec("H800 80GB SXM", 80, 989, 3.35, **_fabric("NVLink 4, export variant (400 GB/s total)", 200),
+            source_url="https://www.nvidia.cn/data-center/h800/", aliases=("h800", "h800-80gb", "h800 80g",
+                                                                            "h800-sxm5-80gb")),
+    GPUSpec("H20 96GB", 96, 148, 4.0, **_NVLINK4, source_url="https://www.nvidia.cn/data-center/h20/",
+            aliases=("h20", "h20-96gb", "h20 96g"), approximate=True,
+            notes="China export part; NVIDIA's product brief is not public, figures are the widely "
+                  "reported ones (96 GB HBM3, 148 TFLOPS bf16 dense, 4.0 TB/s, NVLink 900 GB/s)"),
+    GPUSpec("H200 141GB SXM", 141, 989, 4.8, **_NVLINK4, source_url=f"{_NV_DC}h200/",
+            aliases=("h200", "h200-141gb", "h200 141g", "h200 sxm", "h200-sxm-141gb")),
+    GPUSpec("B200 180GB", 180, 2250, 8.0, **_fabric("NVLink 5 (1.8 TB/s total)", 900),
+            source_url=f"{_NV_DC}hgx/", aliases=("b200", "b200-180gb", "b200 180g", "b200 192g", "hgx b200"),
+            notes="HGX/DGX B200 per-GPU figures (1.44 TB over 8 GPUs; bf16 dense = half the sparse peak)"),
+    # --- NVIDIA GeForce: PCIe only by default ------------------------------------------------------
+    GPUSpec("RTX 3080 10GB", 10, 59.5, 0.76, **_pcie(_PCIE4, "PCIe Gen4 x16 (no NVLink)"), source_url=_AMPERE_GA102,
+            aliases=("3080", "rtx3080", "rtx 3080", "geforce rtx 3080", "3080 10g")),
+    GPUSpec("RTX 3090 24GB", 24, 71, 0.936, **_pcie(_PCIE4), source_url=_AMPERE_GA102,
+            aliases=("3090", "rtx3090", "rtx 3090", "geforce rtx 3090", "3090 24g", "3090 ti", "rtx 3090 ti"),
+            notes="a 2-way NVLink bridge is optional"),
+    GPUSpec("RTX 4090 24GB", 24, 165.2, 1.008, **_pcie(_PCIE4, _NO_P2P), source_url=_ADA,
+            aliases=("4090", "rtx4090", "rtx 4090", "geforce rtx 4090", "4090 24g", "4090d", "rtx 4090d")),
+    GPUSpec("RTX 5090 32GB", 32, 209.5, 1.792, **_pcie(_PCIE5, "PCIe Gen5 x16 (no NVLink)"), source_url=_BLACKWELL_RTX,
+            aliases=("5090", "rtx5090", "rtx 5090", "geforce rtx 5090", "5090 32g")),
+    # --- AMD (ROCm: torch.cuda API, RCCL behind the "nccl" backend name) ----------------------------
+    GPUSpec("MI250X 64GB (one GCD)", 64, 191.5, 1.6, **_fabric("Infinity Fabric", 100), vendor="amd",
+            source_url="https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
+            aliases=("mi250x", "mi250", "amd mi250x", "instinct mi250x", "mi250x 128g"),
+            notes="one MI250X module is two GCDs that PyTorch sees as two 64 GB devices; "
+                  "module figures: 128 GB, 383 TFLOPS bf16, 3.2 TB/s"),
+    GPUSpec("MI300X 192GB", 192, 1307.4, 5.3, **_fabric("Infinity Fabric (7 links, 896 GB/s total)", 448),
+            vendor="amd", source_url="https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
+            aliases=("mi300x", "mi300", "amd mi300x", "instinct mi300x", "mi300x 192g")),
+    # --- Intel Gaudi (habana_frameworks, HCCL) -----------------------------------------------------
+    GPUSpec("Gaudi 2 96GB", 96, 432, 2.46, **_fabric("on-chip RoCE (21 x 100 GbE to peers)", 262.5),
+            vendor="intel", backend="hccl", device_type="hpu", approximate=True,
+            source_url="https://www.intel.com/content/www/us/en/products/details/processors/ai-accelerators/gaudi2.html",
+            aliases=("gaudi2", "gaudi 2", "hl-225", "intel gaudi2", "habana gaudi2"),
+            notes="Intel gives no single dense bf16 figure for Gaudi 2; 432 TFLOPS is the MME peak "
+                  "commonly reported"),
+    GPUSpec("Gaudi 3 128GB", 128, 1835, 3.7, **_fabric("on-chip RoCE (21 x 200 GbE to peers)", 525),
+            vendor="intel", backend="hccl", device_type="hpu",
+            source_url="https://www.intel.com/content/www/us/en/content-details/817486/intel-gaudi-3-ai-accelerator-white-paper.html",
+            aliases=("gaudi3", "gaudi 3", "hl-325", "intel gaudi3")),
+    # --- Huawei Ascend (torch_npu, HCCL) ---------------------------------------------------------------
+    GPUSpec("Ascend 910B 64GB", 64, 313, 1.6, **_fabric("HCCS (392 GB/s total)", 196),
+            vendor="huawei", backend="hccl", device_type="npu", approximate=True,
+            source_url="https://www.hiascend.com/hardware/product",
+            aliases=("910b", "ascend 910b", "ascend910b", "昇腾910b", "昇腾 910b", "huawei 910b", "910b3",
+                     "atlas 800t a2", "ascend 910b3"),
+            notes="Huawei publishes no per-chip datasheet; 64 GB HBM and ~313 TFLOPS fp16/bf16 are the "
+                  "910B3 figures most often reported (910B4: 32 GB)"),
+]
+
+
+def _gpu_norm(text: str) -> str:
+    text = text.lower()
+    for noise in ("nvidia", "geforce", "tesla", "huawei", "amd", "intel", "habana"):
+        text = text.replace(noise, "")
+    text = re.sub(r"(\d)\s*gb\b", r"\1g", text)
+    text = re.sub(r"(\d)\s*g\b", r"\1g", text)
+    return re.sub(r"[^a-z0-9\u4e00-\u9fff]", "", text)
+
+
+_GPU_INDEX: dict[str, GPUSpec] = {}
+for _g in _GPUS:
+    for _key in (_g.name, *_g.aliases):
+        _GPU_INDEX.setdefault(_gpu_norm(_key), _g)
+
+
+def list_gpus() -> list[GPUSpec]:
+    return list(_GPUS)
+
+
+def gpu_names() -> dict[str, str]:
+    """Every name and alias a user may type -> the catalog name (for the parser)."""
+    out: dict[str, str] = {}
+    for g in _GPUS:
+        for key in (g.name, *g.aliases):
+            out.setdefault(key, g.name)
+    return out
+
+
+def lookup_gpu(name: str) -> GPUSpec:
+    """Find a GPU by name or alias (``a100-80gb``, ``A100 80G``, ``4090``, ``昇腾910B``)."""
+    key = _gpu_norm(name)
+    if key in _GPU_INDEX:
+        return _GPU_INDEX[key]
+    raise UnknownNameError("GPU", name, suggest(key, _GPU_INDEX, lambda g: g.name))
+
+
+# Placeholder figures for a card we only know the memory of: a mid-range PCIe card.
+CUSTOM_BF16_TFLOPS = 100.0
+CUSTOM_HBM_TB_S = 1.0
+
+
+def custom_gpu(memory_gb: float, name: str | None = None, *, supports_bf16: bool = True) -> GPUSpec:
+    """A card the catalog lacks, known by its memory size. Memory is the user's figure; compute
+    and link figures are placeholders (PCIe Gen4), so the spec is marked approximate."""
+    if not memory_gb > 0:
+        raise ValueError("memory_gb must be positive")
+    label = name.strip() if name and name.strip() else "unlisted GPU"
+    return GPUSpec(f"{label} ({memory_gb:g} GB, not in catalog)", float(memory_gb), CUSTOM_BF16_TFLOPS,
+                   CUSTOM_HBM_TB_S, **_pcie(_PCIE4), supports_bf16=supports_bf16,
+                   source_url="", approximate=True,
+                   notes="not in the catalog: memory as stated; compute and link figures are placeholders")
