@@ -259,3 +259,34 @@ def test_many_gpus_without_a_layout_span_nodes_of_eight():
     assert (one.nodes, one.gpus_per_node) == (1, 8) and "nodes" not in one.assumed
     stated = resolve_setup(TrainingSetup(model="7b", gpu="a100", gpu_count=16, nodes=1))
     assert (stated.nodes, stated.gpus_per_node) == (1, 16)
+
+
+# --- cards without bf16, cards the catalog lacks (issue 13) ------------------------------------
+
+
+@pytest.mark.parametrize("card", ["v100", "T4", "V100 16GB"])
+def test_cards_without_bf16_default_to_fp16_mixed(card):
+    r = resolve_setup(TrainingSetup(model="llama2-7b", gpu=card, gpu_count=8))
+    assert r.setup.precision == "fp16-mixed" and "precision" in r.assumed
+    stated = resolve_setup(TrainingSetup(model="llama2-7b", gpu=card, gpu_count=8, precision="fp32"))
+    assert stated.setup.precision == "fp32"
+
+
+def test_bf16_cards_keep_the_bf16_default():
+    assert resolve_setup(TrainingSetup(model="llama2-7b", gpu="a100", gpu_count=8)).setup.precision == "bf16-mixed"
+
+
+def test_a_card_the_catalog_lacks_is_used_with_its_stated_memory():
+    setup = TrainingSetup(model="llama2-7b", gpu="Moore Threads S4000", gpu_memory_gb=48, gpu_count=8)
+    assert check_setup(setup) == []
+    r = resolve_setup(setup)
+    assert r.gpu.approximate and r.gpu_memory_gb == 48 and "not in catalog" in r.gpu.name
+    # Without its memory it stays an unknown name with suggestions.
+    assert [p.field for p in check_setup(TrainingSetup(gpu="Moore Threads S4000"))] == ["gpu"]
+
+
+@pytest.mark.parametrize("model,total,active", [("Mixtral-8x7B", 46.7, 12.9), ("Qwen3-30B-A3B", 30.5, 3.35)])
+def test_moe_models_resolve_with_total_and_active_counts(model, total, active):
+    r = resolve_setup(TrainingSetup(model=model, gpu="h100", gpu_count=8))
+    assert r.model.params_b == pytest.approx(total, rel=0.01)
+    assert r.model.active_params_b == pytest.approx(active, rel=0.01)
