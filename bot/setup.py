@@ -133,7 +133,8 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         try:
             gpu = lookup_gpu(setup.gpu)
         except UnknownNameError as err:
-            problems.append(Problem("gpu", str(err)))
+            if not setup.gpu_memory_gb:  # a card the catalog lacks is fine when its memory is stated
+                problems.append(Problem("gpu", str(err)))
 
     if model and setup.params_b and not model.approximate:
         if abs(model.params_b - setup.params_b) / model.params_b > 0.25:
@@ -331,7 +332,17 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
         data["seq_len"] = model.max_positions
 
     gpu_name = setup.gpu or (default_gpu if setup.gpu_memory_gb is None else None)
-    gpu = lookup_gpu(gpu_name) if gpu_name else None
+    try:
+        gpu = lookup_gpu(gpu_name) if gpu_name else None
+    except UnknownNameError:
+        # Not in the catalog but its memory is stated (check_setup let it through): a custom
+        # card, marked approximate (issue 13).
+        from bot.catalog import custom_gpu
+
+        gpu = custom_gpu(setup.gpu_memory_gb, setup.gpu)
+    if "precision" in assumed and gpu is not None and not gpu.supports_bf16:
+        # No bf16 on this card (V100, T4): the default is fp16 autocast with a loss scaler.
+        data["precision"] = gpu.default_precision
     if setup.gpu is None and gpu is not None:
         assumed.append("gpu")
         data["gpu"] = gpu.name
