@@ -135,3 +135,120 @@ def test_stopping_the_caller_reaps_every_rank(tmp_path):
         time.sleep(0.5)
     assert not _workers_running(str(tmp_path))
     assert ResultStore(tmp_path / "bench.sqlite").find_runs() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Kills from outside: no rank outlives its run, the message names the rank that died (issue 17)
+LONG = dict(model="tiny", nproc=2, steps=1000, warmup=2, seq_len=32, micro_batch=1, timeout=180)
+
+
+def _start_in_thread(store):
+    import threading
+
+    errors: list[BaseException] = []
+
+    def go():
+        try:
+            run_benchmark(RunConfig(strategies=("ddp",), **LONG), store=store, force=True)
+        except BaseException as err:  # noqa: BLE001  (handed to the test)
+            errors.append(err)
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread, errors
+
+
+def _wait_for_ranks(root: Path, count: int = 2, timeout: float = 120.0) -> tuple[Path, dict[int, int]]:
+    from bot.bench.run import live_ranks
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for workdir in root.glob("bench-runs/*/ddp"):
+            ranks = live_ranks(workdir)
+            if len(ranks) == count:
+                return workdir, ranks
+        time.sleep(0.2)
+    raise AssertionError("the ranks never started")
+
+
+def _launcher_pid(workdir: Path) -> int:
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text.split(" ")[1:3] == ["-m", "torch.distributed.run"] and str(workdir) in text:
+            return int(cmdline.parent.name)
+    raise AssertionError("no torchrun launcher found")
+
+
+def _no_rank_left(marker: str, wait: float = 15.0) -> bool:
+    deadline = time.monotonic() + wait
+    while _workers_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    return not _workers_running(marker)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", [1, 0])
+def test_killing_a_rank_names_that_rank_and_its_log(tmp_path, monkeypatch, victim):
+    import os
+    import signal
+
+    monkeypatch.setenv("SHARDWISE_DATA_DIR", str(tmp_path))
+    thread, errors = _start_in_thread(ResultStore(tmp_path / "b.sqlite"))
+    workdir, ranks = _wait_for_ranks(tmp_path)
+    time.sleep(1.0)  # into the training loop
+    os.kill(ranks[victim], signal.SIGKILL)
+    thread.join(120)
+    assert errors and isinstance(errors[0], BenchError), errors
+    err = errors[0]
+    assert err.rank == victim and f"rank {victim} failed: it was killed by signal 9" in str(err)
+    assert f"/{victim}/stderr.log" in str(err)  # where its log is
+    assert _no_rank_left(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_killing_the_launcher_leaves_no_orphan_rank(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    monkeypatch.setenv("SHARDWISE_DATA_DIR", str(tmp_path))
+    thread, errors = _start_in_thread(ResultStore(tmp_path / "b.sqlite"))
+    workdir, _ = _wait_for_ranks(tmp_path)
+    os.kill(_launcher_pid(workdir), signal.SIGKILL)
+    thread.join(120)
+    assert errors and "the torchrun launcher was killed (SIGKILL)" in str(errors[0])
+    assert _no_rank_left(str(tmp_path), wait=10)
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_caller_leaves_no_orphan(tmp_path):
+    # SIGKILL cannot be caught: the launcher follows its parent (PR_SET_PDEATHSIG) and the ranks
+    # follow the launcher.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SHARDWISE_DATA_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "bench", "run", "--strategies", "ddp",
+                             "--steps", "1000", "--seq-len", "32", "--micro-batch", "1", "--timeout", "300"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_ranks(tmp_path)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert _no_rank_left(str(tmp_path), wait=20)
+        assert not any(str(tmp_path) in p.read_bytes().decode(errors="replace")
+                       for p in Path("/proc").glob("[0-9]*/cmdline") if _readable(p))
+    finally:
+        proc.kill()
+
+
+def _readable(path: Path) -> bool:
+    try:
+        path.read_bytes()
+        return True
+    except OSError:
+        return False

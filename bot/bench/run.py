@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,14 @@ from bot.catalog import UnknownNameError, lookup_model
 from bot.env import data_dir, free_port
 
 ProgressFn = Callable[[str, float], None]
+# python -c shim: set PR_SET_PDEATHSIG (SIGTERM) so the launcher follows this process when it dies,
+# leave at once if it is already gone, then exec the real command (argv after the parent pid).
+_DIE_WITH_PARENT_EXEC = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+    "except (OSError, AttributeError):\n pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n sys.exit(3)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n")
 BYTES_PER_PARAM_TRAINING = 16  # fp32 params + grads + two AdamW moments (ZeRO paper sec. 3.1)
 MAX_STEPS = 1000
 # Relative loss difference allowed between strategies. fp32: only reduction order differs.
@@ -206,23 +215,59 @@ def _signal_all(pids: list[int], sig: int) -> None:
             pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM torchrun's session and every rank, wait, then SIGKILL whatever is left."""
-    ranks = _descendants(proc.pid)
+def _is_our_rank(pid: int, workdir: Path) -> bool:
+    """``pid`` is alive (not a zombie) and is a worker of this run (its command line names the
+    run's directory), so a recycled pid is never signalled."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (OSError, IndexError):
+        return False
+    return state != "Z" and "bot.bench.worker" in cmdline and str(workdir) in cmdline
+
+
+def rank_pids(workdir: Path) -> dict[int, int]:
+    """Rank -> pid from the pidfiles the workers write at start (``ranks/rank<N>.pid``)."""
+    found = {}
+    for path in (workdir / "ranks").glob("rank*.pid"):
+        try:
+            found[int(path.stem[4:])] = int(path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def live_ranks(workdir: Path) -> dict[int, int]:
+    return {rank: pid for rank, pid in rank_pids(workdir).items() if _is_our_rank(pid, workdir)}
+
+
+def _kill_group(proc: subprocess.Popen, workdir: Path | None = None) -> None:
+    """SIGTERM torchrun's session and every rank, wait, then SIGKILL whatever is left. Ranks are
+    found three ways: torchrun's descendants, their pidfiles (a rank whose launcher was killed is
+    no one's descendant any more) and, failing all, their own PR_SET_PDEATHSIG."""
+    ranks = set(_descendants(proc.pid))
+    if workdir is not None:
+        ranks |= set(live_ranks(workdir).values())
     try:
         os.killpg(proc.pid, signal.SIGTERM)  # torchrun forwards it to the ranks and exits
     except ProcessLookupError:
         pass
-    _signal_all(ranks, signal.SIGTERM)
+    _signal_all(sorted(ranks), signal.SIGTERM)
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         pass
+    deadline = time.monotonic() + 5
+    while workdir is not None and live_ranks(workdir) and time.monotonic() < deadline:
+        time.sleep(0.1)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    _signal_all(ranks + _descendants(proc.pid), signal.SIGKILL)
+    left = ranks | set(_descendants(proc.pid))
+    if workdir is not None:
+        left |= set(live_ranks(workdir).values())
+    _signal_all(sorted(left), signal.SIGKILL)
     proc.wait()
 
 
@@ -247,28 +292,98 @@ def _sigterm_raises():
 
 
 def _wait(proc: subprocess.Popen, timeout: float, strategy: str, workdir: Path,
-          progress: ProgressFn | None) -> int:
-    """torchrun's exit code; on timeout, Ctrl-C or any error every process is reaped first."""
+          progress: ProgressFn | None, vanished: dict[int, float] | None = None) -> int:
+    """torchrun's exit code; on timeout, Ctrl-C or any error every process is reaped first.
+    ``vanished`` collects rank -> time for ranks that disappeared without finishing or writing an
+    error (killed by a signal), to name the rank that died."""
     start = time.monotonic()
+    seen: dict[int, int] = {}
+    last_progress = -1.0
     try:
         while True:
             elapsed = time.monotonic() - start
             if elapsed > timeout:
-                _kill_group(proc)
+                _kill_group(proc, workdir)
                 tails = _log_tails(workdir)
                 raise BenchError(f"{strategy}: timed out after {timeout:.0f} s; every process "
                                  f"was stopped (ranks with logs: {sorted(tails)})",
                                  rank=min(tails) if tails else None,
                                  log_tail=tails.get(min(tails), "") if tails else "")
-            if progress:
+            if progress and elapsed - last_progress >= 1.0:
                 progress(f"{strategy}: running ({elapsed:.0f} s)", min(elapsed / timeout, 0.99))
+                last_progress = elapsed
+            if vanished is not None:
+                _watch_ranks(workdir, seen, vanished)
             try:
-                return proc.wait(timeout=1.0)
+                return proc.wait(timeout=0.2)
             except subprocess.TimeoutExpired:
                 pass
     except BaseException:
-        _kill_group(proc)  # Ctrl-C, SIGTERM or any error: leave nothing running
+        _kill_group(proc, workdir)  # Ctrl-C, SIGTERM or any error: leave nothing running
         raise
+
+
+def _watch_ranks(workdir: Path, seen: dict[int, int], vanished: dict[int, float]) -> None:
+    for rank, pid in rank_pids(workdir).items():
+        seen.setdefault(rank, pid)
+    for rank, pid in seen.items():
+        if rank in vanished or _is_our_rank(pid, workdir):
+            continue
+        finished = (workdir / "ranks" / f"rank{rank}.exit").exists()
+        errored = (workdir / f"rank{rank}.error.txt").exists()
+        if not finished and not errored:
+            vanished[rank] = time.time()
+
+
+# A rank's error that only says a peer went away (gloo/NCCL): the peer is the cause, not this rank.
+_PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "ECONNRESET", "Broken pipe",
+              "EPIPE", "Socket closed", "Connection refused", "NCCL communicator was aborted",
+              "Timed out waiting", "DistNetworkError", "DistBackendError", "Timeout waiting for key")
+
+
+_REPORT_ENTRY = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def torchrun_report(workdir: Path) -> tuple[int | None, dict[int, int]]:
+    """(root-cause rank, rank -> exit code) from torchrun's failure report in ``torchrun.log``."""
+    try:
+        text = (workdir / "torchrun.log").read_text(errors="replace")[-20_000:]
+    except OSError:
+        return None, {}
+    codes = {int(r): int(c) for r, c in _REPORT_ENTRY.findall(text)}
+    root = None
+    if "Root Cause" in text:
+        found = _REPORT_ENTRY.search(text.split("Root Cause", 1)[1])
+        root = int(found.group(1)) if found else None
+    return root, codes
+
+
+def failed_rank(workdir: Path, vanished: dict[int, float]) -> tuple[int | None, str]:
+    """(rank, how) of the rank that caused a failed run: the first rank that raised an error of
+    its own; else a rank killed by a signal other than torchrun's own SIGTERM clean-up (from
+    torchrun's report); else torchrun's root cause; else the first rank that vanished; else the
+    first rank that only lost a peer; else the lowest rank with a log."""
+    errors = sorted(workdir.glob("rank*.error.txt"), key=lambda p: p.stat().st_mtime_ns)
+    own, peer_lost = [], []
+    for path in errors:
+        rank = int(path.stem.split(".")[0][4:])
+        text = path.read_text(errors="replace")
+        (peer_lost if any(marker in text for marker in _PEER_LOST) else own).append(rank)
+    if own:
+        return own[0], "raised an error"
+    root, codes = torchrun_report(workdir)
+    killed = sorted(r for r, c in codes.items() if c < 0 and c != -signal.SIGTERM)
+    if killed:
+        sig = -codes[killed[0]]
+        return killed[0], f"was killed by signal {sig} ({signal.Signals(sig).name})"
+    if root is not None:
+        return root, f"exited with code {codes.get(root)}"
+    if vanished:
+        return min(vanished, key=vanished.get), "was killed (no error of its own)"
+    if peer_lost:
+        return peer_lost[0], "lost its peers"
+    tails = _log_tails(workdir)
+    return (min(tails) if tails else None), "failed"
 
 
 def launch(cfg: RunConfig, strategy: str, workdir: Path, progress: ProgressFn | None = None) -> dict:
@@ -276,7 +391,10 @@ def launch(cfg: RunConfig, strategy: str, workdir: Path, progress: ProgressFn | 
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"{strategy}.json"
     port = free_port()
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
+    # The launcher dies with this process (PR_SET_PDEATHSIG through a tiny exec shim: no
+    # preexec_fn, which is unsafe with threads), and each rank dies with the launcher (worker.py).
+    cmd = [sys.executable, "-c", _DIE_WITH_PARENT_EXEC, str(os.getpid()),
+           sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
            "--nproc-per-node", str(cfg.nproc), "--rdzv-backend", "c10d",
            "--rdzv-endpoint", f"127.0.0.1:{port}", "--max-restarts", "0",
            "--log-dir", str(workdir / "logs"), "--redirects", "3",
@@ -290,20 +408,29 @@ def launch(cfg: RunConfig, strategy: str, workdir: Path, progress: ProgressFn | 
         with open(workdir / "torchrun.log", "w") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True, cwd=workdir)
-        code = _wait(proc, cfg.timeout, strategy, workdir, progress)
-    _kill_group(proc)  # torchrun exited; reap any straggler in its session
+        vanished: dict[int, float] = {}
+        code = _wait(proc, cfg.timeout, strategy, workdir, progress, vanished)
+    _kill_group(proc, workdir)  # torchrun exited (or was killed): reap every rank it left
     if code != 0 or not out.exists():
         tails = _log_tails(workdir)
-        # The rank whose error came first is the cause; the others fail when it goes away.
-        errored = [int(p.stem.split(".")[0][4:])
-                   for p in sorted(workdir.glob("rank*.error.txt"), key=lambda p: p.stat().st_mtime_ns)]
-        rank = errored[0] if errored else (min(tails) if tails else None)
+        rank, how = failed_rank(workdir, vanished)
+        if code < 0 and how not in ("raised an error",):  # torchrun itself was killed first
+            sig = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            tail = "\n".join((workdir / "torchrun.log").read_text(errors="replace").splitlines()[-25:])
+            raise BenchError(f"{strategy}: the torchrun launcher was killed ({sig}); every rank was "
+                             f"stopped (ranks {sorted(set(tails) | set(vanished))}); logs in {workdir}",
+                             rank=None, log_tail=tail)
         tail = tails.get(rank, "") if rank is not None else ""
+        log_file = workdir / "logs"
+        if rank is not None:
+            log_file = next(iter(sorted(workdir.glob(f"logs/**/{rank}/stderr.log"))), log_file)
         if not tail and (workdir / "torchrun.log").exists():
             tail = "\n".join((workdir / "torchrun.log").read_text(errors="replace").splitlines()[-25:])
-        others = f"; then ranks {sorted(errored[1:])} stopped too" if len(errored) > 1 else ""
-        raise BenchError(f"{strategy}: rank {rank if rank is not None else '?'} failed "
-                         f"(torchrun exit code {code}){others}", rank=rank, log_tail=tail)
+        others = sorted(r for r in set(tails) | set(vanished) if r != rank)
+        raise BenchError(f"{strategy}: rank {rank if rank is not None else '?'} failed: it {how} "
+                         f"(torchrun exit code {code})"
+                         + (f"; ranks {others} stopped with it" if others else "")
+                         + f"; its log: {log_file}", rank=rank, log_tail=tail)
     result = json.loads(out.read_text())
     if result.get("schema") != RESULT_SCHEMA or result.get("sha256") != content_hash(result):
         raise BenchError(f"{strategy}: the worker wrote an invalid result file")

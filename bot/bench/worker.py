@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> dict | None:
 
     losses, times = [], []
     peak_bytes = 0
+    reserved_bytes = None  # what the caching allocator reserved (CUDA only; CPU has no such allocator)
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     for i in range(args.warmup + args.steps):
@@ -194,10 +195,13 @@ def run(args: argparse.Namespace) -> dict | None:
             times.append(time.perf_counter() - start)
     if cuda:
         peak_bytes = torch.cuda.max_memory_allocated(device)
+        reserved_bytes = torch.cuda.max_memory_reserved(device)
     comm_seconds = _profiled_comm_seconds(step, args.warmup + args.steps, cuda)
 
     peaks = [None] * world
     dist.all_gather_object(peaks, peak_bytes / GIB)
+    reserved = [None] * world
+    dist.all_gather_object(reserved, None if reserved_bytes is None else reserved_bytes / GIB)
     comms = [None] * world
     dist.all_gather_object(comms, comm_seconds)
     step_seconds = statistics.median(times)
@@ -217,6 +221,7 @@ def run(args: argparse.Namespace) -> dict | None:
                 "step_seconds": step_seconds,
                 "tokens_per_s": world * args.micro_batch * args.seq_len / step_seconds,
                 "peak_gib": max(peaks), "peak_gib_per_rank": peaks,
+                "peak_reserved_gib": None if reserved_bytes is None else max(reserved),
                 "peak_source": "torch.cuda.max_memory_allocated" if cuda else "torch.distributed._tools memory tracker",
                 "comm_seconds_per_step": max(comms), "losses": losses,
                 "step_seconds_all": times, "params": spec.params,
@@ -263,6 +268,34 @@ def _profiled_comm_seconds(step, i: int, cuda: bool) -> float:
     return total_us / 1e6
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this rank when its launcher dies (prctl PR_SET_PDEATHSIG). torchrun
+    starts each rank in a session of its own, so a killed launcher would otherwise leave the
+    ranks running. If the launcher is already gone (reparented), leave now."""
+    parent = os.getppid()
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the runner's pidfile reaping still applies
+        return
+    if parent == 1 or os.getppid() != parent:
+        os._exit(3)
+
+
+def mark_rank(out: Path, rank: int, what: str) -> None:
+    """``ranks/rank<N>.<what>`` next to the result: ``pid`` at start (the runner reaps these pids
+    whatever happens to the launcher), ``exit`` after a clean finish (a rank that vanished without
+    it or an error file was killed)."""
+    folder = out.parent / "ranks"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"rank{rank}.{what}").write_text(f"{os.getpid()}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
@@ -271,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         print("bot.bench.worker must be launched by torchrun (python -m torch.distributed.run)",
               file=sys.stderr)
         return 2
+    die_with_parent()
+    mark_rank(out, rank, "pid")
     started = time.time()
     try:
         result = run(args)
@@ -278,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         (out.parent / f"rank{rank}.error.txt").write_text(traceback.format_exc())
         raise
+    mark_rank(out, rank, "exit")
     if result is not None:
         result["started_at"] = datetime.datetime.fromtimestamp(started, datetime.UTC).isoformat()
         result["finished_at"] = datetime.datetime.now(datetime.UTC).isoformat()
