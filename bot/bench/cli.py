@@ -269,3 +269,30 @@ def show(run_id, as_json) -> None:
             click.echo(f"  {key}: {value}")
     if run.error:
         click.echo(f"error: {run.error}")
+
+
+@bench.command()
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="grid file (TOML or JSON): model, strategies, nproc, seq_len, micro_batch, "
+                   "activation_checkpointing, precision, steps, warmup (lists multiply)")
+@click.option("--force", is_flag=True, help="run again even if the store has a point")
+@click.option("--json", "as_json", is_flag=True)
+def validate(config_path, force, as_json) -> None:
+    """Real training steps for a grid, beside the calculator and the simulator (bot/bench/validate.py)."""
+    from bot.bench.run import BenchError
+    from bot.bench.validate import GridError, format_table, load_grid
+    from bot.bench.validate import validate as run_validation
+
+    try:
+        grid = load_grid(config_path)
+    except GridError as err:
+        raise _bad_value(err) from None
+    try:
+        with _progress(not as_json and sys.stderr.isatty()) as progress:
+            rows = run_validation(grid, force=force, progress=progress)
+    except BenchError as err:
+        raise click.ClickException(str(err)) from None
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=1))
+        return
+    click.echo(format_table(rows))
