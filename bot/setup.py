@@ -164,7 +164,8 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
 
 # GPUs whose tensor cores run float8 matmuls (Ada sm_89 and Hopper sm_90); torchao's float8
 # training needs one (https://github.com/pytorch/ao/tree/main/torchao/float8).
-FLOAT8_GPU_PREFIXES = ("H100", "H200", "H800", "L40S", "RTX 4090")
+FLOAT8_GPU_PREFIXES = ("H100", "H200", "H800", "H20", "B200", "L40S", "L4 ", "RTX 4090", "RTX 5090", "MI300X",
+                       "Gaudi")
 
 
 def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Problem]:
@@ -191,8 +192,8 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
         if setup.precision == "fp32":
             problems.append(Problem("float8", "float8 linears need bf16 (mixed) training, not fp32"))
         if gpu is not None and not gpu.name.startswith(FLOAT8_GPU_PREFIXES):
-            problems.append(Problem("float8", f"{gpu.name} has no float8 tensor cores (needs Ada or Hopper: "
-                                              "H100, H200, L40S, RTX 4090)"))
+            problems.append(Problem("float8", f"{gpu.name} has no float8 tensor cores (needs Ada, Hopper or later: "
+                                              "H100, H200, L40S, RTX 4090, B200, MI300X)"))
     return problems
 
 

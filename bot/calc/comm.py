@@ -15,7 +15,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bot.calc.memory import NF4_BYTES_PER_PARAM, PRECISIONS, linear_params_per_layer, lora_params
+from bot.calc.memory import (
+    NF4_BYTES_PER_PARAM,
+    PRECISIONS,
+    active_intermediate,
+    linear_params_per_layer,
+    lora_params,
+)
 from bot.catalog import GPUSpec, ModelSpec
 
 # Fraction of a link's nominal per-direction speed that NCCL's bus bandwidth reaches in practice
@@ -255,7 +261,7 @@ def recompute_flops_per_token(inputs: CommInputs) -> float:
     if policy == "every_k":
         return math.ceil(model.n_layers / max(1, inputs.checkpoint_every)) * block_fwd
     if policy == "selective_op":
-        h, i, kv = model.hidden, model.intermediate, model.kv_dim
+        h, i, kv = model.hidden, active_intermediate(model), model.kv_dim
         unsaved = (h * kv + h * h + h * i) if model.arch == "llama" else (h * h + h * h + i * h)
         return model.n_layers * 2 * unsaved * scale
     return 0.0

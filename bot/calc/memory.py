@@ -166,6 +166,12 @@ def optimizer_step_temp_bytes(optimizer: str, precision: Precision, impl: str, t
 # ---------------------------------------------------------------------------------------------
 
 
+def active_intermediate(model: ModelSpec) -> int:
+    """MLP width one token passes through: the catalog's ``active_intermediate`` for MoE models
+    (routed + shared experts), ``intermediate`` for dense ones (getattr: older specs lack it)."""
+    return int(getattr(model, "active_intermediate", None) or model.intermediate)
+
+
 def linear_params_per_layer(model: ModelSpec) -> int:
     """Weights of the matmuls in one block (what QLoRA quantizes; norms and biases stay 16 bit)."""
     h, i, kv = model.hidden, model.intermediate, model.kv_dim
@@ -248,7 +254,8 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
     frozen (LoRA): norms save fp32 input + rstd, norm output saved once for the q/k/v adapters,
       frozen MLP matmuls save no inputs, each adapter saves its r-wide intermediate.
     """
-    h, i, c = model.hidden, model.intermediate, mode.compute
+    # MoE: a token's activations go through the experts it is routed to (active_intermediate)
+    h, i, c = model.hidden, active_intermediate(model), mode.compute
     d, heads = model.head_dim, model.n_heads
     lse = 4 * heads
     targets = LORA_TARGET_SETS[mode.lora_targets]
@@ -286,7 +293,7 @@ def compiled_block_bytes_per_token(model: ModelSpec, c: int) -> float:
     each norm's input + rstd, the q/k/v SDPA reads and its output + logsumexp, and the MLP's two
     i-wide matmul outputs (SwiGLU's silu and product, GELU's output, are recomputed).
     Llama: 2 (ch + 4) + 3ch + ch + 4n_h + 2ic.  GPT-2/OPT: 2 (ch + 8) + 4ch + 4n_h + ic."""
-    h, i, heads = model.hidden, model.intermediate, model.n_heads
+    h, i, heads = model.hidden, active_intermediate(model), model.n_heads
     if model.arch == "llama":
         return 2 * (c * h + 4) + 4 * c * h + 4 * heads + 2 * i * c
     return 2 * (c * h + 8) + 4 * c * h + 4 * heads + i * c
@@ -299,7 +306,7 @@ def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> floa
     ``_apply_ac_to_transformer_block``). Llama's matmuls run q, k, v, o, w1, w3, w2, so q, v, w1
     and w2 are saved; plus the SDPA output + fp32 logsumexp and the checkpoint's input:
     c (h + h + kv + h + i + h) + 4 n_h."""
-    h, i, c, kv = model.hidden, model.intermediate, mode.compute, model.kv_dim
+    h, i, c, kv = model.hidden, active_intermediate(model), mode.compute, model.kv_dim
     lse = 4 * model.n_heads
     if model.arch == "llama":
         return c * (4 * h + kv + i) + lse
