@@ -114,7 +114,7 @@ def test_every_claim_is_verbatim_and_complete():
             assert claim.correct and claim.explanation and CJK.search(claim.correct_zh), claim.id
 
 
-def test_all_four_verdicts_are_used():
+def test_all_verdict_kinds_are_used():
     assert {c.verdict for c in all_claims()} == set(VERDICTS)
 
 
@@ -129,9 +129,15 @@ def _claim(answer_id: str, fragment: str):
     [
         ("forum-03", "7B用fp16大概需要14GB左右参数内存", "supported"),
         ("forum-03", "单卡80GB其实也有压力", "supported"),
-        ("forum-06", "单卡显存能压到20G左右", "supported"),
+        ("forum-06", "单卡显存能压到20G左右", "holds_only_when"),
+        ("forum-03", "比如单卡40GB以上", "holds_only_when"),
+        ("forum-08", "比如A100 80G", "holds_only_when"),
+        ("forum-14", "batch size稍微大一点就爆了", "unverifiable"),
+        ("forum-09", "从40G降到了12G左右", "unverifiable"),
+        ("forum-14", "FSDP的通信开销也不是闹着玩的", "supported"),
+        ("forum-12", "参数、梯度都分片存储", "supported"),
         ("forum-09", "训练速度比DDP慢了大概15%", "unverifiable"),
-        ("forum-12", "通信量会翻倍", "contradicted"),
+        ("forum-12", "通信量会翻倍", "misleading"),
         ("forum-14", "stage 2", "misleading"),
         ("forum-18", "DDP对卡间通信要求太高了", "contradicted"),
         ("forum-15", "梯度同步那块", "misleading"),
@@ -183,7 +189,7 @@ def test_docs_count_front_matter_and_urls():
         assert "](https://" in doc.text, f"{doc.id} cites no source inline"
         if doc.lang == "en":
             words = len(doc.text.split())
-            assert 120 <= words <= 600, (doc.id, words)
+            assert 120 <= words <= 1400, (doc.id, words)
 
 
 def test_at_least_one_chinese_doc():
@@ -300,8 +306,12 @@ def test_missing_answer_is_refused(corpus_copy):
         load_forum(corpus_copy)
 
 
-def _replace_in(path: Path, old: str, new: str) -> None:
+def _replace_in(path: Path, old, new: str) -> None:
     text = path.read_text(encoding="utf-8")
+    if isinstance(old, re.Pattern):
+        assert old.search(text)
+        path.write_text(old.sub(new, text, count=1), encoding="utf-8")
+        return
     assert old in text
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
@@ -309,10 +319,7 @@ def _replace_in(path: Path, old: str, new: str) -> None:
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ("urls:\n  - https://arxiv.org/abs/1910.02054\n  - https://arxiv.org/abs/2304.11277\n"
-         "  - https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html\n"
-         "  - https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md\n"
-         "  - https://arxiv.org/abs/2305.14314\n", "urls: []\n", "at least one http(s) URL"),
+        (re.compile(r"urls:\n(  - .*\n)+"), "urls: []\n", "at least one http(s) URL"),
         ("lang: zh", "lang: fr", "lang must be"),
         ("id: doc-ddp-fsdp-decision-zh", "id: doc-other", "match the file name"),
         ("---\nid:", "id:", "must start with a '---'"),

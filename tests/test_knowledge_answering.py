@@ -29,16 +29,26 @@ def test_topic_hints_cover_the_topic_vocabulary():
 # -------------------------------------------------------------------------------------------
 
 
+ZERO = {"doc-zero-stages", "doc-deepspeed-zero-vs-fsdp", "doc-deepspeed-zero-vs-fsdp-zh"}
+
+
 @pytest.mark.parametrize("question, language, topics, expect", [
-    ("Is ZeRO-2 the same as SHARD_GRAD_OP?", "en", ["shard_grad_op_vs_full_shard"], "doc-zero-stages"),
-    ("ZeRO-2 和 SHARD_GRAD_OP 一样吗？", "zh", ["shard_grad_op_vs_full_shard", "zero_vs_fsdp"],
-     "doc-zero-stages"),
-    ("Would gradient_as_bucket_view=True fix my DDP OOM?", "en", ["ddp_memory_knobs"], "doc-ddp-internals"),
-    ("FSDP1 or FSDP2?", "en", ["fsdp1_vs_fsdp2"], "doc-fsdp1-vs-fsdp2"),
+    ("Is ZeRO-2 the same as SHARD_GRAD_OP?", "en", ["shard_grad_op_vs_full_shard"], ZERO),
+    ("ZeRO-2 和 SHARD_GRAD_OP 一样吗？", "zh", ["shard_grad_op_vs_full_shard", "zero_vs_fsdp"], ZERO),
+    ("Would gradient_as_bucket_view=True fix my DDP OOM?", "en", ["ddp_memory_knobs"],
+     {"doc-ddp-internals", "doc-memory-breakdown"}),
+    ("FSDP1 or FSDP2?", "en", ["fsdp1_vs_fsdp2"], {"doc-fsdp1-vs-fsdp2"}),
+    ("Why is FSDP 15% slower than DDP on my node?", "en", ["fsdp_slower_than_ddp"], {"doc-fsdp-slower-than-ddp"}),
+    ("为什么FSDP比DDP慢？", "zh", ["fsdp_slower_than_ddp"], {"doc-fsdp-slower-than-ddp-zh", "doc-fsdp-slower-than-ddp"}),
+    ("FSDP下怎么做梯度累积，no_sync还能用吗", "zh", ["grad_accumulation"],
+     {"doc-grad-accumulation-fsdp-zh", "doc-grad-accumulation-fsdp"}),
+    ("OOM when wrapping the model with FSDP before training starts", "en", ["oom"], {"doc-meta-init-oom"}),
+    ("GRPO with a 7B policy and a reference model: how much memory?", "en", ["multi_model_rl"],
+     {"doc-rl-multi-model-memory"}),
 ])
 def test_passages_come_from_the_entry_that_answers(question, language, topics, expect):
     passages = retrieve_passages(question, language=language, topics=topics, k=3)
-    assert expect in [p.id for p in passages]
+    assert expect & {p.id for p in passages}, [p.id for p in passages]
 
 
 def test_every_quote_is_verbatim_whole_sentences():

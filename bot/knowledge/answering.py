@@ -159,7 +159,7 @@ def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words
     if not query:
         return ()
     searcher = _searcher()
-    hits = _ranked(searcher, question, query, kinds)
+    hits = _ranked(searcher, question, query, kinds, language)
     weights = _query_weights(searcher, question, hints, setup_words)
     out: list[Passage] = []
     for hit in hits:
@@ -172,10 +172,11 @@ def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words
     return tuple(out)
 
 
+_SAME_LANGUAGE_BONUS = 1.3
 _HINT_WEIGHT = 0.3  # the topic-hinted BM25 list against the question's own hybrid ranking (~1.0)
 
 
-def _ranked(searcher, question: str, query: str, kinds: tuple[str, ...]):
+def _ranked(searcher, question: str, query: str, kinds: tuple[str, ...], language: str = "en"):
     """Entries ranked for the question: the hybrid search of the question as asked, plus a
     lighter BM25 list for the question with its topic and setup hints (hints must not drown
     the question's own words, and BM25 costs well under a millisecond)."""
@@ -196,6 +197,9 @@ def _ranked(searcher, question: str, query: str, kinds: tuple[str, ...]):
             # reciprocal rank, as the search's own fusion (bot.knowledge.search.RRF_C)
             scores[hit.id] = scores.get(hit.id, 0.0) + weight / (10 + rank)
             first.setdefault(hit.id, hit)
+    for entry, hit in first.items():
+        if hit.kind == "doc" and hit.lang == language:  # a doc in the answer's language reads better
+            scores[entry] *= _SAME_LANGUAGE_BONUS
     order = sorted(scores, key=lambda e: (-scores[e], e))
     return [first[e].__class__(**{**first[e].to_dict(), "score": round(scores[e], 5)}) for e in order]
 
@@ -301,7 +305,7 @@ def best_quote(entry_id: str, weights: dict[str, float]) -> str:
         joined_at = text.find(nxt, start + len(quote))
         gap = text[start + len(quote):joined_at] if start >= 0 and joined_at >= 0 else None
         nxt_score = sum(weights.get(t, 0.0) for t in units[best + 1][1])
-        if gap is not None and len(gap) <= 2 and gap.strip() == "" and nxt_score > 0 \
+        if gap is not None and gap in ("", " ") and nxt_score > 0 \
                 and len(quote) + len(gap) + len(nxt) <= MAX_QUOTE_CHARS and len(quote) < 160:
             quote = quote + gap + nxt
     return quote

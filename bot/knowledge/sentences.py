@@ -17,7 +17,8 @@ import re
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\bsec\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bFig\.)(?<!\bfig\.)(?<!\bSec\.)(?<!\bEq\.)"
                            r"(?<!\bet al\.)(?<!\bapprox\.)(?<!\bno\.)\s+|"
                            r"(?<=[。！？；])\s*(?=\S)")
-_BOLD_LEAD = re.compile(r"^\*\*[^*]{1,80}[.:]\*\*\s+")  # a paragraph's bold run-in heading
+_COMMENT = re.compile(r"<!--.*?-->")
+_BOLD_LEAD = re.compile(r"^\*\*[^*]{1,80}[.:。：]\*\*\s*")  # a paragraph's bold run-in heading
 _LIST_ITEM = re.compile(r"^([-*+]|\d+\.)\s")
 _ENDS_SENTENCE = re.compile(r"[.。!?！？；][*_\"')）」]*$")
 
@@ -43,6 +44,7 @@ def complete_sentences(body: str) -> list[str]:
         if line.startswith(">") or _LIST_ITEM.match(line) or raw[:1].isspace():
             starts_sentence = bool(_ENDS_SENTENCE.search(line))  # list items and their wrapped lines
             continue
+        line = _COMMENT.sub("", line).rstrip()  # calc tags (bot.knowledge.calc_tags) are not prose
         line = _BOLD_LEAD.sub("", line)  # "**Gradient buckets.** Instead of ..." -> "Instead of ..."
         pieces = [p.strip() for p in _SENTENCE_END.split(line) if p.strip().strip("*_ ")]
         for i, piece in enumerate(pieces):
@@ -59,8 +61,9 @@ def list_items(body: str) -> list[str]:
     out = []
     for raw in body.splitlines():
         m = re.match(r"^\s*[-*]\s+(\S.*)$", raw)
-        if m and _ENDS_SENTENCE.search(m.group(1).strip()):
-            out.append(_strip_tags(m.group(1).strip()))
+        item = _COMMENT.sub("", m.group(1)).strip() if m else ""
+        if item and _ENDS_SENTENCE.search(item):
+            out.append(item)
     return [s for s in out if s]
 
 
