@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 import torch
@@ -186,3 +187,88 @@ def test_a_simulation_that_overruns_its_timeout_is_stopped():
     import multiprocessing
 
     assert not [p for p in multiprocessing.active_children() if p.name == "shardwise-simulate"]
+
+
+# --- models from a Hugging Face config (issue 13) ------------------------------------------------
+
+
+def _tiny_configs() -> dict[str, dict]:
+    """Small configs of the architectures simulate builds with transformers or its MoE block."""
+    return {
+        "bert": {"model_type": "bert", "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "intermediate_size": 256, "vocab_size": 1000, "max_position_embeddings": 256, "type_vocab_size": 2},
+        "t5": {"model_type": "t5", "d_model": 128, "d_kv": 32, "d_ff": 256, "num_layers": 2, "num_heads": 4,
+               "vocab_size": 1000, "feed_forward_proj": "relu"},
+        "qwen3_moe": {"model_type": "qwen3_moe", "hidden_size": 128, "num_hidden_layers": 2,
+                      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 256,
+                      "moe_intermediate_size": 64, "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 1000},
+        "deepseek_v2": {"model_type": "deepseek_v2", "hidden_size": 128, "num_hidden_layers": 2,
+                        "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 256,
+                        "moe_intermediate_size": 64, "n_routed_experts": 8, "n_shared_experts": 1,
+                        "num_experts_per_tok": 2, "first_k_dense_replace": 1, "kv_lora_rank": 32,
+                        "q_lora_rank": None, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32,
+                        "head_dim": 16, "vocab_size": 1000, "n_group": 1, "topk_group": 1},
+    }
+
+
+@pytest.mark.slow
+def test_configs_simulate_with_transformers_and_shard_their_states_exactly():
+    from bot.catalog.hf_config import model_from_hf_config
+
+    cfgs = [SimConfig.from_hf_config(c, gpu_count=4, strategy="fsdp_full_shard", seq_len=64, micro_batch=2)
+            for c in _tiny_configs().values()]
+    results = simulate_batch(cfgs)
+    for cfg, result in zip(cfgs, results, strict=True):
+        assert not isinstance(result, SimError), result
+        spec = model_from_hf_config(json.loads(cfg.hf_config))
+        # FSDP shards every parameter (experts included) over the 4 GPUs: fp32 master weights.
+        assert result.params_gib == pytest.approx(spec.params * 4 / 4 / GIB, rel=0.02), cfg.model
+        assert result.peak_gib > result.params_gib
+        assert sum(getattr(result, p) for p in PARTS) == pytest.approx(result.peak_gib, rel=1e-9)
+
+
+def test_a_config_in_simulate_is_validated_and_keyed_by_its_content():
+    cfg = SimConfig.from_hf_config(_tiny_configs()["bert"], gpu_count=2, strategy="ddp", seq_len=64)
+    other = SimConfig.from_hf_config({**_tiny_configs()["bert"], "num_hidden_layers": 3}, gpu_count=2,
+                                     strategy="ddp", seq_len=64)
+    assert cfg.key("x") != other.key("x")
+    with pytest.raises(SimError, match="learned positions"):
+        SimConfig.from_hf_config(_tiny_configs()["bert"], gpu_count=2, strategy="ddp", seq_len=1024).normalized()
+    with pytest.raises(SimError, match="not valid JSON"):
+        SimConfig.from_hf_config("{oops", gpu_count=2, strategy="ddp")
+    with pytest.raises(SimError, match="approximate"):
+        SimConfig("FLUX.1-dev", 2, "ddp").normalized()
+
+
+def test_the_moe_block_has_the_catalog_count_and_trains():
+    from bot.bench.model import build_model, loss_fn
+    from bot.catalog import ModelSpec
+
+    spec = ModelSpec("tiny-moe", "llama", 2, 64, 128, 4, 2, 500, kind="moe", n_experts=4, experts_per_token=2,
+                     moe_intermediate=32, n_shared_experts=1, first_k_dense=1)
+    torch.manual_seed(0)
+    model = build_model(spec)
+    assert sum(p.numel() for p in model.parameters()) == spec.params
+    tokens = torch.randint(0, spec.vocab, (2, 17))
+    loss = loss_fn(model(tokens[:, :-1]), tokens[:, 1:])
+    loss.backward()
+    assert model.layers[1].mlp.w_gate.grad is not None and torch.isfinite(loss)
+
+
+@pytest.mark.slow
+def test_cli_simulates_a_config_folder(tmp_path):
+    from click.testing import CliRunner
+
+    from bot.bench.cli import bench
+
+    (tmp_path / "config.json").write_text(json.dumps(_tiny_configs()["qwen3_moe"]))
+    runner = CliRunner()
+    out = runner.invoke(bench, ["simulate", "--config", str(tmp_path), "--gpus", "2", "--seq-len", "64", "--json"],
+                        env={"SHARDWISE_DATA_DIR": str(tmp_path / "data")})
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["config"]["model"] == tmp_path.name and data["peak_gib"] > 0
+    both = runner.invoke(bench, ["simulate", "--config", str(tmp_path), "--model", "tiny", "--gpus", "2"])
+    assert both.exit_code != 0 and "either --model or --config" in both.output
+    bad = runner.invoke(bench, ["simulate", "--config", str(tmp_path / "nope.json"), "--gpus", "2"])
+    assert bad.exit_code != 0 and "no file" in bad.output

@@ -75,7 +75,9 @@ def bench() -> None:
 
 
 @bench.command()
-@click.option("--model", required=True, help="catalog model (llama2-7b, gpt2, tiny, or a size like 1b)")
+@click.option("--model", default=None, help="catalog model (llama2-7b, gpt2, tiny, or a size like 1b)")
+@click.option("--config", "config_source", default=None,
+              help="a Hugging Face config.json instead of --model: file, folder, or Hub id (built with transformers)")
 @click.option("--gpus", "gpu_count", type=int, required=True, help="number of GPUs (world size)")
 @click.option("--strategy", "strategy", default="fsdp_full_shard", show_default=True, help=STRATEGY_HELP)
 @click.option("--gpus-per-node", type=int, default=None, help="node size for HSDP (default min(8, gpus))")
@@ -87,17 +89,32 @@ def bench() -> None:
 @click.option("--optimizer", default="adamw", show_default=True, type=click.Choice(["adamw", "sgd"]))
 @click.option("--force", is_flag=True, help="simulate again even if the store has this config")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def simulate(model, gpu_count, strategy, gpus_per_node, seq_len, micro_batch, precision,
+def simulate(model, config_source, gpu_count, strategy, gpus_per_node, seq_len, micro_batch, precision,
              activation_checkpointing, optimizer, force, as_json) -> None:
     """Exact per-GPU peak memory of a training step, simulated on CPU (fake tensors)."""
+    import dataclasses
+
     from bot.bench.simulate import SimConfig, SimError, simulate_cached
 
+    if bool(model) == bool(config_source):
+        raise click.UsageError("pass either --model or --config")
     outputs = []
-    seq_len = _seq_len(model, seq_len)
+    from_config = None
+    if config_source:  # read (or fetch) the config once; the strategies reuse it
+        try:
+            from_config = SimConfig.from_hf_config(config_source, gpu_count=gpu_count, strategy="ddp")
+        except SimError as err:
+            raise click.ClickException(str(err)) from None
+        spec = from_config.spec()
+        seq_len = seq_len or (min(DEFAULT_SEQ_LEN, spec.max_positions) if spec.positions else DEFAULT_SEQ_LEN)
+    else:
+        seq_len = _seq_len(model, seq_len)
     for name in _strategies(strategy, "--strategy"):
-        cfg = SimConfig(model=model, gpu_count=gpu_count, strategy=name, gpus_per_node=gpus_per_node,
+        cfg = SimConfig(model=model or "", gpu_count=gpu_count, strategy=name, gpus_per_node=gpus_per_node,
                         seq_len=seq_len, micro_batch=micro_batch, precision=precision,
                         activation_checkpointing=activation_checkpointing, optimizer=optimizer)
+        if from_config is not None:
+            cfg = dataclasses.replace(cfg, model=from_config.model, hf_config=from_config.hf_config)
         try:
             cfg.normalized()  # a refused config is a bad value (exit 2), checked before anything runs
         except SimError as err:

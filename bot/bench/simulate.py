@@ -75,11 +75,10 @@ class SimConfig:
     def from_hf_config(cls, source, **kwargs) -> SimConfig:
         """A config for a model given by its Hugging Face config (dict, JSON text, file or folder
         path, Hub id); raises ``SimError`` when it cannot be read."""
-        from bot.catalog.hf_config import ConfigError, load_hf_config, model_from_hf_config
+        from bot.catalog.hf_config import ConfigError, read_hf_config
 
         try:
-            data, where = load_hf_config(source)
-            spec = model_from_hf_config(data, name=kwargs.pop("model", None))
+            spec, data = read_hf_config(source, name=kwargs.pop("model", None))
         except ConfigError as err:
             raise SimError(str(err)) from None
         if spec.declared_params is not None:

@@ -162,11 +162,21 @@ def _vit_params(vision: dict) -> int:
 def model_from_hf_config(source: dict | str | os.PathLike, name: str | None = None) -> ModelSpec:
     """A ``ModelSpec`` from a Hugging Face config (see ``load_hf_config`` for the sources).
     Raises ``ConfigError`` with a clear message for anything it cannot read."""
+    return read_hf_config(source, name)[0]
+
+
+def read_hf_config(source: dict | str | os.PathLike, name: str | None = None) -> tuple[ModelSpec, dict]:
+    """``(spec, config)``: the model and the config dict it was read from. The spec is named
+    ``name``, else the config's ``_name_or_path``, the Hub id, or the folder holding the file."""
     cfg, where = load_hf_config(source)
     source_url = where if where.startswith("http") else ""
-    label = name or cfg.get("_name_or_path") or (where.rsplit("/", 3)[-3] if source_url else None)
+    label = name or cfg.get("_name_or_path") or None
+    if not label and source_url:  # https://huggingface.co/{org}/{name}/blob/main/config.json
+        label = "/".join(source_url.split("/")[3:5])
+    elif not label and where not in ("the pasted config", "the config"):
+        label = Path(where).parent.name or None  # the folder a config.json sits in
     try:
-        return _spec_from_config(cfg, label, source_url)
+        return _spec_from_config(cfg, label, source_url), cfg
     except ConfigError:
         raise
     except (TypeError, ValueError, KeyError, ZeroDivisionError) as err:
