@@ -107,6 +107,16 @@ class Sections(BaseModel):
     howto: list[HowTo] = Field(default_factory=list)
     questions: list[str] = Field(default_factory=list)  # human-readable questions to the user
     notices: list[str] = Field(default_factory=list)  # truncation, unknown model, not modelled...
+    # sentence -> the source key of each figure it prints, in order (``numbers`` key, "setup.<field>",
+    # "cite.<n>" or "turn"); the renderer turns these into ``Answer.figures`` in text order.
+    figure_keys: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class FigureRef(BaseModel):
+    """One figure printed in ``Answer.text``, in order, and the key its value comes from."""
+
+    printed: str
+    key: str
 
 
 class Answer(BaseModel):
@@ -124,3 +134,5 @@ class Answer(BaseModel):
     questions: list[str] = Field(default_factory=list)
     sections: Sections = Field(default_factory=Sections)
     text: str = ""
+    # every figure in ``text`` (outside code), in order, bound to its source key (traceability)
+    figures: list[FigureRef] = Field(default_factory=list)

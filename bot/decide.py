@@ -1,0 +1,406 @@
+"""The decision: a pure function of the evidence -> the recommendation, its reasons, what would
+change it, and the direct answer to what was asked. The ladder is written out in docs/decision.md.
+
+Among the configurations that fit with a margin (``MARGIN`` of usable memory) at the asked
+micro-batch — DDP; DDP with ``gradient_as_bucket_view=True`` and fused AdamW; SHARD_GRAD_OP;
+FULL_SHARD; HSDP across nodes; each with and without activation checkpointing — pick the best
+estimated throughput (tokens/s per GPU at the largest micro-batch that fits), preferring the
+simpler configuration (``SIMPLICITY``) within ``TOLERANCE``. CPU offload only when nothing
+GPU-resident fits; LoRA/QLoRA and more GPUs are what-ifs when nothing fits.
+
+No calculator calls and no I/O here: everything comes from ``bot.evidence.Evidence``. Reasons
+are structured (``Reason(code, values)``); the composer words them with the figures' keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.evidence import (
+    BASE,
+    BUCKET_FUSED,
+    BUCKET_FUSED_CKPT,
+    CKPT,
+    LORA,
+    LORA_CKPT,
+    QLORA,
+    QLORA_CKPT,
+    SINGLE_NODE,
+    Config,
+    Evidence,
+)
+
+MARGIN = 0.9  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
+DDP_MARGIN = MARGIN  # the name the advisor's tests import
+TOLERANCE = 0.05  # configurations within 5% of the best throughput count as equally fast
+COMFORT = 0.75  # below this share of usable memory the decision is clear-cut (high confidence)
+SLOW_LINK_GBPS = 100.0  # inter-node links under this many Gb/s count as slow
+COMM_HEAVY = 0.3  # communication above this share of the step is worth a what-if
+# CPU offload is recommended with unknown host RAM only when a node needs at most this much
+# (a typical workstation or small server); beyond it the answer asks for the RAM and says the need.
+UNSTATED_HOST_RAM_GIB = 256.0
+
+# Simpler first: the order the ladder prefers among equally fast configurations.
+_STRATEGY_RANK = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 4,
+                  "fsdp_full_shard_offload": 20}
+GPU_RESIDENT = ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard")
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One sentence of the argument: a code the composer words, and the values it quotes."""
+
+    code: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Decision:
+    status: str  # ok | needs_info | invalid | out_of_scope
+    intent: str
+    strategy: str  # a strategy id, "none" or "out_of_scope"
+    variant: str = BASE  # the chosen configuration's variant ("ckpt", "bucket_fused", ...)
+    alternatives: list[str] = field(default_factory=list)
+    confidence: str = "medium"
+    rows: list[Config] = field(default_factory=list)  # the configurations weighed, table order
+    chosen: Config | None = None
+    reasons: list[Reason] = field(default_factory=list)
+    what_ifs: list[Reason] = field(default_factory=list)
+    direct: list[Reason] = field(default_factory=list)  # the answer to what was asked, first
+    questions: list[str] = field(default_factory=list)
+
+
+def checkpointing_on(ev: Evidence, c: Config) -> bool:
+    asked = bool(ev.resolved and ev.resolved.setup.activation_checkpointing)
+    return asked != (c.variant in (CKPT, BUCKET_FUSED_CKPT))
+
+
+def simplicity(ev: Evidence, c: Config) -> float:
+    """Lower is simpler: strategy first, the bucket/fused options next, checkpointing last."""
+    rank = _STRATEGY_RANK.get(c.strategy, 30) + (1 if c.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT) else 0)
+    return rank + (5 if checkpointing_on(ev, c) and c.strategy != "fsdp_full_shard_offload" else 0)
+
+
+def fits_with_margin(c: Config) -> bool:
+    return c.fits and c.total_gib <= MARGIN * c.usable_gib
+
+
+def slow_link(ev: Evidence) -> bool:
+    r = ev.resolved
+    return bool(r and r.nodes > 1 and (r.inter_node_link == "ethernet" or r.inter_node_gbps < SLOW_LINK_GBPS))
+
+
+def pick(ev: Evidence, candidates: list[Config]) -> tuple[Config, Config | None]:
+    """(chosen, rival): the simplest configuration within ``TOLERANCE`` of the fastest, and the
+    fastest other configuration in that band (None when the chosen one stands alone)."""
+    fastest = max(candidates, key=lambda c: (c.tokens_per_s_per_gpu, -simplicity(ev, c)))
+    near = [c for c in candidates if c.tokens_per_s_per_gpu >= (1 - TOLERANCE) * fastest.tokens_per_s_per_gpu]
+    chosen = min(near, key=lambda c: (simplicity(ev, c), -c.tokens_per_s_per_gpu))
+    rivals = [c for c in near if c is not chosen and c.strategy != chosen.strategy]
+    rival = max(rivals, key=lambda c: c.tokens_per_s_per_gpu) if rivals else None
+    return chosen, rival
+
+
+def decide(ev: Evidence) -> Decision:
+    """The decision for ``ev`` (see the module docstring and docs/decision.md)."""
+    parsed = ev.parsed
+    intent = parsed.intent
+    if parsed.empty:
+        return Decision("needs_info", intent, "out_of_scope", confidence="low",
+                        questions=list(parsed.missing) or ["params_b", "gpu_memory_gb", "gpu_count"])
+    if not parsed.on_topic or intent == "out_of_scope":
+        return Decision("out_of_scope", "out_of_scope", "out_of_scope", confidence="high")
+    if ev.problems:
+        return Decision("invalid", intent, "none", confidence="low",
+                        questions=list(dict.fromkeys(p.field for p in ev.problems)))
+    if ev.resolved is None:  # no model size: concept answers stand; a recommendation needs the setup
+        status = "ok" if intent in ("concept", "troubleshoot") and ev.passages else "needs_info"
+        return Decision(status, intent, "none", confidence="low", questions=list(parsed.missing),
+                        direct=_direct_without_setup(ev))
+    d = _ladder(ev)
+    d.intent = intent
+    d.direct = _direct(ev, d)
+    d.questions = list(parsed.missing)
+    r = ev.resolved
+    if r.nodes > 1 and parsed.setup.inter_node_link is None and parsed.setup.inter_node_gbps is None:
+        d.questions.append("inter_node_link")
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# The ladder
+# --------------------------------------------------------------------------------------------
+
+
+def _ladder(ev: Evidence) -> Decision:
+    r = ev.resolved
+    assert r is not None
+    weighed = [c for c in ev.configs if c.strategy in GPU_RESIDENT]
+    with_margin = [c for c in weighed if fits_with_margin(c)]
+    tight = [c for c in weighed if c.fits and not fits_with_margin(c)]
+    candidates = with_margin or tight
+    base_ddp = ev.config("ddp")
+    assert base_ddp is not None
+    reasons: list[Reason] = []
+    d = Decision("ok", ev.parsed.intent, "none")
+
+    if r.gpu_count == 1:
+        reasons.append(Reason("single_gpu"))
+        candidates = [c for c in candidates if c.strategy == "ddp"]
+
+    if candidates:
+        chosen, rival = pick(ev, candidates)
+        d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
+        reasons += _memory_reasons(ev, chosen, base_ddp)
+        reasons.append(Reason("throughput", {"config": chosen}))
+        if rival is not None:
+            reasons.append(Reason("simpler_within_tolerance", {"config": chosen, "faster": rival,
+                                                               "tolerance": TOLERANCE}))
+        if chosen.strategy == "ddp" and r.gpu_count > 1:
+            if all(c.vs_ddp >= 1.0 for c in candidates if c.strategy != "ddp"):
+                reasons.append(Reason("comm_least", {"config": chosen}))
+        elif chosen.strategy != "ddp":
+            reasons.append(Reason("comm_cost", {"config": chosen}))
+        if chosen.strategy == "fsdp_hybrid_shard" and slow_link(ev):
+            reasons.append(Reason("slow_inter_node", {"config": chosen}))
+        if not with_margin:
+            reasons.append(Reason("tight", {"config": chosen}))
+        ddp_choices = [c for c in candidates if c.strategy == chosen.strategy]
+        others = sorted({c.strategy for c in candidates if c.strategy != chosen.strategy},
+                        key=lambda s: -max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s))
+        d.alternatives = others[:2]
+        share = chosen.total_gib / chosen.usable_gib if chosen.usable_gib else 1.0
+        d.confidence = ("high" if with_margin and share <= COMFORT and ddp_choices
+                        else "medium" if with_margin else "low")
+        if ev.gpu_unknown:
+            d.confidence = "low" if len({_scenario_pick(s) for s in ev.scenarios}) > 1 else "medium"
+    else:
+        host = ev.estimate.memory["fsdp_full_shard_offload"].host_ram_gib if ev.estimate else 0.0
+        ram_known = r.setup.cpu_ram_gb is not None
+        offload = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.fits
+                   and c.variant in (BASE, CKPT) and (ram_known or host <= UNSTATED_HOST_RAM_GIB)]
+        if offload:
+            chosen = min(offload, key=lambda c: simplicity(ev, c))
+            d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
+            reasons += _memory_reasons(ev, chosen, base_ddp)
+            reasons.append(Reason("only_offload", {"config": chosen}))
+            d.confidence = "medium" if r.setup.cpu_ram_gb else "low"
+        else:
+            d.strategy, d.confidence = "none", "high"
+            reasons += _memory_reasons(ev, None, base_ddp)
+            biggest = ev.config("fsdp_full_shard", CKPT) or ev.config("fsdp_full_shard")
+            reasons.append(Reason("nothing_fits", {"config": biggest if r.gpu_count > 1 else base_ddp}))
+            off = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.variant in (BASE, CKPT)]
+            short = [c for c in off if not c.fits and c.total_gib <= c.usable_gib]
+            if short:  # the GPU side fits: the calculator's host-RAM rule is what says no
+                reasons.append(Reason("host_ram_short", {"config": short[0]}))
+    d.reasons = reasons
+    d.rows = _rows(ev, d)
+    d.what_ifs = _what_ifs(ev, d)
+    return d
+
+
+def _scenario_pick(s: Any) -> str:
+    mem = s.estimate.memory
+    return next((x for x in ("ddp", "fsdp_full_shard") if mem[x].fits), "none")
+
+
+def _memory_reasons(ev: Evidence, chosen: Config | None, ddp: Config) -> list[Reason]:
+    """Why DDP does or does not fit, and what the chosen configuration's variant changes."""
+    out: list[Reason] = []
+    r = ev.resolved
+    assert r is not None
+    if r.gpu_count > 1:  # on one GPU "nothing_fits" says it; there are no replicas
+        out.append(Reason("ddp_fits" if ddp.fits else "ddp_too_big", {"config": ddp}))
+    if chosen is None or chosen.variant == BASE:
+        return out
+    base = ev.config(chosen.strategy)
+    if chosen.variant in (CKPT, BUCKET_FUSED_CKPT) and checkpointing_on(ev, chosen):
+        out.append(Reason("needs_checkpointing" if base is not None and not base.fits else "checkpointing_faster",
+                          {"config": chosen, "base": base}))
+    if chosen.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT):
+        out.append(Reason("bucket_fused", {"config": chosen, "base": base}))
+    return out
+
+
+def _rows(ev: Evidence, d: Decision) -> list[Config]:
+    """The table: every strategy as asked, plus each variant row that changes a verdict or is
+    the one chosen."""
+    rows = [c for c in ev.configs if c.variant == BASE]
+    for c in ev.configs:
+        if c.variant == BASE:
+            continue
+        base = ev.config(c.strategy)
+        flips = base is not None and base.fits != c.fits
+        if c is d.chosen or (flips and c.variant in (CKPT, BUCKET_FUSED)):
+            rows.append(c)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# What would change it
+# --------------------------------------------------------------------------------------------
+
+
+def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
+    r = ev.resolved
+    assert r is not None
+    out: list[Reason] = []
+    chosen = d.chosen
+    for c in d.rows:  # each knob that flips a verdict, with its figure
+        base = ev.config(c.strategy)
+        if c.variant == BASE or base is None or base.fits == c.fits or c is d.chosen:
+            continue
+        out.append(Reason("knob_flips", {"config": c, "base": base}))
+    if chosen is not None and chosen.strategy == "ddp" and r.gpu_count > 1:
+        out.append(Reason("ddp_mb_limit", {"config": chosen, "shard": ev.config("fsdp_full_shard", chosen.variant)
+                                           or ev.config("fsdp_full_shard")}))
+    if chosen is not None and chosen.strategy in ("fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard"):
+        out.append(Reason("shard_mb_limit", {"config": chosen}))
+        lora = ev.variants.get(LORA)
+        if (r.setup.finetune or "full") == "full" and lora is not None and lora.estimate.memory["ddp"].fits:
+            out.append(Reason("lora_ddp_fits", {"variant": LORA}))
+    if r.nodes > 1:
+        out += _multi_node(ev, d)
+    if d.strategy in ("none", "fsdp_full_shard_offload"):
+        out += _fixes(ev)
+        if (r.setup.micro_batch or 1) > 1:
+            out.append(Reason("smaller_mb", {"config": ev.config("fsdp_full_shard")}))
+    return out
+
+
+def _multi_node(ev: Evidence, d: Decision) -> list[Reason]:
+    r = ev.resolved
+    assert r is not None
+    out: list[Reason] = []
+    chosen = d.chosen
+    single = ev.variants.get(SINGLE_NODE)
+    if chosen is not None and single is not None:
+        s = chosen.strategy if chosen.strategy != "fsdp_hybrid_shard" else "fsdp_full_shard"
+        out.append(Reason("single_node", {"config": chosen, "single_strategy": s,
+                                          "single_fits": bool(single.estimate.memory[s].fits)}))
+    if chosen is not None and chosen.comm_share >= COMM_HEAVY:
+        out.append(Reason("comm_heavy", {"config": chosen}))
+    assumed = "inter_node_gbps" in r.assumed or "inter_node_link" in r.assumed
+    if assumed and chosen is not None and (chosen.comm_share >= COMM_HEAVY or chosen.strategy == "fsdp_hybrid_shard"
+                                            or slow_link(ev)):
+        out.append(Reason("link_assumed", {"link": r.inter_node_link, "gbps": r.inter_node_gbps}))
+    if chosen is not None and chosen.strategy != "fsdp_hybrid_shard" and not slow_link(ev):
+        hsdp = ev.config("fsdp_hybrid_shard")
+        if hsdp is not None and hsdp.fits:
+            out.append(Reason("hsdp_if_slow", {"config": hsdp}))
+    if chosen is not None and chosen.strategy == "fsdp_hybrid_shard":
+        fs = ev.config("fsdp_full_shard")
+        if fs is not None and fs.fits:
+            out.append(Reason("fast_link_full_shard", {"config": fs}))
+    return out
+
+
+def _fixes(ev: Evidence) -> list[Reason]:
+    """When nothing GPU-resident fits: LoRA/QLoRA (with checkpointing if needed), more GPUs."""
+    r = ev.resolved
+    assert r is not None
+    out: list[Reason] = []
+    if (r.setup.finetune or "full") == "full":
+        for plain, with_ckpt in ((LORA, LORA_CKPT), (QLORA, QLORA_CKPT)):
+            for name in (plain, with_ckpt):
+                v = ev.variants.get(name)
+                if v is None:
+                    continue
+                best = next((s for s in GPU_RESIDENT if (s != "fsdp_hybrid_shard" or r.nodes > 1)
+                             and v.estimate.memory[s].fits), None)
+                if best:
+                    out.append(Reason("finetune_fits", {"variant": name, "strategy": best,
+                                                        "finetune": "lora" if name.startswith("lora") else "qlora",
+                                                        "checkpointing": name.endswith("ckpt")}))
+                    break
+    cap = ev.capacity
+    if cap is not None and cap.gpu_count is not None and cap.gpu_count > r.gpu_count:
+        out.append(Reason("capacity", {"capacity": cap}))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The question asked
+# --------------------------------------------------------------------------------------------
+
+# DeepSpeed ZeRO stage -> the FSDP strategy that shards the same states (ZeRO paper sec. 5;
+# FSDP's docs map FULL_SHARD to ZeRO-3 and SHARD_GRAD_OP to ZeRO-2). ZeRO-1 shards only the
+# optimizer state: FSDP has no exact match; SHARD_GRAD_OP is its nearest (it also shards grads).
+ZERO_TO_STRATEGY = {0: "ddp", 1: "fsdp_shard_grad_op", 2: "fsdp_shard_grad_op", 3: "fsdp_full_shard"}
+STRATEGY_TO_ZERO = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 3,
+                    "fsdp_full_shard_offload": 3}
+
+
+def deepspeed_user(ev: Evidence) -> bool:
+    obs = ev.parsed.observed
+    return (obs.framework or "").lower() in ("deepspeed", "llamafactory", "ms-swift", "openrlhf") \
+        or obs.zero_stage is not None or "zero_vs_fsdp" in ev.parsed.topics
+
+
+def _direct(ev: Evidence, d: Decision) -> list[Reason]:
+    topics = set(ev.parsed.topics)
+    out: list[Reason] = []
+    compare = tuple(s for s in ev.parsed.compare if s in GPU_RESIDENT + ("fsdp_full_shard_offload",))
+    if len(compare) == 2:
+        if d.strategy in ("fsdp_shard_grad_op", "fsdp_hybrid_shard") and "fsdp_full_shard" in compare \
+                and d.strategy not in compare:  # "DDP or FSDP?": FSDP means its best variant here
+            compare = tuple(d.strategy if s == "fsdp_full_shard" else s for s in compare)
+        out.append(_compare(ev, compare))
+    if "activation_checkpointing" in topics:
+        out.append(_need_checkpointing(ev))
+    if ev.parsed.intent == "capacity" or "how_many_gpus" in topics:
+        if ev.capacity is not None:
+            out.append(Reason("capacity_answer", {"capacity": ev.capacity}))
+    if "ddp_memory_knobs" in topics or (ev.parsed.observed.oom and d.strategy != "ddp"
+                                        and ev.parsed.observed.fsdp_strategy in (None, "ddp")):
+        knob = ev.config("ddp", BUCKET_FUSED)
+        if knob is not None:
+            out.append(Reason("ddp_knobs", {"config": knob, "base": ev.config("ddp")}))
+    if "fsdp_slower_than_ddp" in topics:
+        out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
+    if "multi_node_slow" in topics and d.chosen is not None:
+        out.append(Reason("why_multi_node_slow", {"config": d.chosen}))
+    if deepspeed_user(ev):
+        out.append(Reason("zero_mapping", {"strategy": d.strategy, "stage": ev.parsed.observed.zero_stage,
+                                           "offload": ev.parsed.observed.zero_offload}))
+    return out
+
+
+def _compare(ev: Evidence, pair: tuple[str, ...]) -> Reason:
+    def best(s: str) -> Config | None:
+        rows = [c for c in ev.configs if c.strategy == s and c.fits and c.variant in (BASE, CKPT)]
+        return max(rows, key=lambda c: (c.variant == BASE, c.tokens_per_s_per_gpu)) if rows else None
+
+    a, b = best(pair[0]), best(pair[1])
+    if a is None and b is None:
+        winner = None
+    elif a is None or b is None:
+        winner = pair[0] if b is None else pair[1]
+    else:
+        faster, slower = (a, b) if a.tokens_per_s_per_gpu >= b.tokens_per_s_per_gpu else (b, a)
+        near = slower.tokens_per_s_per_gpu >= (1 - TOLERANCE) * faster.tokens_per_s_per_gpu
+        winner = min((a, b), key=lambda c: simplicity(ev, c)).strategy if near else faster.strategy
+    return Reason("compare", {"pair": pair, "winner": winner, "a": a, "b": b,
+                              "a_base": ev.config(pair[0]), "b_base": ev.config(pair[1])})
+
+
+def _need_checkpointing(ev: Evidence) -> Reason:
+    fits_without = [c for c in ev.configs if c.fits and c.strategy in GPU_RESIDENT and not checkpointing_on(ev, c)
+                    and c.variant in (BASE, CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT)]
+    fits_with = [c for c in ev.configs if c.fits and c.strategy in GPU_RESIDENT and checkpointing_on(ev, c)]
+    best_without = max(fits_without, key=lambda c: c.tokens_per_s_per_gpu, default=None)
+    best_with = max(fits_with, key=lambda c: c.tokens_per_s_per_gpu, default=None)
+    return Reason("need_checkpointing", {"needed": best_without is None and best_with is not None,
+                                         "without": best_without, "with": best_with})
+
+
+def _direct_without_setup(ev: Evidence) -> list[Reason]:
+    out = []
+    if ev.passages:
+        out.append(Reason("from_passages", {"passages": ev.passages[:2]}))
+    if deepspeed_user(ev):
+        out.append(Reason("zero_mapping", {"strategy": None, "stage": ev.parsed.observed.zero_stage,
+                                           "offload": ev.parsed.observed.zero_offload}))
+    return out

@@ -1,0 +1,445 @@
+"""Evidence: everything an answer may cite, built once per question (the second pipeline stage).
+
+``build_evidence(parsed) -> Evidence`` resolves the setup once and computes, with the calculator:
+- the estimate for the setup as asked;
+- every variant the advice may cite: activation checkpointing flipped; DDP with
+  ``gradient_as_bucket_view=True`` and fused AdamW; the same node count without the slow link
+  (one node alone, for multi-node setups); more GPUs (the inverse search over GPU counts);
+  LoRA/QLoRA when full fine-tuning cannot fit;
+- each configuration's throughput (tokens/s per GPU at the largest micro-batch that fits, up to
+  ``MB_TARGET``), which the decision ranks;
+- stored simulations and recorded runs that match, retrieved passages for the question itself
+  (the hybrid search) and the forum claims that apply to this setup.
+
+Nothing downstream calls the calculator again: ``bot.decide`` is a pure function of this record,
+and the answer composer reads figures from ``Evidence.numbers()``, whose keys the renderer binds
+to each printed figure. Variant keys carry a prefix: ``ckpt.memory.ddp.total_gib``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
+from bot.strategies import TRAINING_STRATEGIES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bot.calc import Estimate
+    from bot.parse import Parsed
+
+log = logging.getLogger(__name__)
+
+# When the GPU is not stated we compute for these common cards (conditional guidance); the first
+# one also fills ``numbers``. When the GPU count is not stated we assume one node of eight.
+SCENARIO_GPUS = ("A100 80GB SXM", "A100 40GB SXM", "RTX 4090 24GB")
+DEFAULT_GPU_COUNT = 8
+# Throughput is compared at the largest micro-batch that fits, up to this many sequences (or the
+# stated micro-batch when larger): past a few sequences the step is compute-bound and a larger
+# micro-batch changes the global batch the user chose more than it changes tokens/s.
+MB_TARGET = 8
+# GPU counts tried by the inverse search ("how many GPUs do I need?").
+CAPACITY_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024)
+MAX_PASSAGES = 3
+MAX_CLAIMS = 4
+
+# Variant names: the changes each makes to the asked setup (see ``_variant_changes``).
+BASE = ""
+CKPT = "ckpt"  # activation checkpointing flipped (on when asked off, off when asked on)
+BUCKET_FUSED = "bucket_fused"  # DDP gradient_as_bucket_view=True + fused AdamW
+BUCKET_FUSED_CKPT = "bucket_fused+ckpt"
+SINGLE_NODE = "single_node"  # multi-node only: one node of the same GPUs
+LORA = "lora"
+QLORA = "qlora"
+LORA_CKPT = "lora+ckpt"
+QLORA_CKPT = "qlora+ckpt"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration the decision can weigh: a strategy on the asked setup or on a variant."""
+
+    strategy: str
+    variant: str  # BASE or a variant name
+    fits: bool  # at the asked micro-batch (the calculator's ``fits``, host-RAM rule included)
+    total_gib: float
+    usable_gib: float
+    max_micro_batch: int
+    step_seconds: float  # at the asked micro-batch
+    vs_ddp: float  # communication time relative to DDP
+    throughput_mb: int  # the micro-batch tokens/s is measured at (0 when nothing fits)
+    tokens_per_s_per_gpu: float  # at ``throughput_mb``; 0 when it does not fit
+    comm_share: float  # communication's share of the step at the asked micro-batch (0..1)
+
+    def key(self, kind: str, name: str) -> str:
+        """The ``numbers`` key of one of this configuration's figures."""
+        return variant_key(self.variant, f"{kind}.{self.strategy}.{name}")
+
+
+def variant_key(variant: str, key: str) -> str:
+    return f"{variant}.{key}" if variant else key
+
+
+@dataclass
+class Variant:
+    name: str
+    changes: dict[str, Any]
+    resolved: ResolvedSetup
+    estimate: Estimate
+
+
+@dataclass(frozen=True)
+class StoredFigure:
+    """A stored simulation or recorded run that matches the setup (cited by its run id)."""
+
+    run_id: str
+    kind: str  # "simulation" | "run" | "import"
+    strategy: str
+    peak_gib: float
+    summary: str
+
+
+@dataclass
+class Scenario:
+    """The decision on a common card when the user did not say which GPU."""
+
+    gpu: str
+    memory_gb: float
+    gpu_count: int
+    resolved: ResolvedSetup
+    estimate: Estimate
+
+
+@dataclass
+class Capacity:
+    """The inverse search: the fewest GPUs (of ``CAPACITY_COUNTS``) at which a strategy fits."""
+
+    gpu_count: int | None  # None when none of the counts tried fits
+    strategy: str | None
+    checkpointing: bool  # it needs activation checkpointing at that count
+    gpus_per_node: int
+    nodes: int
+    tried: tuple[int, ...]
+    numbers: dict[str, float | int | bool] = field(default_factory=dict)  # that count's estimate
+
+
+@dataclass
+class Evidence:
+    parsed: Parsed
+    language: str
+    question: str = ""
+    resolved: ResolvedSetup | None = None
+    estimate: Estimate | None = None
+    problems: list[Any] = field(default_factory=list)  # bot.setup.Problem, when the setup is invalid
+    variants: dict[str, Variant] = field(default_factory=dict)
+    configs: list[Config] = field(default_factory=list)
+    scenarios: list[Scenario] = field(default_factory=list)
+    capacity: Capacity | None = None
+    stored: list[StoredFigure] = field(default_factory=list)
+    passages: list[Any] = field(default_factory=list)  # bot.knowledge.answering.Passage
+    claims: list[Any] = field(default_factory=list)  # bot.knowledge.answering.ApplicableClaim
+    inference: Any = None  # bot.calc.inference.InferenceEstimate for out-of-scope serving questions
+    gpu_unknown: bool = False
+
+    def config(self, strategy: str, variant: str = BASE) -> Config | None:
+        return next((c for c in self.configs if c.strategy == strategy and c.variant == variant), None)
+
+    def numbers(self) -> dict[str, float | int | bool]:
+        """Every figure the answer may print, flat (DESIGN.md keys; variants prefixed)."""
+        out: dict[str, float | int | bool] = {}
+        if self.estimate is not None:
+            out.update(self.estimate.numbers())
+        for name, variant in self.variants.items():
+            for key, value in variant.estimate.numbers().items():
+                out[variant_key(name, key)] = value
+        for c in self.configs:
+            if c.tokens_per_s_per_gpu:
+                out[c.key("throughput", "tokens_per_s_per_gpu")] = round(c.tokens_per_s_per_gpu, 1)
+                out[c.key("throughput", "micro_batch")] = c.throughput_mb
+            out[c.key("comm", "share_of_step_pct")] = round(100 * c.comm_share)
+        if self.capacity is not None:
+            out.update(self.capacity.numbers)
+        if self.inference is not None:
+            out.update(self.inference.numbers())
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------------------------
+
+
+def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool = True) -> Evidence:
+    """All the evidence for ``parsed`` (``question``: the asked text, for retrieval); computes
+    nothing twice. Raises only on internal bugs."""
+    ev = Evidence(parsed=parsed, language=parsed.language, question=question)
+    if parsed.empty or not parsed.on_topic:
+        if parsed.intent == "out_of_scope" or not parsed.on_topic:
+            ev.inference = _inference(parsed)
+        return ev
+    if parsed.problems:
+        ev.problems = list(parsed.problems)
+        return ev
+    if with_knowledge:
+        _knowledge(ev, parsed.setup)
+    if "params_b" in parsed.missing:
+        return ev
+
+    ev.gpu_unknown = "gpu_memory_gb" in parsed.missing
+    try:
+        resolved = resolve_setup(parsed.setup, default_gpu=SCENARIO_GPUS[0] if ev.gpu_unknown else None,
+                                 default_gpu_count=DEFAULT_GPU_COUNT)
+    except SetupError as err:
+        ev.problems = list(err.problems)
+        return ev
+    _computed(ev, resolved)
+    if with_knowledge:
+        _claims(ev, resolved)
+    return ev
+
+
+def evidence_for_resolved(resolved: ResolvedSetup, estimate: Estimate | None = None,
+                          language: str = "en") -> Evidence:
+    """The calculator evidence for an already resolved setup (no parsing, no knowledge): what the
+    advisor shim and the tools use."""
+    from bot.parse import Parsed
+
+    parsed = Parsed(setup=resolved.setup, language=language)
+    ev = Evidence(parsed=parsed, language=language)
+    _computed(ev, resolved, estimate)
+    return ev
+
+
+def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None) -> None:
+    from bot.calc import estimate
+
+    ev.resolved = resolved
+    ev.estimate = est if est is not None else estimate(resolved)
+    for name, changes in _variant_changes(resolved).items():
+        variant = _variant(resolved, changes)
+        if variant is not None:
+            ev.variants[name] = Variant(name, changes, variant, estimate(variant))
+    ev.configs = _configs(ev)
+    if ev.gpu_unknown:
+        ev.scenarios = _scenarios(ev.parsed.setup)
+    if ev.parsed.intent == "capacity" or not any(c.fits for c in ev.configs if c.variant in (BASE, CKPT)
+                                                 and c.strategy != "fsdp_full_shard_offload"):
+        ev.capacity = capacity_search(resolved)
+    ev.stored = _stored(resolved)
+
+
+def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
+    """The variants worth computing for this setup (each a few field changes)."""
+    s = resolved.setup
+    ckpt = not bool(s.activation_checkpointing)
+    out: dict[str, dict[str, Any]] = {CKPT: {"activation_checkpointing": ckpt}}
+    if resolved.gpu_count > 1 and not (s.ddp_bucket_view and s.optimizer_impl == "fused"):
+        out[BUCKET_FUSED] = {"ddp_bucket_view": True, "optimizer_impl": "fused"}
+        out[BUCKET_FUSED_CKPT] = {**out[BUCKET_FUSED], "activation_checkpointing": ckpt}
+    if resolved.nodes > 1:
+        out[SINGLE_NODE] = {"nodes": 1, "gpus_per_node": resolved.gpus_per_node,
+                            "gpu_count": resolved.gpus_per_node, "inter_node_link": None,
+                            "inter_node_gbps": None}
+    if (s.finetune or "full") == "full":
+        out[LORA] = {"finetune": "lora"}
+        out[QLORA] = {"finetune": "qlora"}
+        if not s.activation_checkpointing:
+            out[LORA_CKPT] = {"finetune": "lora", "activation_checkpointing": True}
+            out[QLORA_CKPT] = {"finetune": "qlora", "activation_checkpointing": True}
+    return out
+
+
+def _variant(resolved: ResolvedSetup, changes: dict[str, Any]) -> ResolvedSetup | None:
+    setup = resolved.setup.model_copy(update=changes)
+    try:
+        return resolve_setup(setup)
+    except SetupError:
+        return None
+
+
+def _configs(ev: Evidence) -> list[Config]:
+    """Every (variant, strategy) row with its throughput at the largest micro-batch that fits."""
+    from bot.calc import estimate
+
+    assert ev.resolved is not None and ev.estimate is not None
+    out: list[Config] = []
+    runs = [(BASE, ev.resolved, ev.estimate)]
+    runs += [(name, v.resolved, v.estimate) for name, v in ev.variants.items()
+             if name in (CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT)]
+    for name, resolved, est in runs:
+        mb = resolved.setup.micro_batch or 1
+        seq = resolved.setup.seq_len or 0
+        strategies = [s for s in TRAINING_STRATEGIES if resolved.nodes > 1 or s != "fsdp_hybrid_shard"]
+        if name in (BUCKET_FUSED, BUCKET_FUSED_CKPT):
+            strategies = ["ddp"]  # the bucket view is a DDP option
+        at_mb: dict[int, Estimate] = {mb: est}
+        for s in strategies:
+            mem, comm = est.memory[s], est.comm[s]
+            step = est.time[s]
+            best = min(mem.max_micro_batch, max(mb, MB_TARGET)) if mem.fits else 0
+            tps = 0.0
+            if best:
+                if best not in at_mb:
+                    at_mb[best] = estimate(_with_mb(resolved, best))
+                t = at_mb[best].time[s]
+                tps = best * seq / t if t > 0 else 0.0
+            share = min(1.0, comm.seconds_per_step / step) if step > 0 else 0.0
+            out.append(Config(strategy=s, variant=name, fits=bool(mem.fits), total_gib=mem.total_gib,
+                              usable_gib=mem.usable_gib, max_micro_batch=mem.max_micro_batch, step_seconds=step,
+                              vs_ddp=comm.vs_ddp, throughput_mb=best, tokens_per_s_per_gpu=tps,
+                              comm_share=share))
+    return out
+
+
+def _with_mb(resolved: ResolvedSetup, mb: int) -> ResolvedSetup:
+    from dataclasses import replace
+
+    return replace(resolved, setup=resolved.setup.model_copy(update={"micro_batch": mb}))
+
+
+def _scenarios(setup: TrainingSetup) -> list[Scenario]:
+    from bot.calc import estimate
+    from bot.catalog import lookup_gpu
+
+    out = []
+    for name in SCENARIO_GPUS:
+        gpu = lookup_gpu(name)
+        try:
+            resolved = resolve_setup(setup.model_copy(update={"gpu": gpu.name}), default_gpu_count=DEFAULT_GPU_COUNT)
+        except SetupError:
+            continue
+        out.append(Scenario(gpu=gpu.name, memory_gb=gpu.memory_gb, gpu_count=resolved.gpu_count,
+                            resolved=resolved, estimate=estimate(resolved)))
+    return out
+
+
+def capacity_search(resolved: ResolvedSetup) -> Capacity:
+    """The fewest GPUs at which a GPU-resident strategy fits at the asked micro-batch: first as
+    asked, else with activation checkpointing. Nodes of 8 beyond 8 GPUs (the link as stated, or
+    the default for the link kind)."""
+    from bot.calc import estimate
+
+    s = resolved.setup
+    per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
+    tried: list[int] = []
+    for count in CAPACITY_COUNTS:
+        per_node = min(count, per_node_max)
+        if count % per_node:
+            continue
+        nodes = count // per_node
+        tried.append(count)
+        update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
+        if nodes == 1:
+            update.update(inter_node_link=None, inter_node_gbps=None)
+        for ckpt in ((False, True) if not s.activation_checkpointing else (True,)):
+            try:
+                r = resolve_setup(s.model_copy(update={**update, "activation_checkpointing": ckpt or
+                                                       s.activation_checkpointing}))
+            except SetupError:
+                continue
+            est = estimate(r)
+            for strategy in ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard"):
+                if strategy == "fsdp_hybrid_shard" and nodes == 1:
+                    continue
+                if est.memory[strategy].fits:
+                    nums = {variant_key("capacity", k): v for k, v in est.numbers().items()
+                            if k.startswith(("memory.", "time."))}
+                    nums["capacity.gpu_count"] = count
+                    return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
+                                    tuple(tried), nums)
+    return Capacity(None, None, False, per_node_max, 0, tuple(tried))
+
+
+def _stored(resolved: ResolvedSetup) -> list[StoredFigure]:
+    """Stored simulations (any strategy) and recorded runs of this model, cited by run id."""
+    out: list[StoredFigure] = []
+    try:
+        from bot.bench.simulate import SimConfig
+        from bot.bench.store import ResultStore
+
+        store = ResultStore()
+    except Exception as err:  # no store yet, or an older format: no stored figures
+        log.debug("no result store: %s", err)
+        return out
+    for strategy in TRAINING_STRATEGIES:
+        try:
+            found = store.find_simulation(SimConfig.from_resolved(resolved, strategy))
+        except Exception as err:  # an unsimulatable config
+            log.debug("no stored simulation for %s: %s", strategy, err)
+            continue
+        if not found:
+            continue
+        run_id = getattr(found, "run_id", None) or getattr(found, "id", None)
+        peak = getattr(found, "peak_gib", None)
+        if peak is None and isinstance(getattr(found, "result", None), dict):
+            peak = found.result.get("peak_gib")
+        if not run_id or peak is None:
+            continue
+        try:
+            stored = store.get(str(run_id))
+            summary = stored.summary() if stored else ""
+        except Exception:
+            summary = ""
+        out.append(StoredFigure(str(run_id), "simulation", strategy, float(peak),
+                                summary or f"simulated per-GPU peak {float(peak):.2f} GiB ({strategy})"))
+    if resolved.model.approximate:
+        return out
+    for strategy in TRAINING_STRATEGIES:
+        try:
+            runs = [r for kind in ("import", "run") for r in store.find_runs(model=resolved.model.name,
+                                                                               strategy=strategy, kind=kind)
+                    if isinstance(r.figures.get("peak_gib"), int | float)]
+        except Exception as err:
+            log.debug("no stored runs: %s", err)
+            break
+        if runs:
+            run = runs[0]
+            out.append(StoredFigure(run.id, run.kind, strategy, float(run.figures["peak_gib"]), run.summary()))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Knowledge
+# --------------------------------------------------------------------------------------------
+
+
+def _knowledge(ev: Evidence, setup: TrainingSetup) -> None:
+    """Passages for the question itself (every answer goes through the hybrid search)."""
+    question = ev.question
+    try:
+        from bot.knowledge.answering import retrieve_passages
+
+        ev.passages = list(retrieve_passages(question or " ".join(ev.parsed.topics), language=ev.language,
+                                             topics=list(ev.parsed.topics), setup=setup, k=MAX_PASSAGES))
+    except Exception as err:  # a broken index must not take the answer down; the log says why
+        log.warning("passage retrieval failed: %s", err)
+        ev.passages = []
+    if "params_b" in ev.parsed.missing:  # no setup: the claims are judged conditionally
+        _claims(ev, None)
+
+
+def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:
+    try:
+        from bot.knowledge.answering import applicable_claims
+
+        ev.claims = list(applicable_claims(resolved, topics=list(ev.parsed.topics), language=ev.language,
+                                           limit=MAX_CLAIMS))
+    except Exception as err:
+        log.warning("forum claims unavailable: %s", err)
+        ev.claims = []
+
+
+def _inference(parsed: Parsed) -> Any:
+    """Weights + KV cache for an inference/serving question that names a model (else None)."""
+    if "inference" not in parsed.topics:
+        return None
+    try:
+        from bot.calc.inference import inference_estimate
+    except ImportError:
+        return None
+    try:
+        return inference_estimate(parsed.setup)
+    except (SetupError, ValueError) as err:
+        log.debug("no inference estimate: %s", err)
+        return None

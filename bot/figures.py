@@ -1,0 +1,92 @@
+"""Figures in answer text: the one number tokenizer the renderer and the eval metrics share.
+
+``numbers_in_text(text)`` lists the figures a reader sees (digits, and numbers spelled out in
+words when ``bot.numwords`` is available); the renderer binds each to the key it renders
+(``Answer.figures``) and ``evals/metrics.py`` checks value and key with the same reading.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# "[3]", "[1, 2]", "[1][2]", "[1，2]": citation markers. Markdown links "[text](url)" have text.
+_MARKER_GROUP = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\](?!\()")
+
+
+_FENCE_OPEN = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?:\d+(?:\.\d+)*\.?\s+)?")
+_LIST_NUMBER = re.compile(r"^(\s*(?:[-*+>]\s+)?)\d+(?:[.)]\s+|、\s*)")
+_URL = re.compile(r"(?:https?://|www\.)\S+")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._\-]*[A-Za-z0-9%])?")
+_TIMES = re.compile(r"(?<=\d)[xX×*](?=\d)")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?")
+_ANY_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def strip_code_blocks(text: str) -> str:
+    """The text without fenced code blocks (```...``` or ~~~...~~~; an unclosed fence runs to the end)."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        opened = _FENCE_OPEN.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)[0] * 3
+            continue
+        if fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class NumberMention:
+    """A figure printed in the answer: its digits as printed, value, decimals shown, and line."""
+
+    printed: str
+    value: float
+    decimals: int
+    context: str
+
+
+def numbers_in_text(text: str) -> list[NumberMention]:
+    """The figures in answer text that need a source.
+
+    Ignored: fenced code blocks (the how-to snippet), URLs and link targets, citation markers
+    ``[n]``, list numbering ("1. ", "2) ", "3、"), section numbers in headings ("## 2.1 Why"), and
+    names that contain digits: any token that starts with a letter ("A100", "H200", "fp16",
+    "bf16", "FSDP2", "ZeRO-3", "Llama-2-7B", "Qwen2.5-7B", "forum-06", "run-12"), and digits glued
+    behind letters inside a token ("8xA100" counts 8, not 100).
+    Counted: every other digit run, with its unit glued on or not ("7B", "40GB", "12.6 GiB",
+    "1.5x", "15%", "8张", "单卡40G", "14-16GB" is 14 and 16, "2x8" is 2 and 8, "10,000" is 10000).
+    Chinese characters separate tokens; full-width digits are read as ASCII (NFKC).
+    """
+    mentions: list[NumberMention] = []
+    for raw_line in strip_code_blocks(unicodedata.normalize("NFKC", text)).split("\n"):
+        line = _HEADING.sub("", raw_line)
+        line = _LIST_NUMBER.sub(r"\1", line)
+        line = _LINK_TARGET.sub("]", line)
+        line = _URL.sub(" ", line)
+        line = _MARKER_GROUP.sub(" ", line)
+        line = _THOUSANDS.sub("", line)
+        for token in _TOKEN.finditer(line):
+            word = token.group(0)
+            if not word[0].isdigit():
+                continue  # a name: A100, fp16, Llama-2-7B, ZeRO-3, forum-06
+            word = _TIMES.sub(" ", word)
+            for match in _NUMBER.finditer(word):
+                printed = match.group(0)
+                decimals = len(printed.split(".")[1]) if "." in printed else 0
+                mentions.append(NumberMention(printed, float(printed), decimals,
+                                              _context(line, token.start(), len(token.group(0)))))
+    return mentions
+
+
+def _context(text: str, start: int, length: int, width: int = 30) -> str:
+    left = max(0, start - width)
+    return text[left:start + length + width].strip().replace("\n", " ")

@@ -1,0 +1,156 @@
+"""How to run the recommendation: code snippets for a strategy, in the user's framework.
+
+``snippets(spec)`` returns ``HowTo`` items: the PyTorch snippet (DDP, or FSDP2 ``fully_shard``),
+the ``torchrun`` command, and — for DeepSpeed users — a DeepSpeed JSON config and an accelerate
+FSDP config beside it. Every Python snippet parses (tests/test_howto.py ``ast.parse``s each
+strategy x precision x checkpointing x HSDP combination and runs the tiny-model variant under
+torchrun with gloo). The only numbers are the setup's own (nodes, GPUs per node).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from bot.answer import HowTo
+from bot.strategies import TRAINING_STRATEGIES
+
+_DTYPES = {"bf16-mixed": "torch.bfloat16", "fp16-mixed": "torch.float16"}
+# DeepSpeed ZeRO stage and offload for each strategy (docs/decision.md, "DeepSpeed vocabulary").
+ZERO_STAGE = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 3,
+              "fsdp_full_shard_offload": 3}
+# accelerate's fsdp_sharding_strategy names (accelerate FSDP plugin)
+_ACCELERATE = {"fsdp_full_shard": "FULL_SHARD", "fsdp_shard_grad_op": "SHARD_GRAD_OP",
+               "fsdp_hybrid_shard": "HYBRID_SHARD", "fsdp_full_shard_offload": "FULL_SHARD"}
+
+
+@dataclass(frozen=True)
+class SnippetSpec:
+    strategy: str
+    nodes: int = 1
+    gpus_per_node: int = 8
+    precision: str | None = "bf16-mixed"
+    checkpointing: bool = False
+    bucket_view: bool = False  # DDP gradient_as_bucket_view=True + fused AdamW
+    device: str = "cuda"  # "cpu" for the runnable test variant (gloo)
+
+
+def python_snippet(spec: SnippetSpec) -> str:
+    """The training-script part: process group, wrapping, optimizer. Valid Python."""
+    s = spec.strategy
+    cuda = spec.device == "cuda"
+    backend = "nccl" if cuda else "gloo"
+    dtype = _DTYPES.get(spec.precision or "")
+    lines = ["import os", "", "import torch", "import torch.distributed as dist"]
+    if s == "ddp":
+        lines.append("from torch.nn.parallel import DistributedDataParallel as DDP")
+    else:
+        imports = ["fully_shard", "MixedPrecisionPolicy"]
+        if s == "fsdp_full_shard_offload":
+            imports.append("CPUOffloadPolicy")
+        lines.append(f"from torch.distributed.fsdp import {', '.join(imports)}")
+        if s == "fsdp_hybrid_shard":
+            lines.append("from torch.distributed.device_mesh import init_device_mesh")
+    if spec.checkpointing:
+        lines.append("from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper")
+    lines += ["", f'dist.init_process_group("{backend}")', 'local_rank = int(os.environ["LOCAL_RANK"])']
+    if cuda:
+        lines.append("torch.cuda.set_device(local_rank)")
+    lines.append("model = build_model()  # your model; blocks in model.layers")
+    if spec.checkpointing:
+        lines += ["for i, block in enumerate(model.layers):  # recompute each block's activations in backward",
+                  "    model.layers[i] = checkpoint_wrapper(block)"]
+    if s == "ddp":
+        device = "model.cuda()" if cuda else "model"
+        ids = ", device_ids=[local_rank]" if cuda else ""
+        bucket = ", gradient_as_bucket_view=True" if spec.bucket_view else ""
+        lines.append(f"model = DDP({device}{ids}{bucket})")
+        if dtype:
+            lines.append(f'# run forward under torch.autocast("cuda", dtype={dtype})')
+    else:
+        kwargs = []
+        if dtype:
+            lines.append(f"mp = MixedPrecisionPolicy(param_dtype={dtype}, reduce_dtype=torch.float32)")
+            kwargs.append("mp_policy=mp")
+        if s == "fsdp_hybrid_shard":
+            mesh_device = "cuda" if cuda else "cpu"
+            lines.append("# replicate across nodes, shard inside a node")
+            lines.append(f'mesh = init_device_mesh("{mesh_device}", ({spec.nodes}, {spec.gpus_per_node}), '
+                         'mesh_dim_names=("replicate", "shard"))')
+            kwargs.append("mesh=mesh")
+        if s == "fsdp_shard_grad_op":
+            lines.append("# SHARD_GRAD_OP: keep parameters gathered between forward and backward")
+            kwargs.append("reshard_after_forward=False")
+        if s == "fsdp_full_shard_offload":
+            kwargs.append("offload_policy=CPUOffloadPolicy()")
+        joined = "".join(", " + k for k in kwargs)
+        lines += ["for block in model.layers:  # one FSDP unit per transformer block",
+                  f"    fully_shard(block{joined})",
+                  f"fully_shard(model{joined})"]
+    fused = "True" if (spec.bucket_view or s != "ddp") and cuda else "False"
+    lines.append(f"optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused={fused})")
+    if spec.precision == "fp16-mixed":
+        lines.append("scaler = torch.amp.GradScaler()  # fp16 needs loss scaling")
+    return "\n".join(lines)
+
+
+def torchrun_command(spec: SnippetSpec) -> str:
+    if spec.nodes > 1:
+        return (f"torchrun --nnodes {spec.nodes} --nproc_per_node {spec.gpus_per_node} --rdzv_backend c10d "
+                "--rdzv_endpoint $MASTER_ADDR:$MASTER_PORT train.py")
+    return f"torchrun --standalone --nproc_per_node {spec.gpus_per_node} train.py"
+
+
+def deepspeed_config(spec: SnippetSpec) -> str:
+    """The DeepSpeed JSON for the same strategy: ZeRO stage (and offload) per ``ZERO_STAGE``."""
+    zero: dict[str, object] = {"stage": ZERO_STAGE.get(spec.strategy, 0), "overlap_comm": True}
+    if spec.strategy == "fsdp_full_shard_offload":
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    config: dict[str, object] = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+                                 "zero_optimization": zero}
+    if spec.precision in ("bf16-mixed", "bf16"):
+        config["bf16"] = {"enabled": True}
+    elif spec.precision == "fp16-mixed":
+        config["fp16"] = {"enabled": True}
+    if spec.checkpointing:
+        config["activation_checkpointing"] = {"partition_activations": False}
+    return json.dumps(config, indent=2)
+
+
+def accelerate_config(spec: SnippetSpec) -> str:
+    """An accelerate config (YAML) for the FSDP strategy; DDP is accelerate's MULTI_GPU."""
+    lines = [f"num_machines: {spec.nodes}", f"num_processes: {spec.nodes * spec.gpus_per_node}"]
+    mixed = {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(spec.precision or "", "no")
+    lines.append(f"mixed_precision: {mixed}")
+    if spec.strategy == "ddp":
+        return "\n".join(["distributed_type: MULTI_GPU", *lines])
+    return "\n".join([
+        "distributed_type: FSDP", *lines, "fsdp_config:",
+        "  fsdp_version: 2",
+        f"  fsdp_reshard_after_forward: {'false' if spec.strategy == 'fsdp_shard_grad_op' else 'true'}",
+        f"  fsdp_offload_params: {'true' if spec.strategy == 'fsdp_full_shard_offload' else 'false'}",
+        "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP",
+        f"  fsdp_activation_checkpointing: {'true' if spec.checkpointing else 'false'}",
+        f"  # sharding strategy in FSDP1 terms: {_ACCELERATE.get(spec.strategy, 'FULL_SHARD')}",
+    ])
+
+
+def snippets(spec: SnippetSpec, *, deepspeed: bool = False, language: str = "en") -> list[HowTo]:
+    """The how-to items for ``spec`` (empty for ``none``/``out_of_scope``)."""
+    if spec.strategy not in TRAINING_STRATEGIES:
+        return []
+    zh = language == "zh"
+    out = [HowTo(title="PyTorch (FSDP2)" if spec.strategy != "ddp" else "PyTorch (DDP)", language="python",
+                 code=python_snippet(spec)),
+           HowTo(title="启动" if zh else "Launch", language="bash", code=torchrun_command(spec))]
+    if deepspeed:
+        out.append(HowTo(title="DeepSpeed 配置 (ds_config.json)" if zh else "DeepSpeed config (ds_config.json)",
+                         language="json", code=deepspeed_config(spec)))
+        out.append(HowTo(title="accelerate 配置" if zh else "accelerate config", language="yaml",
+                         code=accelerate_config(spec)))
+    return out
+
+
+def markdown(items: list[HowTo]) -> str:
+    return "\n\n".join(f"```{h.language}\n{h.code}\n```" for h in items)
