@@ -364,3 +364,13 @@ def test_load_hf_config_reports_where_a_hub_config_came_from(monkeypatch):
     monkeypatch.setattr(hf_config, "fetch_hub_config", lambda repo_id: {"model_type": "gpt2"})
     data, where = load_hf_config("openai-community/gpt2")
     assert data == {"model_type": "gpt2"} and where.startswith("https://huggingface.co/openai-community/gpt2")
+
+
+def test_caveats_tell_answers_what_the_numbers_leave_out():
+    from bot.catalog import EXPERT_PARALLEL_NOTE
+
+    assert EXPERT_PARALLEL_NOTE in lookup_model("Mixtral-8x7B").caveats
+    assert "all-to-all" in EXPERT_PARALLEL_NOTE
+    assert any("published parameter count" in c for c in lookup_model("sdxl").caveats)
+    assert any("vision tower" in c for c in lookup_model("Gemma-3-4B").caveats)
+    assert lookup_model("Llama-3.1-8B").caveats == ()

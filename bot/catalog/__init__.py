@@ -17,6 +17,7 @@ from bot.catalog.accelerators import (
     lookup_gpu,
 )
 from bot.catalog.models import (
+    EXPERT_PARALLEL_NOTE,
     ModelSpec,
     approximate_model,
     generic_model,
@@ -27,6 +28,6 @@ from bot.catalog.models import (
 from bot.catalog.names import UnknownNameError
 
 __all__ = [
-    "GPUSpec", "ModelSpec", "UnknownNameError", "approximate_model", "custom_gpu", "generic_model",
+    "EXPERT_PARALLEL_NOTE", "GPUSpec", "ModelSpec", "UnknownNameError", "approximate_model", "custom_gpu", "generic_model",
     "gpu_names", "list_gpus", "list_models", "lookup_gpu", "lookup_model", "model_names",
 ]

@@ -28,6 +28,15 @@ from typing import Literal
 from bot.catalog.names import UnknownNameError, suggest
 
 Arch = Literal["llama", "gpt2", "opt", "t5"]
+
+# What answers about MoE models should say about expert parallelism (issue 13), in our words.
+EXPERT_PARALLEL_NOTE = (
+    "Expert parallelism is outside DDP and FSDP: under FSDP every GPU holds 1/N of every expert "
+    "and all-gathers a MoE block's experts in full (all of them, not only the active ones) for its "
+    "forward and backward. Expert parallelism (Megatron, DeepSpeed-MoE, torchtitan) places whole "
+    "experts on different GPUs and routes tokens to them with all-to-all: no expert all-gathers and "
+    "per-GPU expert memory of experts/EP x expert size, at the cost of all-to-all traffic and load "
+    "imbalance. These estimates do not model it.")
 Kind = Literal["decoder", "moe", "encoder", "encoder_decoder", "vlm", "diffusion"]
 
 
@@ -272,6 +281,26 @@ class ModelSpec:
         if self.approximate:
             size += " (approximate: shape not modelled)"
         return f"{self.name}: {size}"
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """What an answer about this model should say besides the numbers."""
+        out = []
+        if self.is_moe:
+            out.append(EXPERT_PARALLEL_NOTE)
+        if self.declared_params is not None:
+            out.append(f"{self.name} is a {self.kind} model: memory for weights, gradients and optimizer "
+                       "state follows from its published parameter count; activations are approximated "
+                       "by a decoder of the same size.")
+        elif self.kind in ("encoder", "encoder_decoder"):
+            out.append("Encoder blocks are estimated like GPT-2 blocks (biased attention, plain MLP); "
+                       "the simulator builds the real model.")
+        if self.extra_params:
+            out.append(f"{self.extra_params / 1e6:.0f}M parameters are a {self.extra_params_note}; "
+                       "its activations are not modelled.")
+        if self.notes:
+            out.append(self.notes)
+        return tuple(out)
 
 
 # --------------------------------------------------------------------------------------------
