@@ -52,6 +52,7 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "base_dtype": ("dtype of the frozen base weights under LoRA/QLoRA.", ""),
     "float8": ("torchao float8 linears and float8 all-gathers.", ""),
     "mfu": ("Model FLOPs utilisation you assert for the step-time estimate.", "fraction 0..1"),
+    "norm_impl": ("RMSNorm/LayerNorm kernel: eager PyTorch ops or one fused kernel (saves less for backward).", ""),
 }
 
 
