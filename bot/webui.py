@@ -1,13 +1,20 @@
-"""The Gradio chat page: chat, editable setup panel, memory chart, sources, simulate, how-to.
+"""The Gradio chat page: chat, editable setup panel, interactive memory chart, simulate, how-to,
+shareable link and downloads.
 
 This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
-return; it computes no figure of its own. Layout: the chat (answers as markdown with ``[n]``
-markers, their sources as expandable ``<details>`` entries) on the left; the setup the parser
-understood (editable; missing fields highlighted), the per-strategy memory chart, the simulate
-button and a copyable how-to snippet on the right.
+return; it computes no figure of its own. Its parts live in ``bot/web/``: ``answer_view`` (each
+message as one inert HTML block; the answer from ``answer.sections``, long parts collapsed),
+``chart`` (Plotly chart, matplotlib for the PNG/SVG download, the chart in words),
+``conversation`` (the per-tab message queue kept on the server) and ``share`` (setup <-> link).
 
-Everything that came from text (the user's message, corpus quotes, titles, URLs) is escaped before
-it becomes HTML, and Gradio's sanitizer stays on as a second line of defence.
+Messages: every submitted message is appended to the tab's conversation at once (no queue,
+milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled
+into its own place, so messages sent while another is answered are neither lost nor reordered.
+
+The setup panel shows each field's origin: stated, assumed (highlighted, and named in the
+answer) or missing (⚠). An edit sends only what the user stated or changed: assumed fields are
+assumed again for the new setup (so two nodes get an inter-node link, GPT-2 a sequence length
+its positions hold). Empty number fields mean unknown.
 
 ``serve()`` is what ``python app.py`` and ``shardwise app`` run: one torch thread, index built
 if absent, bound to 127.0.0.1 by default, no share link, no analytics, fonts served locally.
@@ -16,18 +23,21 @@ if absent, bound to 127.0.0.1 by default, no share link, no analytics, fonts ser
 from __future__ import annotations
 
 import html
+import json
 import logging
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import click
 
-from bot.env import configure_offline, repo_root
+from bot.env import configure_offline, free_port, repo_root  # noqa: F401  (free_port: re-export)
 
 configure_offline()  # before gradio reads its analytics and hub switches
 
@@ -36,6 +46,17 @@ import gradio as gr  # noqa: E402
 from bot.answer import Answer, Citation  # noqa: E402
 from bot.setup import SetupError, TrainingSetup, resolve_setup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES, label  # noqa: E402
+from bot.web import answer_view as view  # noqa: E402
+from bot.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
+from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
+    chart_strategies,
+    chart_summary,
+    cjk_font,
+    memory_figure,
+    plotly_figure,
+)
+from bot.web.conversation import Conversation, Exchange, Store  # noqa: E402
+from bot.web.share import setup_from_query, setup_query  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +83,8 @@ PANEL_FIELDS = (
     "activation_checkpointing",
 )
 INT_FIELDS = {"gpu_count", "nodes", "seq_len", "micro_batch"}
+NUMBER_FIELDS = {"params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch"}
+CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precision", "optimizer", "finetune"}
 
 FIELD_LABELS = {
     "model": ("Model", "模型"),
@@ -79,28 +102,103 @@ FIELD_LABELS = {
     "micro_batch": ("Micro-batch per GPU", "每卡 micro-batch"),
     "activation_checkpointing": ("Activation checkpointing", "激活检查点"),
 }
+ASSUMED_MARK = " · assumed"
+MISSING_MARK = " ⚠"
 
+# Colours chosen for >= 4.5:1 contrast on white (WCAG AA): blue-700 button, gray-600 placeholder.
 CSS = """
-.sw-missing input, .sw-missing textarea, .sw-missing .wrap {
-  border: 2px solid #f59e0b !important; background: #fffbeb !important;
+.sw-missing input, .sw-missing textarea {
+  outline: 2px solid #b45309 !important; background: #fffbeb !important;
 }
-.sw-missing label span, .sw-missing span[data-testid="block-info"] { color: #b45309 !important; }
+.sw-assumed input, .sw-assumed textarea {
+  outline: 2px dashed #b45309 !important; background: #fff7ed !important;
+}
+.sw-missing label span, .sw-assumed label span, .sw-missing span[data-testid="block-info"],
+.sw-assumed span[data-testid="block-info"] { color: #92400e !important; }
+#sw-send, #sw-send.primary { background: #1d4ed8 !important; color: #fff !important; border-color: #1d4ed8 !important; }
+#sw-send:hover { background: #1e40af !important; }
+textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 1 !important; }
 .sw-sources { margin-top: 0.6em; font-size: 0.92em; }
-.sw-sources details { border-left: 3px solid #cbd5e1; padding: 0.1em 0.6em; margin: 0.25em 0; }
-.sw-sources summary { cursor: pointer; }
-.sw-sources blockquote { margin: 0.3em 0; color: #475569; }
-.sw-kind { font-size: 0.8em; padding: 0 0.4em; border-radius: 4px; background: #e2e8f0; }
-#sw-missing-note { min-height: 0; }
+.sw-sources details { border-left: 3px solid #94a3b8; padding: 0.1em 0.6em; margin: 0.25em 0; }
+.sw-more { border: 1px solid #cbd5e1; border-radius: 6px; padding: 0.2em 0.6em; margin: 0.4em 0; }
+.sw-more > summary, .sw-sources summary { cursor: pointer; font-weight: 600; }
+.sw-sources blockquote { margin: 0.3em 0; color: #334155; }
+.sw-kind { font-size: 0.8em; padding: 0 0.4em; border-radius: 4px; background: #e2e8f0; color: #1e293b; }
+.sw-headline { font-size: 1.08em; }
+.sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
+  border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
+.sw-assumed-line { margin: 0.3em 0 0.5em 0; }
+.sw-notice { color: #7c2d12; }
+.sw-user .sw-note { display: block; font-size: 0.85em; color: #374151; }
+.sw-answer table td, .sw-answer table th { padding: 0.15em 0.5em; white-space: nowrap; }
+.sw-answer .sw-scroll { overflow-x: auto; max-width: 100%; }
+textarea::placeholder, input::placeholder { font-style: italic; }
+.sw-table tr.sw-chosen td { font-weight: 700; }
+#sw-chat code, #sw-chat pre, #sw-howto-code code, #sw-howto-code pre { color: #111827 !important; }
+#sw-chat pre .token, #sw-howto-code pre .token { color: #111827 !important; }
+#sw-chat pre .token.keyword, #sw-howto-code pre .token.keyword { color: #1d4ed8 !important; }
+#sw-chat pre .token.string, #sw-howto-code pre .token.string { color: #166534 !important; }
+#sw-chat pre .token.comment, #sw-howto-code pre .token.comment { color: #4b5563 !important; }
+#sw-missing-note, #sw-hint, #sw-sim-note, #sw-chart-note, #sw-share { min-height: 0; }
+#sw-hint p { color: #92400e; margin: 0; }
+#sw-chart-note p { font-size: 0.9em; color: #374151; margin: 0.2em 0; }
+.sw-narrow { display: none; }
+footer .show-api, footer a, footer button { color: #374151 !important; }
+@media (max-width: 760px) {
+  .sw-wide { display: none; }
+  .sw-narrow { display: inline; }
+  #sw-intro h2 { font-size: 1.25em; margin: 0.2em 0; }
+  #sw-intro p { font-size: 0.92em; margin: 0.2em 0; }
+  #sw-chat { height: calc(100svh - 300px) !important; min-height: 300px; }
+}
 """
+
+# The page's script: scroll to the start of each new answer (headline and table in view, not the
+# bottom of a long answer), to the bottom when the user's own message appears, and keep the
+# address bar's link in step with the answer shown.
+PAGE_JS = """
+() => {
+  const seen = new Set();
+  const scroller = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const s = getComputedStyle(p);
+      if ((s.overflowY === 'auto' || s.overflowY === 'scroll') && p.scrollHeight > p.clientHeight) return p;
+    }
+    return null;
+  };
+  const show = (el, atBottom) => {
+    const box = scroller(el);
+    const target = el.closest('.message') || el;
+    if (box) {
+      if (atBottom) { box.scrollTop = box.scrollHeight; }
+      else { box.scrollTop += target.getBoundingClientRect().top - box.getBoundingClientRect().top - 12; }
+    }
+    const r = target.getBoundingClientRect();
+    if (!atBottom && (r.top < 0 || r.top > window.innerHeight - 80)) target.scrollIntoView({block: 'start'});
+  };
+  const check = () => {
+    const chat = document.querySelector('#sw-chat');
+    if (!chat) return;
+    let answer = null, asked = null;
+    chat.querySelectorAll('.sw-answer, .sw-user').forEach((el) => {
+      const m = el.className.match(/sw-([aq])-(x\\d+)/);
+      if (!m || seen.has(m[1] + m[2])) return;
+      seen.add(m[1] + m[2]);
+      if (m[1] === 'a') answer = el; else asked = el;
+    });
+    if (answer) show(answer, false); else if (asked) show(asked, true);
+  };
+  new MutationObserver(() => requestAnimationFrame(check)).observe(document.body, {childList: true, subtree: true});
+  window.__swSeen = seen;
+}
+"""
+
+store = Store()
 
 
 # ----------------------------------------------------------------------------------------------
 # Text in, text out
 # ----------------------------------------------------------------------------------------------
-
-
-def looks_chinese(text: str) -> bool:
-    return re.search(r"[\u4e00-\u9fff]", text or "") is not None
 
 
 def prepare_message(text: str | None) -> tuple[str, str | None]:
@@ -121,7 +219,7 @@ def prepare_message(text: str | None) -> tuple[str, str | None]:
 
 
 def inert(text: str) -> str:
-    """User text made safe to show as markdown: tags become visible text, never elements."""
+    """User text made safe to show as HTML: tags become visible text, never elements."""
     return html.escape(text, quote=False)
 
 
@@ -129,51 +227,21 @@ _CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 
 
 def inert_markdown(markdown: str) -> str:
-    """Markdown with every raw HTML tag made visible text (code spans and blocks left as they are:
-    markdown already shows their content literally). The answer text may quote the user."""
+    """Markdown with every raw HTML tag made visible text (code spans and blocks left as they are)."""
     parts = _CODE.split(markdown)
     return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
 def echo(text: str) -> str:
-    """How the user's own message is shown back in the chat (escaped, long pastes shortened)."""
+    """How the user's own message is shown back (escaped text, long pastes shortened)."""
     if len(text) > ECHO_CHARS:
         text = text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
     return inert(text)
 
 
-def _safe_url(url: str | None) -> str | None:
-    return url if url and re.match(r"https?://", url) else None
-
-
-def sources_html(citations: list[Citation], language: str = "en") -> str:
-    """Citations as expandable entries; every field is escaped (titles and quotes come from text)."""
-    if not citations:
-        return ""
-    heading = "来源" if language == "zh" else "Sources"
-    parts = [f'<div class="sw-sources"><b>{heading}</b>']
-    for c in citations:
-        url = _safe_url(c.url)
-        link = (f' · <a href="{html.escape(url)}" target="_blank" rel="noopener noreferrer">'
-                f"{html.escape(url)}</a>") if url else (f" · {html.escape(c.url)}" if c.url else "")
-        quote = ""
-        if c.quote:
-            quote = "<blockquote>" + html.escape(c.quote).replace("\n", "<br>") + "</blockquote>"
-        parts.append(
-            f'<details data-citation="{c.n}"><summary>[{c.n}] {html.escape(c.title)} '
-            f'<span class="sw-kind">{html.escape(c.kind)}</span></summary>'
-            f"<div>id: <code>{html.escape(c.id)}</code>{link}</div>{quote}</details>"
-        )
-    parts.append("</div>")
-    # One line: a blank line would end markdown's raw-HTML block and mangle the entries.
-    return "".join(parts)
-
-
 def answer_markdown(answer: Answer, notice: str | None = None) -> str:
-    """What the chat shows for an answer: the notice, the markdown text, then the sources."""
-    parts = []
-    if notice:
-        parts.append(f"> {inert(notice)}")
+    """The answer as markdown with the sources as HTML entries (kept for other callers)."""
+    parts = [f"> {inert(notice)}"] if notice else []
     parts.append(inert_markdown(answer.text))
     sources = sources_html(answer.citations, answer.language)
     if sources:
@@ -183,108 +251,13 @@ def answer_markdown(answer: Answer, notice: str | None = None) -> str:
 
 def answer_plain_markdown(answer: Answer, notice: str | None = None) -> str:
     """The ``/chat`` API result: plain markdown (no HTML), sources as a numbered list."""
-    parts = [f"> {notice}"] if notice else []
-    parts.append(answer.text)
-    if answer.citations:
-        heading = "来源" if answer.language == "zh" else "Sources"
-        lines = [f"**{heading}**"]
-        for c in answer.citations:
-            lines.append(f"- [{c.n}] {c.title} ({c.kind}: {c.id})" + (f" {c.url}" if c.url else ""))
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
+    return view.plain_markdown(answer, notice)
 
 
-# ----------------------------------------------------------------------------------------------
-# The memory chart
-# ----------------------------------------------------------------------------------------------
-
-COMPONENTS = ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
-COMPONENT_LABELS = {
-    "en": ("Parameters", "Gradients", "Optimizer state", "Activations", "Buffers"),
-    "zh": ("参数", "梯度", "优化器状态", "激活值", "缓冲区"),
-}
-OFF_SCALE_FACTOR = 4.0  # capacity above this many times the tallest bar is noted, not drawn
-COMPONENT_COLORS = ("#2563eb", "#f59e0b", "#10b981", "#a855f7", "#94a3b8")
-SHORT_LABELS = {
-    "en": {"ddp": "DDP", "fsdp_shard_grad_op": "FSDP\ngrad-op", "fsdp_full_shard": "FSDP\nfull shard",
-           "fsdp_hybrid_shard": "HSDP\nhybrid", "fsdp_full_shard_offload": "FSDP full\n+ offload"},
-    "zh": {"ddp": "DDP", "fsdp_shard_grad_op": "FSDP\n梯度分片", "fsdp_full_shard": "FSDP\n全分片",
-           "fsdp_hybrid_shard": "HSDP\n混合分片", "fsdp_full_shard_offload": "FSDP 全分片\n+CPU 卸载"},
-}
-
-
-def cjk_font() -> str | None:
-    """A matplotlib font family that has Chinese glyphs (Debian's fonts-noto-cjk), if installed."""
-    from matplotlib import font_manager
-
-    names = {f.name for f in font_manager.fontManager.ttflist}
-    for preferred in ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans SC", "WenQuanYi Zen Hei",
-                      "Source Han Sans SC", "SimHei", "Microsoft YaHei"):
-        if preferred in names:
-            return preferred
-    return next((n for n in sorted(names) if "CJK" in n), None)
-
-
-def chart_strategies(numbers: dict[str, Any]) -> list[str]:
-    """Strategies with a memory breakdown in ``numbers``, in the canonical order."""
-    return [s for s in TRAINING_STRATEGIES if f"memory.{s}.total_gib" in numbers]
-
-
-def memory_figure(answer: Answer):
-    """Stacked bars of per-GPU memory per strategy with the GPU's capacity as a line; ``None``
-    when the answer has no memory numbers (out of scope, missing setup)."""
-    from matplotlib.figure import Figure
-
-    numbers = answer.numbers
-    strategies = chart_strategies(numbers)
-    if not strategies:
-        return None
-    font = cjk_font()
-    lang = "zh" if answer.language == "zh" and font else "en"
-    capacity = answer.setup.get("gpu_memory_gb")
-
-    fig = Figure(figsize=(6.4, 4.2), dpi=120, layout="constrained")
-    ax = fig.add_subplot()
-    rc = {"family": [font, "DejaVu Sans"]} if font else {}
-    xs = range(len(strategies))
-    bottoms = [0.0] * len(strategies)
-    for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True):
-        values = [float(numbers.get(f"memory.{s}.{comp}", 0.0) or 0.0) for s in strategies]
-        ax.bar(xs, values, bottom=bottoms, color=color, label=name, width=0.62)
-        bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
-    totals = [float(numbers.get(f"memory.{s}.total_gib", b)) for s, b in zip(strategies, bottoms, strict=True)]
-    usable = numbers.get(f"memory.{strategies[0]}.usable_gib")
-    capacity = float(capacity) if capacity else None
-    # A card far bigger than every bar would flatten them to slivers: then the capacity is stated
-    # in a note at the top instead of drawn as a line off in the distance.
-    off_scale = capacity is not None and capacity > OFF_SCALE_FACTOR * max(totals)
-    top = (max(totals) if off_scale or capacity is None else max(*totals, capacity)) * 1.18 or 1.0
-    for x, total in zip(xs, totals, strict=True):
-        ax.text(x, total + top * 0.01, f"{total:.1f}", ha="center", va="bottom", fontsize=8, fontdict=rc)
-    if capacity and off_scale:
-        note = (f"显存容量 {capacity:g} GiB，远高于此图范围" if lang == "zh"
-                else f"GPU capacity {capacity:g} GiB: far above this scale")
-        ax.text(0.99, 0.97, note, transform=ax.transAxes, ha="right", va="top", fontsize=8,
-                color="#dc2626", fontdict=rc)
-    elif capacity:
-        cap_label = f"显存容量 {capacity:g} GiB" if lang == "zh" else f"GPU capacity {capacity:g} GiB"
-        ax.axhline(capacity, color="#dc2626", linestyle="--", linewidth=1.4, label=cap_label)
-        if usable and float(usable) < capacity:
-            # "fits" is judged against this: capacity minus CUDA context and fragmentation headroom.
-            use_label = f"可用 {float(usable):.1f} GiB" if lang == "zh" else f"usable {float(usable):.1f} GiB"
-            ax.axhline(float(usable), color="#dc2626", linestyle=":", linewidth=1.0, label=use_label)
-    recommended = answer.recommendation.strategy
-    ticks = [SHORT_LABELS[lang].get(s, s) + (" ★" if s == recommended else "") for s in strategies]
-    ax.set_xticks(list(xs), ticks, fontsize=8, fontfamily=rc.get("family"))
-    ax.set_ylim(0, top)  # axis from zero: bar heights compare honestly
-    ax.set_ylabel("GiB / GPU" if lang == "en" else "每卡 GiB", fontdict=rc)
-    title = "每卡显存（★ 推荐）" if lang == "zh" else "Per-GPU memory by strategy (★ recommended)"
-    ax.set_title(title, fontsize=10, fontdict=rc)
-    ax.spines[["top", "right"]].set_visible(False)
-    # Below the axes: inside, it would sit on the capacity lines.
-    fig.legend(loc="outside lower center", ncol=4, frameon=False,
-               prop={"family": rc["family"], "size": 7.5} if rc else {"size": 7.5})
-    return fig
+def user_message_html(text: str, exchange_id: str, note: str | None = None, kind: str = "ask") -> str:
+    shown = text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
+    # Gradio's sanitizer drops data-* attributes; the message id rides in a class.
+    return view.user_html(shown, note=note, kind=kind).replace('class="sw-user ', f'class="sw-user sw-q-{exchange_id} ', 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -292,79 +265,145 @@ def memory_figure(answer: Answer):
 # ----------------------------------------------------------------------------------------------
 
 
+def display_value(name: str, value: Any) -> Any:
+    """A setup value as its panel component shows it ('' for unknown numbers)."""
+    if name == "activation_checkpointing":
+        return bool(value)
+    if name in NUMBER_FIELDS:
+        if value is None or value == "":
+            return ""
+        return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
+    return value
+
+
 def panel_values(setup: dict) -> list[Any]:
-    """Panel component values for an answer's setup dict (``None`` = empty field)."""
-    return [setup.get(f) for f in PANEL_FIELDS]
+    """Panel component values for an answer's setup dict."""
+    return [display_value(f, setup.get(f)) for f in PANEL_FIELDS]
 
 
-def setup_from_panel(values: list[Any]) -> TrainingSetup:
-    """The edited setup. A catalog model or GPU defines its own size, so the size fields are
-    dropped when one is chosen (otherwise changing the model would contradict the old size).
-    Raises pydantic's ValidationError for values of the wrong type."""
+def read_panel(values: list[Any]) -> tuple[dict[str, Any], list[str]]:
+    """Panel values -> typed values (None = unknown) and a message per unreadable number."""
+    out: dict[str, Any] = {}
+    problems = []
+    for name, value in zip(PANEL_FIELDS, values, strict=True):
+        if isinstance(value, str):
+            value = value.strip()
+        if value is None or value == "":
+            out[name] = None
+            continue
+        if name in NUMBER_FIELDS:
+            try:
+                number = float(str(value).replace(",", ""))
+            except ValueError:
+                problems.append(f"{FIELD_LABELS[name][0]}: {value!r} is not a number")
+                out[name] = None
+                continue
+            if name in INT_FIELDS:
+                if not number.is_integer():
+                    problems.append(f"{FIELD_LABELS[name][0]}: {value!r} is not a whole number")
+                    out[name] = None
+                    continue
+                number = int(number)
+            out[name] = number
+        elif name == "activation_checkpointing":
+            out[name] = bool(value)
+        else:
+            out[name] = value
+    return out, problems
+
+
+def _same(name: str, a: Any, b: Any) -> bool:
+    return display_value(name, a) == display_value(name, b)
+
+
+def edited_setup(values: list[Any], stated: dict, shown: dict) -> tuple[dict, list[str], list[str]]:
+    """The setup to answer after a panel edit: what the user stated before, updated with the
+    fields changed since the panel last showed an answer. Returns (setup dict, changed fields,
+    problems). Assumed values the user left alone are not sent: they are assumed again for the
+    new setup (two nodes then get an inter-node link, a model its own sequence limit)."""
     from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
 
-    data: dict[str, Any] = {}
-    for name, value in zip(PANEL_FIELDS, values, strict=True):
-        if value is None or value == "":
-            continue
-        if name in INT_FIELDS and isinstance(value, float) and value.is_integer():
-            value = int(value)
-        data[name] = value
-    if data.get("model"):
+    current, problems = read_panel(values)
+    changed = [f for f in PANEL_FIELDS if not _same(f, current[f], shown.get(f))
+               and not (f in problems and current[f] is None)]
+    data = dict(stated)
+    for name in changed:
+        if current[name] is None:
+            data.pop(name, None)
+        else:
+            data[name] = current[name]
+    # A catalog model or GPU defines its own size: choosing one drops the old size (unless the
+    # same edit changed the size too), else the two would contradict.
+    if "model" in changed and data.get("model") and "params_b" not in changed:
         try:
             if not lookup_model(data["model"]).approximate:
                 data.pop("params_b", None)
         except UnknownNameError:
             pass
-    if data.get("gpu"):
+    if "gpu" in changed and data.get("gpu"):
         try:
             lookup_gpu(data["gpu"])
-            data.pop("gpu_memory_gb", None)
+            for follows in ("gpu_memory_gb", "intra_node_link"):
+                if follows not in changed:
+                    data.pop(follows, None)
         except UnknownNameError:
             pass
+    if {"gpu_count", "nodes"} & set(changed):
+        data.pop("gpus_per_node", None)  # derived again from count / nodes
+    nodes = data.get("nodes")
+    if nodes == 1:
+        data.pop("inter_node_link", None)
+    elif data.get("inter_node_link") == "none" and (nodes or 0) > 1 and "inter_node_link" not in changed:
+        data.pop("inter_node_link", None)  # "none" was the one-node value; several nodes need a link
+    return data, changed, problems
+
+
+def setup_from_panel(values: list[Any]) -> TrainingSetup:
+    """The panel's values as a whole setup (every non-empty field; a catalog model or GPU drops
+    the size it defines). Raises pydantic's ValidationError for values of the wrong type."""
+    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
+
+    current, _ = read_panel(values)
+    data = {k: v for k, v in current.items() if v is not None}
+    try:
+        if data.get("model") and not lookup_model(data["model"]).approximate:
+            data.pop("params_b", None)
+    except UnknownNameError:
+        pass
+    try:
+        if data.get("gpu"):
+            lookup_gpu(data["gpu"])
+            data.pop("gpu_memory_gb", None)
+    except UnknownNameError:
+        pass
     if data.get("nodes") == 1:
         data.pop("inter_node_link", None)
     return TrainingSetup(**data)
 
 
-# Fields a GPU defines: when the GPU changes they follow it (resolve_setup fills them from the
-# catalog) unless the same edit changed them too.
-GPU_DEFINED = ("gpu_memory_gb", "intra_node_link")
-
-
-def follow_gpu(values: list[Any], previous: dict | None) -> list[Any]:
-    """Panel values with the GPU-defined fields cleared when the GPU changed since ``previous``
-    (the setup the panel last showed) and the field still shows its old value."""
-    if not previous:
-        return list(values)
-    current = dict(zip(PANEL_FIELDS, values, strict=True))
-    if (current.get("gpu") or None) == (previous.get("gpu") or None):
-        return list(values)
-    for name in GPU_DEFINED:
-        if current.get(name) == previous.get(name):
-            current[name] = None
-    return [current[name] for name in PANEL_FIELDS]
-
-
-def setup_summary(setup: TrainingSetup) -> str:
+def setup_summary(setup: TrainingSetup | dict) -> str:
     """One line naming what was set, for the chat's record of an edit."""
-    parts = [f"{k}={v}" for k, v in setup.model_dump().items() if v is not None]
+    data = setup.model_dump() if isinstance(setup, TrainingSetup) else setup
+    parts = [f"{k}={display_value(k, v) if k in NUMBER_FIELDS else v}" for k, v in data.items()
+             if v is not None]
     return ", ".join(parts) or "(empty setup)"
 
 
 def resolved_for(answer: Answer):
-    """The answer's setup resolved for computation, or ``None`` when fields are still missing."""
+    """The answer's setup resolved (catalog looked up), or ``None`` when fields are still missing."""
     fields = TrainingSetup.model_fields
-    setup = TrainingSetup(**{k: v for k, v in answer.setup.items() if k in fields and v is not None})
     try:
+        setup = TrainingSetup(**{k: v for k, v in answer.setup.items() if k in fields and v is not None})
         return resolve_setup(setup)
-    except SetupError:
+    except (SetupError, ValueError):
         return None
 
 
 def howto_code(answer: Answer) -> str:
-    """The copyable FSDP2/DDP snippet and torchrun command for the recommended strategy (markdown
-    with fenced code blocks)."""
+    """The how-to for the recommended strategy: the answer's ``sections.howto`` when the pipeline
+    filled it; else the snippet for the resolved setup (older pipelines)."""
+    if answer.sections.howto:
+        return "\n\n".join(f"**{h.title}**\n\n```{h.language}\n{h.code}\n```" for h in answer.sections.howto)
     strategy = answer.recommendation.strategy
     if strategy not in TRAINING_STRATEGIES:
         return "*Ask about a training setup first: the snippet follows the recommended strategy.*"
@@ -376,104 +415,262 @@ def howto_code(answer: Answer) -> str:
     return howto_snippet(strategy, resolved)
 
 
+def simulation_config(answer: Answer):
+    """(SimConfig, None) for the answer's setup and recommended strategy, or (None, why not)."""
+    from bot.bench.simulate import SimConfig, SimError
+
+    zh = answer.language == "zh"
+    strategy = answer.recommendation.strategy
+    if strategy not in TRAINING_STRATEGIES:
+        return None, ("没有可模拟的推荐策略。" if zh else "No training strategy to simulate for this answer.")
+    resolved = resolved_for(answer)
+    if resolved is None:
+        return None, ("请先补全设置（高亮字段）。" if zh else "Complete the setup (the highlighted fields) to simulate it.")
+    try:
+        return SimConfig.from_resolved(resolved, strategy).normalized(), None
+    except SimError as err:
+        return None, (f"无法模拟：{err}" if zh else f"Simulate is not available here: {err}.")
+
+
 # ----------------------------------------------------------------------------------------------
-# Handlers (each returns every output it touches; the session dict is per browser tab)
+# Answers -> outputs
 # ----------------------------------------------------------------------------------------------
 
-
-def new_session() -> dict:
-    return {"questions": [], "answer": None}
-
-
-def new_conversation() -> list[Any]:
-    """Outputs for a cleared chat: a fresh session and an empty chart, panel and how-to."""
-    panel = [gr.update(value=False if name == "activation_checkpointing" else None, elem_classes=[],
-                       label=FIELD_LABELS[name][0]) for name in PANEL_FIELDS]
-    return [new_session(), None, *panel, "", ""]
+# Outputs every answering handler returns, in this order.
+N_PANEL = len(PANEL_FIELDS)
 
 
-def _answer_outputs(answer: Answer) -> list[Any]:
-    """Chart, panel fields, missing note and how-to for an answer."""
+def _skip_outputs() -> list[Any]:
+    """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link)."""
+    return [gr.skip()] * (2 + N_PANEL + 5)
+
+
+def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
     missing = set(answer.missing) | set(answer.questions)
     if {"gpu", "gpu_memory_gb"} & missing:
         missing |= {"gpu", "gpu_memory_gb"}
     if {"model", "params_b"} & missing:
         missing |= {"model", "params_b"}
-    lang = 0 if answer.language == "en" else 1
-    panel = [
-        gr.update(value=value, elem_classes=["sw-missing"] if name in missing else [],
-                  label=FIELD_LABELS[name][0] + (" ⚠" if name in missing else ""))
-        for name, value in zip(PANEL_FIELDS, panel_values(answer.setup), strict=True)
-    ]
-    note = ""
+    updates = []
+    for name, value in zip(PANEL_FIELDS, panel_values(answer.setup), strict=True):
+        if name in missing:
+            classes, mark = ["sw-missing"], MISSING_MARK
+        elif sources.get(name) == "assumed":
+            classes, mark = ["sw-assumed"], ASSUMED_MARK
+        else:
+            classes, mark = [], ""
+        updates.append(gr.update(value=value, elem_classes=classes, label=FIELD_LABELS[name][0] + mark))
+    return updates
+
+
+def panel_note(answer: Answer, sources: dict[str, str]) -> str:
+    zh = answer.language == "zh"
+    missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
+    assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
+    lines = []
     if missing:
-        names = ", ".join(FIELD_LABELS[f][lang] for f in PANEL_FIELDS if f in missing)
-        note = (f"**问题里没说（暂按假设计算）：** {names}。改好后点击“按此设置重新回答”。" if lang else
-                f"**Not stated (assumed for now):** {names}. Set them, then press *Re-answer for this setup*.")
-    return [memory_figure(answer), *panel, note, howto_code(answer)]
+        names = "、".join(FIELD_LABELS[f][1] for f in missing) if zh else ", ".join(FIELD_LABELS[f][0] for f in missing)
+        lines.append(f"**⚠ 需要补充：** {names}。" if zh else f"**⚠ Needed:** {names}.")
+    if assumed:
+        names = "、".join(FIELD_LABELS[f][1] for f in assumed) if zh else ", ".join(FIELD_LABELS[f][0] for f in assumed)
+        lines.append(f"**假设（虚线框）：** {names}。改了就按你的值重新回答。" if zh else
+                     f"**Assumed (dashed):** {names}. Change any to re-answer with your value.")
+    return "\n\n".join(lines)
 
 
-def _no_change(n_panel: int = len(PANEL_FIELDS)) -> list[Any]:
-    return [gr.skip()] * (1 + n_panel + 2)
+def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """Chart, chart text, panel, notes, how-to, simulate button and note, share query."""
+    sources = view.field_sources(answer, set(conv.stated))
+    config, why_not = simulation_config(answer)
+    sim_note = "" if config is not None else why_not
+    return [plotly_figure(answer), chart_summary(answer), *panel_updates(answer, sources),
+            panel_note(answer, sources), howto_code(answer),
+            gr.update(interactive=config is not None and not conv.simulating), sim_note,
+            setup_query(conv.stated, answer.language,
+                        conv.questions[-1] if conv.questions and not conv.stated else None)]
 
 
-def respond(message: str, chat: list[dict] | None, session: dict | None):
-    """The chat handler: answer ``message`` in the context of this tab's earlier questions."""
+def _error_html(language: str, message: str, exchange_id: str) -> str:
+    return (f'<div class="sw-answer sw-error sw-a-{exchange_id}" lang="{view.html_lang(language)}">'
+            f"<p>{html.escape(message)}</p></div>")
+
+
+def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
+    """The fields the user gave, with the values the answer used."""
+    if answer.provenance or answer.sections.setup_read:
+        sources = view.field_sources(answer)
+        return {k: answer.setup.get(k) for k, s in sources.items() if s != "assumed" and answer.setup.get(k) is not None}
+    return {k: v for k, v in (parsed_setup or {}).items() if v is not None}
+
+
+def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
+    """Answer one exchange; fills ``ex.answer_html`` (an apology on failure) and the tab state."""
+    from bot.assistant import answer_for_setup
     from bot.llm import answer as ask  # the same answer as every surface (the LLM when configured)
 
-    chat = list(chat or [])
-    session = dict(session or new_session())
+    language = conv.answer["language"] if conv.answer else "en"
+    try:
+        if ex.kind == "ask":
+            text, notice = ex.payload
+            history = list(conv.questions)
+            answer = ask(text, history=history)
+            try:
+                from bot.parse import parse_conversation
+
+                parsed = parse_conversation(text, history).setup.model_dump()
+            except Exception:  # noqa: BLE001  (only for the assumed-field fallback)
+                parsed = None
+            conv.questions.append(text)
+            conv.stated = _stated_from(answer, parsed)
+        else:
+            data = dict(ex.payload["setup"])
+            language = ex.payload.get("language", language)
+            answer = answer_for_setup(TrainingSetup(**data), language)
+            notice = None
+            conv.stated = data
+    except Exception as err:  # a bug must not take the page down; the log has the traceback
+        from pydantic import ValidationError
+
+        if isinstance(err, ValidationError | SetupError):
+            problems = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+                        if isinstance(err, ValidationError) else "; ".join(str(p) for p in err.problems))
+            message = f"The setup has invalid values: {problems}"
+        else:
+            log.exception("answering failed")
+            message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
+        with conv.lock:
+            ex.answer_html = _error_html(language, message, ex.id)
+        return None
+    conv.answer = answer.model_dump()
+    conv.shown = {name: answer.setup.get(name) for name in PANEL_FIELDS}
+    with conv.lock:
+        ex.answer_html = view.answer_html(answer, stated=set(conv.stated), notice=notice, answer_id=ex.id)
+    return answer
+
+
+def process(request: gr.Request):
+    """The tab's worker: answers pending exchanges oldest first, showing each as it lands.
+    Returns at once when another event of this tab is already working (it takes ours too)."""
+    conv = store.get(request.session_hash if request else None)
+    token = conv.claim()
+    if token is None:
+        yield [gr.skip()] + _skip_outputs()
+        return
+    try:
+        answered = False
+        while (ex := conv.next_pending(token)) is not None:
+            answer = run_exchange(conv, ex)
+            answered = True
+            if answer is None:
+                yield [conv.messages()] + _skip_outputs()
+            else:
+                yield [conv.messages(), *answer_outputs(conv, answer)]
+        if not answered:
+            yield [gr.skip()] + _skip_outputs()
+    finally:
+        conv.release(token)
+
+
+# ----------------------------------------------------------------------------------------------
+# Events (queue=False ones append at once; ``process`` answers)
+# ----------------------------------------------------------------------------------------------
+
+HINT = "Type a question first (the model, the GPUs and how many). / 请先输入问题（模型、GPU 型号和数量）。"
+
+
+def submit_message(message: str | None, request: gr.Request):
+    """Append the message to the tab's conversation and clear the box; never waits."""
+    conv = store.get(request.session_hash if request else None)
     text, notice = prepare_message(message)
     if not text:
-        chat.append({"role": "assistant", "content": notice})
-        return [chat, session, "", *_no_change()]
-    chat.append({"role": "user", "content": echo(text if notice is None else message)})
-    try:
-        answer = ask(text, history=list(session["questions"]))
-    except Exception:  # a bug must not take the page down; the log has the traceback
-        log.exception("ask failed")
-        chat.append({"role": "assistant", "content": "Sorry, answering failed on the server (see its log). "
-                                                     "/ 服务器出错，请查看日志。"})
-        return [chat, session, "", *_no_change()]
-    session["questions"] = [*session["questions"], text]
-    session["answer"] = answer.model_dump()
-    chat.append({"role": "assistant", "content": answer_markdown(answer, notice)})
-    return [chat, session, "", *_answer_outputs(answer)]
+        with conv.lock:
+            recent = conv.exchanges and time.monotonic() - conv.exchanges[-1].at < 2.0
+        # An empty box right after a send is the second click of a double click: nothing to say.
+        return gr.skip(), gr.skip(), ("" if recent else HINT)
+    ex = Exchange(kind="ask", user_html="", payload=(text, notice), raw=text)
+    ex.user_html = user_message_html(text if notice is None else (message or "").strip(), ex.id)
+    conv.add(ex)
+    return conv.messages(), "", ""
 
 
-def reanswer(chat: list[dict] | None, session: dict | None, *values):
-    """Answer again for the setup as edited in the panel."""
-    from pydantic import ValidationError
-
-    chat = list(chat or [])
-    session = dict(session or new_session())
-    previous = session.get("answer")
-    language = previous["language"] if previous else "en"
-    try:
-        setup = setup_from_panel(follow_gpu(list(values), previous["setup"] if previous else None))
-    except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-        chat.append({"role": "assistant", "content": inert(f"The setup has invalid values: {problems}")})
-        return [chat, session, *_no_change()]
-    chat.append({"role": "user", "content": ("（修改设置）" if language == "zh" else "(edited setup) ")
-                 + inert(setup_summary(setup))})
-    from bot.assistant import answer_for_setup
-
-    try:
-        answer = answer_for_setup(setup, language)
-    except SetupError as err:
-        chat.append({"role": "assistant", "content": inert("; ".join(str(p) for p in err.problems))})
-        return [chat, session, *_no_change()]
-    except Exception:
-        log.exception("answer_for_setup failed")
-        chat.append({"role": "assistant", "content": "Sorry, answering failed on the server (see its log)."})
-        return [chat, session, *_no_change()]
-    session["answer"] = answer.model_dump()
-    chat.append({"role": "assistant", "content": answer_markdown(answer)})
-    return [chat, session, *_answer_outputs(answer)]
+def pick_example(evt: gr.SelectData, request: gr.Request):
+    """An example in the empty chat was clicked: ask it."""
+    value = evt.value
+    text = value.get("text") if isinstance(value, dict) else str(value)
+    return submit_message(text, request)
 
 
-def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: int) -> tuple[str, Citation]:
+def submit_edit(request: gr.Request, *values):
+    """Append a panel edit (only when something changed)."""
+    return _submit_edit(request, list(values), force=False)
+
+
+def submit_edit_button(request: gr.Request, *values):
+    """The re-answer button: answer the panel's setup even when nothing changed."""
+    return _submit_edit(request, list(values), force=True)
+
+
+def _submit_edit(request: gr.Request, values: list, force: bool):
+    conv = store.get(request.session_hash if request else None)
+    data, changed, problems = edited_setup(list(values), conv.stated, conv.shown)
+    language = conv.answer["language"] if conv.answer else "en"
+    zh = language == "zh"
+    if problems:
+        ex = Exchange(kind="edit", user_html="", payload=None)
+        ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + "; ".join(problems), ex.id,
+                                         kind="edit")
+        ex.answer_html = _error_html(language, "; ".join(problems), ex.id)
+        conv.add(ex)
+        return conv.messages()
+    if not changed and not force:
+        return gr.skip()
+    if not data:
+        return gr.skip()
+    shown = {k: data.get(k) for k in changed} if changed else data
+    ex = Exchange(kind="edit", user_html="", payload={"setup": data, "language": language})
+    ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown), ex.id,
+                                     kind="edit")
+    conv.add(ex)
+    return conv.messages()
+
+
+def open_link(request: gr.Request):
+    """A shared link (``?model=...&gpu_count=...`` or ``?q=...``) re-asks what it holds."""
+    conv = store.reset(request.session_hash if request else None)
+    params = dict(request.query_params) if request else {}
+    data, language, question = setup_from_query(params)
+    if question:
+        text, notice = prepare_message(question)
+        ex = Exchange(kind="ask", user_html="", payload=(text, notice), raw=text)
+        ex.user_html = user_message_html(text, ex.id)
+        conv.add(ex)
+    elif data:
+        ex = Exchange(kind="share", user_html="", payload={"setup": data, "language": language})
+        ex.user_html = user_message_html(("（分享的设置）" if language == "zh" else "(shared setup) ")
+                                         + setup_summary(data), ex.id, kind="share")
+        conv.add(ex)
+    return conv.messages()
+
+
+def new_conversation(request: gr.Request) -> list[Any]:
+    """Outputs for a cleared chat: a fresh conversation and an empty chart, panel and how-to."""
+    store.reset(request.session_hash if request else None)
+    panel = [gr.update(value=display_value(name, None), elem_classes=[], label=FIELD_LABELS[name][0])
+             for name in PANEL_FIELDS]
+    return [None, "", *panel, "", "", gr.update(interactive=False), "", ""]
+
+
+def close_tab(request: gr.Request) -> None:
+    store.drop(request.session_hash if request else None)
+
+
+# ----------------------------------------------------------------------------------------------
+# Simulate
+# ----------------------------------------------------------------------------------------------
+
+
+def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: int, *,
+                       cached: bool = False, elapsed: float | None = None, setup_line: str = "") -> tuple[str, Citation]:
     """The chat entry for a finished simulation and the ``bench`` citation behind its figures."""
     zh = answer.language == "zh"
     name = label(strategy, answer.language)
@@ -483,59 +680,128 @@ def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: in
             ("activations_gib", "激活值" if zh else "activations"), ("buffers_gib", "缓冲区" if zh else "buffers")]
     detail = ", ".join(f"{lbl} {getattr(result, key):.2f}" for key, lbl in rows if hasattr(result, key))
     if zh:
-        text = (f"**模拟结果（{name}）**：每卡峰值显存 **{result.peak_gib:.2f} GiB** [{n}]（{detail} GiB），"
-                f"用时 {result.seconds:.0f} 秒。")
+        when = (f"取自已存的模拟结果（当初用时 {result.seconds:.0f} 秒）" if cached
+                else f"模拟用时 {(elapsed or result.seconds):.0f} 秒")
+        text = f"**模拟结果（{name}）**：每卡峰值显存 **{result.peak_gib:.2f} GiB** [{n}]（{detail} GiB），{when}。"
         if calc_total is not None:
             text += f" 公式估算为 {float(calc_total):.2f} GiB。"
+        if setup_line:
+            text += f"\n\n模拟的设置：{setup_line}"
     else:
+        when = (f"from the stored run (simulated earlier in {result.seconds:.0f} s)" if cached
+                else f"simulated in {(elapsed or result.seconds):.0f} s")
         text = (f"**Simulated {name}**: peak per-GPU memory **{result.peak_gib:.2f} GiB** [{n}] "
-                f"({detail} GiB), simulated in {result.seconds:.0f} s.")
+                f"({detail} GiB), {when}.")
         if calc_total is not None:
             text += f" The formula estimated {float(calc_total):.2f} GiB."
+        if setup_line:
+            text += f"\n\nSetup measured: {setup_line}"
     citation = Citation(
         n=n, id=run_id, kind="bench",
         title=("模拟运行 " if zh else "Simulated run ") + run_id,
-        quote=(f"FakeTensorMode + FSDP2/DDP + MemTracker, strategy={strategy}, setup: "
-               + setup_summary(TrainingSetup(**{k: v for k, v in answer.setup.items()
-                                              if k in TrainingSetup.model_fields and v is not None}))),
+        quote=f"FakeTensorMode + FSDP2/DDP + MemTracker, strategy={strategy}, setup: {setup_line}",
     )
     return text, citation
 
 
-def simulate(chat: list[dict] | None, session: dict | None, progress=gr.Progress()):  # noqa: B008
-    """Run the exact-memory simulation for the current setup and recommended strategy
-    (Gradio injects ``progress`` because it is the parameter's default)."""
-    from bot.bench.simulate import SimConfig, simulate_cached
-    chat = list(chat or [])
-    session = dict(session or new_session())
-    if not session.get("answer"):
-        chat.append({"role": "assistant", "content": "Ask a question first; the simulation runs the answer's setup."})
-        return chat, session
-    answer = Answer.model_validate(session["answer"])
+def _sim_setup_line(cfg) -> str:
+    return (f"{cfg.model}, {cfg.gpu_count} GPUs"
+            + (f" ({cfg.gpus_per_node} per node)" if cfg.gpus_per_node else "")
+            + f", {cfg.precision}, {cfg.optimizer}, seq {cfg.seq_len}, micro-batch {cfg.micro_batch}, "
+            + f"checkpointing {'on' if cfg.activation_checkpointing else 'off'}")
+
+
+def simulate_start():
+    return gr.update(interactive=False)
+
+
+def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B008
+    """Simulate the last answer's setup and recommended strategy; says which setup it measured
+    and whether the figure came from the store (Gradio injects ``progress``)."""
+    from bot.bench.simulate import simulate_cached
+    from bot.bench.store import ResultStore
+
+    conv = store.get(request.session_hash if request else None)
+    if not conv.answer:
+        return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
+    answer = Answer.model_validate(conv.answer)
     zh = answer.language == "zh"
-    strategy = answer.recommendation.strategy
-    resolved = resolved_for(answer)
-    if strategy not in TRAINING_STRATEGIES or resolved is None:
-        chat.append({"role": "assistant", "content": "请先补全设置（高亮字段）。" if zh else
-                     "Complete the setup first (the highlighted fields); then simulate."})
-        return chat, session
-
-    def report(message: str, fraction: float) -> None:  # simulate's ProgressFn -> Gradio's bar
-        progress(fraction, desc=message)
-
-    progress(0.0, desc="starting simulation")
+    cfg, why_not = simulation_config(answer)
+    if cfg is None:
+        return conv.messages(), gr.update(interactive=False), why_not
+    with conv.lock:
+        if conv.simulating:
+            return gr.skip(), gr.skip(), gr.skip()
+        conv.simulating = True
     try:
-        run_id, result = simulate_cached(SimConfig.from_resolved(resolved, strategy), progress=report)
-    except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
-        log.exception("simulation failed")
-        chat.append({"role": "assistant", "content": inert(f"Simulation failed: {err}")})
-        return chat, session
-    n = max((c.n for c in answer.citations), default=0) + 1
-    text, citation = simulation_message(answer, strategy, run_id, result, n)
-    answer.citations.append(citation)
-    session["answer"] = answer.model_dump()
-    chat.append({"role": "assistant", "content": text + "\n\n" + sources_html([citation], answer.language)})
-    return chat, session
+        setup_line = _sim_setup_line(cfg)
+        pending_edit = bool(values) and edited_setup(list(values), conv.stated, conv.shown)[1]
+        note = None
+        if pending_edit:
+            note = ("面板里的修改还没回答；这里模拟的是上一条回答的设置。" if zh else
+                    "The panel has edits not answered yet; this simulates the last answer's setup.")
+        ex = Exchange(kind="simulate", user_html="", payload=None)
+        ex.user_html = user_message_html(("模拟精确显存：" if zh else "Simulate exact memory: ") + setup_line,
+                                         ex.id, note=note, kind="simulate")
+        conv.add(ex)
+        cached = ResultStore().find_simulation(cfg) is not None
+        progress(0.0, desc="starting simulation")
+        started = time.monotonic()
+        try:
+            run_id, result = simulate_cached(cfg, progress=lambda m, f: progress(f, desc=m))
+        except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
+            log.exception("simulation failed")
+            with conv.lock:
+                ex.answer_html = _error_html(answer.language, f"Simulation failed: {err}", ex.id)
+            return conv.messages(), gr.update(interactive=True), ""
+        elapsed = time.monotonic() - started
+        latest = Answer.model_validate(conv.answer)
+        n = max((c.n for c in latest.citations), default=0) + 1
+        text, citation = simulation_message(latest, cfg.strategy, run_id, result, n, cached=cached,
+                                            elapsed=elapsed, setup_line=setup_line)
+        latest.citations.append(citation)
+        conv.answer = latest.model_dump()
+        body = view.md_html(text) + view.sources_html([citation], latest.language)
+        with conv.lock:
+            ex.answer_html = (f'<div class="sw-answer sw-sim sw-a-{ex.id}" '
+                              f'lang="{view.html_lang(latest.language)}">{body}</div>')
+        return conv.messages(), gr.update(interactive=True), ""
+    finally:
+        with conv.lock:
+            conv.simulating = False
+
+
+# ----------------------------------------------------------------------------------------------
+# Downloads
+# ----------------------------------------------------------------------------------------------
+
+
+def make_downloads(request: gr.Request):
+    """The last answer as Markdown and JSON, and its chart as PNG and SVG (files for the buttons)."""
+    conv = store.get(request.session_hash if request else None)
+    if not conv.answer:
+        return [gr.update(visible=False)] * 4
+    answer = Answer.model_validate(conv.answer)
+    folder = Path(tempfile.mkdtemp(prefix="shardwise-answer-"))
+    md = folder / "shardwise-answer.md"
+    md.write_text(view.plain_markdown(answer), encoding="utf-8")
+    js = folder / "shardwise-answer.json"
+    js.write_text(json.dumps(answer.model_dump(), ensure_ascii=False, indent=2), encoding="utf-8")
+    outputs = [gr.update(value=str(md), visible=True), gr.update(value=str(js), visible=True)]
+    fig = memory_figure(answer)
+    for ext in ("png", "svg"):
+        if fig is None:
+            outputs.append(gr.update(visible=False))
+            continue
+        path = folder / f"shardwise-chart.{ext}"
+        fig.savefig(path, format=ext)
+        outputs.append(gr.update(value=str(path), visible=True))
+    return outputs
+
+
+# ----------------------------------------------------------------------------------------------
+# /chat API
+# ----------------------------------------------------------------------------------------------
 
 
 def chat_api(message: str) -> str:
@@ -552,63 +818,87 @@ def chat_api(message: str) -> str:
 # The page
 # ----------------------------------------------------------------------------------------------
 
+INTRO = (
+    "## shardwise — DDP or FSDP for my setup?\n"
+    "Ask in English or 中文. Every figure is computed for your setup or cited. "
+    '<span class="sw-wide">Edit the setup on the right to re-answer, or simulate it for exact memory.</span>'
+    '<span class="sw-narrow">The setup, chart and simulate are below the chat.</span>'
+)
+
 
 def build_demo():
     """The Blocks app (not launched)."""
     from bot.catalog import list_gpus, list_models
 
     with gr.Blocks(title="shardwise: DDP or FSDP?", analytics_enabled=False) as demo:
-        session = gr.State(new_session())
-        gr.Markdown(
-            "## shardwise — DDP or FSDP for my setup?\n"
-            "Ask in English or 中文. Every figure is computed for your setup or cited; "
-            "edit the setup on the right to re-answer, or simulate it for exact memory."
-        )
+        gr.Markdown(INTRO, elem_id="sw-intro")
         with gr.Row(equal_height=False):
-            with gr.Column(scale=3, min_width=420):
-                chat = gr.Chatbot(label="Conversation", elem_id="sw-chat", height=720,
+            with gr.Column(scale=3, min_width=360):
+                chat = gr.Chatbot(label="Conversation", show_label=False, elem_id="sw-chat", height=640,
                                   buttons=["copy"], feedback_options=None, allow_tags=False,
-                                  sanitize_html=True, layout="bubble", group_consecutive_messages=False)
-                with gr.Row():
+                                  sanitize_html=True, layout="panel", group_consecutive_messages=False,
+                                  autoscroll=False, latex_delimiters=[],
+                                  examples=[{"text": e, "display_text": e} for e in EXAMPLES])
+                with gr.Row(equal_height=True):
                     msg = gr.Textbox(placeholder="e.g. DDP or FSDP for Llama-2-7B on 8x A100 80GB?",
-                                     show_label=False, lines=1, max_lines=8, scale=5, elem_id="sw-msg")
-                    send = gr.Button("Ask", variant="primary", scale=1, elem_id="sw-send")
-                gr.Examples(examples=[[e] for e in EXAMPLES], inputs=[msg], label="Examples")
-            with gr.Column(scale=2, min_width=360):
-                plot = gr.Plot(label="Per-GPU memory", show_label=False, elem_id="sw-chart", format="png")
+                                     label="Your question (English or 中文)", show_label=False, lines=1,
+                                     max_lines=8, scale=5, elem_id="sw-msg", autofocus=False)
+                    send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="sw-send")
+                hint = gr.Markdown("", elem_id="sw-hint")
                 with gr.Row():
-                    sim = gr.Button("Simulate exact memory", elem_id="sw-simulate")
+                    share = gr.Textbox(visible="hidden", elem_id="sw-share-query")
+                    dl_md = gr.DownloadButton("Answer (.md)", visible=False, size="sm", elem_id="sw-dl-md")
+                    dl_json = gr.DownloadButton("Answer (.json)", visible=False, size="sm", elem_id="sw-dl-json")
+                    dl_png = gr.DownloadButton("Chart (.png)", visible=False, size="sm", elem_id="sw-dl-png")
+                    dl_svg = gr.DownloadButton("Chart (.svg)", visible=False, size="sm", elem_id="sw-dl-svg")
+                share_link = gr.HTML("", elem_id="sw-share")
+            with gr.Column(scale=2, min_width=340):
+                plot = gr.Plot(label="Per-GPU memory by strategy", show_label=False, elem_id="sw-chart")
+                chart_note = gr.Markdown("", elem_id="sw-chart-note")
+                sim = gr.Button("Simulate exact memory", elem_id="sw-simulate", interactive=False)
+                sim_note = gr.Markdown("", elem_id="sw-sim-note")
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
                     fields = _panel_components(list_models(), list_gpus())
                     again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
-                    # Markdown code blocks come with a copy button.
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
-        answer_outputs = [plot, *fields, missing_note, howto]
-        common = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY}
+        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share]
+        downloads = [dl_md, dl_json, dl_png, dl_svg]
+        work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private"}
+        fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple"}
+
+        def answered(event):
+            (event.then(process, None, [chat, *answer_outputs], **work)
+             .then(make_downloads, None, downloads, api_visibility="private", queue=False)
+             .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
+
         for trigger in (msg.submit, send.click):
-            trigger(respond, [msg, chat, session], [chat, session, msg, *answer_outputs],
-                    api_visibility="private", **common)
-        edit_inputs = [chat, session, *fields]
-        edit_outputs = [chat, session, *answer_outputs]
-        again.click(reanswer, edit_inputs, edit_outputs, api_visibility="private", **common)
+            answered(trigger(submit_message, [msg], [chat, msg, hint], **fast))
+        answered(chat.example_select(pick_example, None, [chat, msg, hint], **fast))
+        answered(again.click(submit_edit_button, fields, [chat], **fast))
         for comp in fields:  # choices re-answer at once; numbers on Enter or the button
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
-            event(reanswer, edit_inputs, edit_outputs, api_visibility="private",
-                  trigger_mode="always_last", **common)
+            answered(event(submit_edit, fields, [chat], **fast))
+        share.change(lambda q: (f'<a href="{html.escape(q)}">Link to this answer</a>' if q else ""),
+                     [share], [share_link], queue=False, api_visibility="private")
         # The chat's trash button starts a new conversation: earlier questions no longer apply.
-        chat.clear(new_conversation, None, [session, *answer_outputs], api_visibility="private", queue=False)
-        sim.click(simulate, [chat, session], [chat, session], api_visibility="private",
-                  concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY)
-        gr.api(chat_api, api_name="chat", **common)
-    demo.queue(default_concurrency_limit=CHAT_CONCURRENCY, max_size=200)
+        chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
+        (sim.click(simulate_start, None, [sim], queue=False, api_visibility="private")
+         .then(simulate, fields, [chat, sim, sim_note], api_visibility="private",
+               concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY)
+         .then(make_downloads, None, downloads, api_visibility="private", queue=False))
+        answered(demo.load(open_link, None, [chat], queue=False, api_visibility="private"))
+        demo.unload(close_tab)
+        gr.api(chat_api, api_name="chat", concurrency_id="answer", concurrency_limit=CHAT_CONCURRENCY)
+    demo.queue(default_concurrency_limit=CHAT_CONCURRENCY, max_size=400)
     return demo
 
 
 def _panel_components(models, gpus) -> list:
-    """The editable setup fields, in PANEL_FIELDS order."""
+    """The editable setup fields, in PANEL_FIELDS order. Numbers are text boxes: empty means
+    unknown (a number box would show 0 and send it)."""
     choice = {
         "intra_node_link": ["nvlink", "pcie"],
         "inter_node_link": ["infiniband", "ethernet", "none"],
@@ -618,30 +908,28 @@ def _panel_components(models, gpus) -> list:
         "model": [m.name for m in models],
         "gpu": [g.name for g in gpus],
     }
+
+    def number(name: str):
+        return gr.Textbox("", label=FIELD_LABELS[name][0], placeholder="unknown", max_lines=1,
+                          elem_id=f"sw-f-{name}")
+
+    def dropdown(name: str, custom: bool = False):
+        return gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], allow_custom_value=custom,
+                           elem_id=f"sw-f-{name}")
+
     comps = []
     with gr.Row():
-        comps.append(gr.Dropdown(choice["model"], value=None, label=FIELD_LABELS["model"][0],
-                                 allow_custom_value=True, elem_id="sw-f-model"))
-        comps.append(gr.Number(None, label=FIELD_LABELS["params_b"][0], minimum=0, elem_id="sw-f-params_b"))
+        comps += [dropdown("model", custom=True), number("params_b")]
     with gr.Row():
-        comps.append(gr.Dropdown(choice["gpu"], value=None, label=FIELD_LABELS["gpu"][0],
-                                 allow_custom_value=True, elem_id="sw-f-gpu"))
-        comps.append(gr.Number(None, label=FIELD_LABELS["gpu_memory_gb"][0], minimum=0,
-                               elem_id="sw-f-gpu_memory_gb"))
+        comps += [dropdown("gpu", custom=True), number("gpu_memory_gb")]
     with gr.Row():
-        for name in ("gpu_count", "nodes"):
-            comps.append(gr.Number(None, label=FIELD_LABELS[name][0], precision=0, minimum=0,
-                                   elem_id=f"sw-f-{name}"))
+        comps += [number("gpu_count"), number("nodes")]
     with gr.Row():
-        for name in ("intra_node_link", "inter_node_link"):
-            comps.append(gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}"))
+        comps += [dropdown("intra_node_link"), dropdown("inter_node_link")]
     with gr.Row():
-        for name in ("precision", "optimizer", "finetune"):
-            comps.append(gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}"))
+        comps += [dropdown("precision"), dropdown("optimizer"), dropdown("finetune")]
     with gr.Row():
-        for name in ("seq_len", "micro_batch"):
-            comps.append(gr.Number(None, label=FIELD_LABELS[name][0], precision=0, minimum=0,
-                                   elem_id=f"sw-f-{name}"))
+        comps += [number("seq_len"), number("micro_batch")]
         comps.append(gr.Checkbox(False, label=FIELD_LABELS["activation_checkpointing"][0],
                                  elem_id="sw-f-activation_checkpointing"))
     return comps
@@ -653,13 +941,19 @@ def _panel_components(models, gpus) -> list:
 
 
 def prepare_server() -> None:
-    """One torch thread (cores are shared) and the knowledge index built if absent."""
-    try:
-        import torch
+    """One torch thread (cores are shared), logging with secrets redacted, the index built."""
+    from bot import env
 
-        torch.set_num_threads(1)
-    except ImportError:  # pragma: no cover
-        pass
+    if hasattr(env, "configure_runtime"):
+        env.configure_runtime(threads=1)
+    else:  # pragma: no cover  (older bot.env)
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            pass
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from bot.knowledge.index import ensure_index
 
     ensure_index()
@@ -668,14 +962,13 @@ def prepare_server() -> None:
 def serve(host: str = "127.0.0.1", port: int = 7860) -> None:
     """Start the page and block. Nothing leaves the machine: no share link, no analytics,
     the theme's fonts are the ones Gradio ships locally."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     print("Preparing the knowledge index (built on first start, reused afterwards)...", flush=True)
     prepare_server()
     demo = build_demo()
     print(f"shardwise page on http://{host}:{port}", flush=True)
     demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
-                theme=gr.themes.Default(), css=CSS, footer_links=["api"], ssr_mode=False, pwa=False,
-                mcp_server=False, enable_monitoring=False)
+                theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
+                ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False)
 
 
 @click.command(name="app")
@@ -712,5 +1005,3 @@ def start_subprocess(port: int, host: str = "127.0.0.1", env: dict[str, str] | N
 
 
 _no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-

@@ -9,4 +9,9 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==${SHARDWISE_TORCH_VERSION:-2.13.0}"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# axe-core (MPL-2.0) for the page's accessibility test, into the git-ignored node_modules/.
+if command -v npm >/dev/null 2>&1; then
+  npm install --silent --no-save --no-audit --no-fund --prefix . "axe-core@4" >/dev/null 2>&1 \
+    || echo "npm install axe-core failed; the accessibility test will skip"
+fi
 echo "shardwise installed in .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

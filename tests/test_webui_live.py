@@ -1,8 +1,10 @@
 """The chat page as users and scripts meet it: ``app.py`` in a child process on a free
-127.0.0.1 port, driven by Debian's Chromium (Playwright) and by ``gradio_client``.
+127.0.0.1 port, driven by Debian's Chromium (Playwright) at desktop (1440x900) and phone (390x844)
+sizes, and by ``gradio_client``.
 
-Set ``SHARDWISE_WEBUI_URL`` to point these tests at an already running page instead.
-Screenshots go to ``artifacts/`` (gitignored).
+Each test names the issue-16 defect it guards. Set ``SHARDWISE_WEBUI_URL`` to point these tests at
+an already running page instead. Screenshots go to ``$SHARDWISE_ARTIFACTS`` or ``artifacts/``
+(git-ignored), the server log too.
 """
 
 from __future__ import annotations
@@ -29,10 +31,14 @@ CHROMIUM_ARGS = [
     # Anything but 127.0.0.1 fails to resolve: the page must not need the internet.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
-ARTIFACTS = repo_root() / "artifacts"
-SEED = webui.EXAMPLES[0]
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+ARTIFACTS = Path(os.environ.get("SHARDWISE_ARTIFACTS") or repo_root() / "artifacts")
+AXE = repo_root() / "node_modules" / "axe-core" / "axe.min.js"
 MARKER = re.compile(r"\[\d+\]")
 STRATEGY_NAMES = [LABELS_EN[s] for s in TRAINING_STRATEGIES] + [LABELS_ZH[s] for s in TRAINING_STRATEGIES]
+GPT2XL = "Can I train GPT-2 XL on 4x RTX 4090 24GB with plain DDP?"
+LLAMA = "DDP or FSDP for Llama-2-7B on 8x A100 80GB?"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,7 @@ def server_url(tmp_path_factory):
             proc.wait(20)
         except Exception:  # noqa: BLE001
             proc.kill()
-        ARTIFACTS.mkdir(exist_ok=True)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(log_path, ARTIFACTS / "webui-server.log")
 
 
@@ -69,7 +75,7 @@ def client(server_url):
 
 
 def test_chat_api_answers_with_a_recommendation_and_markers(client):
-    md = client.predict("DDP or FSDP for Llama-2-7B on 8x A100 80GB?", api_name="/chat")
+    md = client.predict(LLAMA, api_name="/chat")
     assert isinstance(md, str)
     assert any(name in md for name in STRATEGY_NAMES), md[:500]
     assert MARKER.search(md) and "Sources" in md
@@ -81,7 +87,6 @@ def test_chat_api_empty_message_is_a_notice(client):
     assert "Please type a question" in md
 
 
-# Twenty different setups: every answer differs, so a mix-up between users shows.
 LOAD_QUESTIONS = [
     f"DDP or FSDP for {model} on {n}x {gpu}?"
     for model, gpu in (("Llama-2-7B", "A100 80GB"), ("Llama-2-13B", "H100 80GB"), ("Mistral-7B", "A100 40GB"),
@@ -95,14 +100,11 @@ def test_twenty_concurrent_users_each_get_their_own_answer(client, server_url):
 
     assert len(set(LOAD_QUESTIONS)) == 20
     with ThreadPoolExecutor(max_workers=20) as pool:
-        # One client (session) per user; all twenty questions are in flight at once.
         users = list(pool.map(lambda _: Client(server_url, verbose=False), range(20)))
         concurrent = list(pool.map(lambda c, q: c.predict(q, api_name="/chat"), users, LOAD_QUESTIONS))
     assert len(set(concurrent)) == 20, "two different setups got the same answer"
-    # The answer under load is the answer alone: ask each again, one at a time, and compare.
-    for question, under_load in zip(LOAD_QUESTIONS, concurrent, strict=True):
-        alone = client.predict(question, api_name="/chat")
-        assert under_load == alone, f"answer under load differs for {question!r}"
+    for question, under_load in zip(LOAD_QUESTIONS[::5], concurrent[::5], strict=True):
+        assert under_load == client.predict(question, api_name="/chat"), f"answer under load differs: {question!r}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -122,11 +124,12 @@ def browser():
         b.close()
 
 
-class Page:
+class Tab:
     """One browser tab on the page, recording every request and failed script it sees."""
 
-    def __init__(self, browser, url: str):
-        self.page = browser.new_page(viewport={"width": 1440, "height": 1100})
+    def __init__(self, browser, url: str, viewport: dict = DESKTOP):
+        self.context = browser.new_context(viewport=viewport, accept_downloads=True)
+        self.page = self.context.new_page()
         self.requests: list[str] = []
         self.page_errors: list[str] = []
         self.page.on("request", lambda r: self.requests.append(r.url))
@@ -134,20 +137,47 @@ class Page:
         self.page.goto(url, wait_until="domcontentloaded")
         self.page.wait_for_selector("#sw-msg textarea", timeout=60_000)
 
+    def close(self):
+        self.context.close()
+
     def bot_messages(self) -> list[str]:
-        return [m.inner_text() for m in self.page.query_selector_all("#sw-chat .message.bot")]
+        return [m.inner_text() for m in self.page.query_selector_all("#sw-chat .sw-answer")]
+
+    def user_messages(self) -> list[str]:
+        return [m.inner_text() for m in self.page.query_selector_all("#sw-chat .sw-user")]
+
+    def send(self, text: str) -> None:
+        self.page.fill("#sw-msg textarea", text)
+        self.page.click("#sw-send")
+
+    def wait_answers(self, n: int, timeout_ms: int = 120_000) -> list[str]:
+        """Wait until the chat holds ``n`` answers and nothing is pending."""
+        self.page.wait_for_function("n => document.querySelectorAll('#sw-chat .sw-answer').length >= n",
+                                    arg=n, timeout=timeout_ms)
+        self.page.wait_for_selector("#sw-chat .pending", state="detached", timeout=timeout_ms)
+        # The panel, chart and links land with the same update; let the page finish drawing them.
+        self.page.wait_for_timeout(400)
+        return self.bot_messages()
 
     def ask(self, text: str, timeout_ms: int = 120_000) -> str:
         before = len(self.bot_messages())
-        self.page.fill("#sw-msg textarea", text)
-        self.page.click("#sw-send")
-        return self.wait_for_bot_message(before, timeout_ms)
+        self.send(text)
+        return self.wait_answers(before + 1, timeout_ms)[-1]
 
-    def wait_for_bot_message(self, before: int, timeout_ms: int = 120_000) -> str:
-        self.page.wait_for_function(
-            "n => document.querySelectorAll('#sw-chat .message.bot').length > n", arg=before, timeout=timeout_ms)
-        self.page.wait_for_selector("#sw-chat .pending", state="detached", timeout=timeout_ms)
-        return self.bot_messages()[-1]
+    def edit(self, field: str, value: str, timeout_ms: int = 60_000) -> str:
+        """Type into a panel field and press Enter (numbers) or pick the option (dropdowns)."""
+        before = len(self.bot_messages())
+        box = f"#sw-f-{field} input, #sw-f-{field} textarea"
+        self.page.fill(box, value)
+        assert self.page.input_value(box) == value
+        self.page.press(box, "Enter")
+        return self.wait_answers(before + 1, timeout_ms)[-1]
+
+    def field(self, name: str) -> str:
+        return self.page.input_value(f"#sw-f-{name} input, #sw-f-{name} textarea")
+
+    def classes(self, name: str) -> str:
+        return self.page.get_attribute(f"#sw-f-{name}", "class") or ""
 
     def error_toasts(self) -> int:
         return len(self.page.query_selector_all(".toast-body.error, [data-testid='toast-body']"))
@@ -155,130 +185,295 @@ class Page:
     def outside_requests(self) -> list[str]:
         return [u for u in self.requests if not re.match(r"(https?|wss?)://127\.0\.0\.1[:/]|data:|blob:", u)]
 
+    def shot(self, name: str, full_page: bool = False) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"webui-{name}.png"), full_page=full_page)
+
+    def assert_clean(self) -> None:
+        assert self.error_toasts() == 0
+        assert self.page_errors == []
+        assert self.outside_requests() == [], "the page asked for something outside 127.0.0.1"
+
+
+@pytest.fixture()
+def desktop(browser, server_url):
+    tab = Tab(browser, server_url)
+    yield tab
+    tab.close()
+
+
+@pytest.fixture()
+def phone(browser, server_url):
+    tab = Tab(browser, server_url, PHONE)
+    yield tab
+    tab.close()
+
 
 @pytest.mark.browser
-def test_seed_question_sources_chart_edit_and_simulate(browser, server_url):
-    tab = Page(browser, server_url)
-    page = tab.page
-    # The seed question from the examples, as a user would pick it.
-    page.get_by_text(SEED[:20]).first.click()
-    page.wait_for_function("s => document.querySelector('#sw-msg textarea').value === s", arg=SEED,
-                           timeout=10_000)
-    before = len(tab.bot_messages())
-    page.click("#sw-send")
-    answer = tab.wait_for_bot_message(before)
-    assert any(name in answer for name in STRATEGY_NAMES), answer[:500]
-    assert MARKER.search(answer)
+def test_two_nodes_get_an_assumed_link_and_a_failed_edit_does_not_stick(desktop):
+    """Defect 1: 16 GPUs on 2 nodes answered (the link assumed, highlighted), never a crash."""
+    tab = desktop
+    tab.ask(GPT2XL)
+    assert tab.field("inter_node_link") in ("", "none")
+    two = tab.edit("nodes", "2")  # 4 GPUs over 2 nodes: the one-node link "none" must not stay
+    assert "failed" not in two.lower() and tab.field("inter_node_link") in ("infiniband", "ethernet"), two[:300]
+    answer = tab.edit("gpu_count", "16")
+    assert "failed" not in answer.lower() and "invalid" not in answer.lower(), answer[:400]
+    assert any(name in answer for name in STRATEGY_NAMES), answer[:400]
+    assert tab.field("inter_node_link") in ("infiniband", "ethernet")
+    assert "sw-assumed" in tab.classes("inter_node_link") or "sw-missing" in tab.classes("inter_node_link")
+    # A bad value gets a clear message; the next edit answers normally again.
+    bad = tab.edit("nodes", "3")  # 16 GPUs do not split evenly over 3 nodes
+    assert "16" in bad and "3" in bad, bad[:300]
+    again = tab.edit("nodes", "4")
+    assert any(name in again for name in STRATEGY_NAMES) and "failed" not in again.lower(), again[:400]
+    tab.shot("two-nodes")
+    tab.assert_clean()
 
-    # A source opens and shows its quote.
-    first = page.locator("#sw-chat .message.bot details").first
-    first.locator("summary").click()
-    assert first.get_attribute("open") is not None
-    assert first.locator("code").inner_text().strip()  # the citation id
 
-    # The chart is drawn (a decoded image with real size).
-    page.wait_for_function(
-        "() => { const i = document.querySelector('#sw-chart img'); return i && i.naturalWidth > 200; }",
-        timeout=30_000)
+@pytest.mark.browser
+def test_messages_sent_while_answering_each_get_their_own_answer_in_order(desktop):
+    """Defect 2: a second message while the first is answered; typing kept; no stray notice."""
+    tab, page = desktop, desktop.page
+    tab.send(LLAMA)
+    tab.send(GPT2XL)  # at once: the first is still being answered
+    page.fill("#sw-msg textarea", "what about 4 GPU")  # typing while answers land
+    page.type("#sw-msg textarea", "s")
+    tab.wait_answers(2)
+    assert page.input_value("#sw-msg textarea") == "what about 4 GPUs"  # not erased by an answer
+    users, answers = tab.user_messages(), tab.bot_messages()
+    assert users == [LLAMA, GPT2XL] and len(answers) == 2
+    assert "Llama-2-7B" in answers[0] and "GPT-2 XL" in answers[1]
+    # Each answer directly follows its own question in the chat.
+    order = page.eval_on_selector_all("#sw-chat .sw-user, #sw-chat .sw-answer",
+                                      "els => els.map(e => e.classList.contains('sw-user') ? 'q' : 'a')")
+    assert order == ["q", "a", "q", "a"]
+    # A double click on Ask sends once and adds no "type a question" notice.
+    page.fill("#sw-msg textarea", "DDP or FSDP for Mistral-7B on 4x A100 40GB?")
+    page.dblclick("#sw-send")
+    tab.wait_answers(3)
+    page.wait_for_timeout(800)
+    assert len(tab.user_messages()) == 3 and len(tab.bot_messages()) == 3
+    assert "type a question" not in page.inner_text("#sw-chat").lower()
+    assert page.inner_text("#sw-hint").strip() == ""
+    tab.assert_clean()
 
-    # The 7B seed question leaves the GPU open: those fields are highlighted.
-    assert page.locator("#sw-f-gpu_count.sw-missing, #sw-f-gpu.sw-missing").count() >= 1
 
-    # Edit the setup: GPT-2 XL (a short simulation) on 4 RTX 4090s with its 1024-token context.
-    # Choosing from a dropdown re-answers at once; numbers re-answer on Enter or the button.
-    def edit(selector: str, value: str, press: str | None = "Enter") -> str:
-        before = len(tab.bot_messages())
-        page.fill(selector, value)
-        if press:
-            page.keyboard.press(press)
-        else:
-            page.click("#sw-reanswer")
-        return tab.wait_for_bot_message(before)
-
-    edit("#sw-f-model input", "GPT-2 XL")
-    edit("#sw-f-gpu input", "RTX 4090 24GB")
-    edit("#sw-f-seq_len input", "1024")
-    edited = edit("#sw-f-gpu_count input", "4", press=None)
-    assert "GPT-2 XL" in edited and "4 x RTX 4090 24GB" in edited and "1024" in edited, edited[:500]
+@pytest.mark.browser
+def test_empty_number_fields_mean_unknown(desktop):
+    """Defect 3: no 0 in empty fields; opening a dropdown or tabbing posts nothing."""
+    tab, page = desktop, desktop.page
+    for name in ("params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch"):
+        assert tab.field(name) == "", name
+    page.click("#sw-f-precision input")
+    page.keyboard.press("Escape")
+    page.click("#sw-f-gpu_count textarea, #sw-f-gpu_count input")
+    for _ in range(6):
+        page.keyboard.press("Tab")
+    page.wait_for_timeout(1500)
+    assert tab.bot_messages() == [] and "must be positive" not in page.inner_text("body")
     assert page.locator(".sw-missing").count() == 0
-
-    # Simulate the recommended strategy for that setup; the result and its bench citation appear.
-    before = len(tab.bot_messages())
-    page.click("#sw-simulate")
-    result = tab.wait_for_bot_message(before, timeout_ms=400_000)
-    assert "GiB" in result and ("Simulated" in result or "模拟" in result), result[:500]
-    assert page.locator("#sw-chat .message.bot").last.locator(".sw-kind", has_text="bench").count() == 1
-
-    page.locator("#sw-howto").get_by_text("How to run it").click()
-    assert "torchrun" in page.locator("#sw-howto-code").inner_text()
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.locator("#sw-chat .message.bot").last.locator("details summary").click()  # the bench source
-    page.wait_for_timeout(500)
-    page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(ARTIFACTS / "webui.png"), full_page=True)
-    assert tab.error_toasts() == 0
-    assert tab.page_errors == []
-    assert tab.outside_requests() == [], "the page asked for something outside 127.0.0.1"
-    page.close()
+    tab.assert_clean()
 
 
 @pytest.mark.browser
-def test_bad_input_through_the_page(browser, server_url):
-    tab = Page(browser, server_url)
-    page = tab.page
-
-    # Empty message: a clear notice, no crash.
-    before = len(tab.bot_messages())
-    page.click("#sw-send")
-    assert "Please type a question" in tab.wait_for_bot_message(before)
-
-    # Markup and scripts are shown as text and never run.
-    hostile = ('<img src=x onerror="window.__pwned=1"><script>window.__pwned2=1</script>'
-               '<svg onload="window.__pwned3=1"></svg> DDP or FSDP for Llama-2-7B on 8x A100 80GB?')
+def test_user_text_is_shown_as_text_and_nothing_loads_from_outside(desktop):
+    """Defect 4: markdown, images and markup in the user's message stay literal text."""
+    tab, page = desktop, desktop.page
+    hostile = ("![t](http://example.com/track.png) # Heading **bold** "
+               '<img src=x onerror="window.__pwned=1"><script>window.__pwned2=1</script> ' + LLAMA)
     tab.ask(hostile)
-    page.wait_for_timeout(1500)  # give any injected handler the time to fire
-    assert page.evaluate("[window.__pwned, window.__pwned2, window.__pwned3]") == [None, None, None]
-    assert "<script>" in page.locator("#sw-chat .message.user").last.inner_text()
-    assert page.locator("#sw-chat img[src='x'], #sw-chat script, #sw-chat svg[onload]").count() == 0
-
+    page.wait_for_timeout(1000)
+    user = page.locator("#sw-chat .sw-user").last
+    assert user.inner_text().startswith("![t](http://example.com/track.png) # Heading **bold** <img")
+    assert user.locator("img, h1, strong, script").count() == 0
+    assert page.evaluate("[window.__pwned, window.__pwned2]") == [None, None]
+    assert page.locator("#sw-chat img[src*='example.com'], #sw-chat img[src='x']").count() == 0
     # A 100 KB paste: answered from the first part, with a notice saying it was cut.
-    paste = "DDP or FSDP for Llama-2-7B on 8x A100 80GB? " + "lorem ipsum " * 8500
-    assert len(paste) > 100_000
-    answer = tab.ask(paste)
-    assert "only the first 4,000" in answer
-
-    assert tab.error_toasts() == 0 and tab.page_errors == []
-    page.close()
+    paste = LLAMA + " " + "lorem ipsum " * 8500
+    assert "only the first 4,000" in tab.ask(paste)
+    tab.assert_clean()
 
 
 @pytest.mark.browser
-def test_off_topic_and_a_cleared_conversation(browser, server_url):
-    tab = Page(browser, server_url)
-    page = tab.page
-    chart_drawn = "() => !!document.querySelector('#sw-chart img')"
-    off = tab.ask("What is a good recipe for tomato soup?")
-    assert not re.search(r"\d GiB", off) and not page.evaluate(chart_drawn), off[:300]
+def test_the_gpt2_example_assumes_a_length_gpt2_can_hold(desktop):
+    """Defect 5: the page's own GPT-2 XL example: seq 1024 (its learned positions), simulate offered."""
+    tab, page = desktop, desktop.page
+    page.locator("#sw-chat button", has_text="GPT-2 XL").first.click()
+    answer = tab.wait_answers(1)[-1]
+    assert "seq 1024" in answer or "1024" in answer, answer[:400]
+    assert tab.field("seq_len") == "1024"
+    assert page.locator("#sw-simulate").is_enabled()
+    tab.assert_clean()
 
-    # After a real question, the trash button starts over: the next question stands alone.
-    tab.ask("DDP or FSDP for Llama-2-7B on 8x A100 80GB?")
-    assert page.evaluate(chart_drawn)
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_new_answer_starts_in_view_with_long_parts_collapsed(browser, server_url, size):
+    """Defect 6: the headline and table of the new answer are in view, not the bottom."""
+    tab = Tab(browser, server_url, DESKTOP if size == "desktop" else PHONE)
+    page = tab.page
+    try:
+        tab.ask(LLAMA)
+        tab.ask(GPT2XL)
+        page.wait_for_timeout(600)
+        box = page.evaluate("""() => {
+            const a = [...document.querySelectorAll('#sw-chat .sw-answer')].pop();
+            const chat = document.querySelector('#sw-chat');
+            const r = a.getBoundingClientRect(), c = chat.getBoundingClientRect();
+            return {top: r.top, ctop: c.top, cbottom: c.bottom, vh: window.innerHeight};
+        }""")
+        assert box["ctop"] - 2 <= box["top"] <= box["ctop"] + 120, box  # its start at the top of the chat
+        assert 0 <= box["top"] < box["vh"] - 100, box  # and on screen
+        last = page.locator("#sw-chat .sw-answer").last
+        assert last.locator(".sw-headline, p").first.is_visible()
+        for part in ("sw-sources-part",):
+            assert last.locator(f"details.{part}").count() == 1
+        assert last.locator("details[open]").count() == 0  # forum, how-to, sources collapsed
+        tab.shot(f"answer-{size}")
+        tab.assert_clean()
+    finally:
+        tab.close()
+
+
+@pytest.mark.browser
+def test_phone_first_view_shows_the_input_and_desktop_the_examples(browser, server_url):
+    """Defect 7: the message box above the fold on a phone; intro right for the width."""
+    tab = Tab(browser, server_url, PHONE)
+    try:
+        page = tab.page
+        box = page.locator("#sw-msg textarea").bounding_box()
+        assert box["y"] + box["height"] <= PHONE["height"], box
+        assert page.locator("#sw-send").bounding_box()["y"] < PHONE["height"]
+        assert not page.get_by_text("on the right").is_visible()
+        assert page.get_by_text("below the chat").is_visible()
+        tab.shot("first-phone")
+    finally:
+        tab.close()
+    tab = Tab(browser, server_url, DESKTOP)
+    try:
+        examples = tab.page.locator("#sw-chat button", has_text="GPT-2 XL").first.bounding_box()
+        assert examples["y"] + examples["height"] <= DESKTOP["height"], examples
+        tab.shot("first-desktop")
+    finally:
+        tab.close()
+
+
+@pytest.mark.browser
+def test_simulate_only_where_it_runs_once_per_press_and_says_what_it_measured(desktop):
+    """Defects 8 and 1: no simulate for LoRA; a double press simulates once; a repeat says it
+    came from the store; the message names the setup it measured."""
+    tab, page = desktop, desktop.page
+    tab.ask("LoRA fine-tuning Llama-2-7B on 8x A100 80GB: DDP or FSDP?")
+    assert not page.locator("#sw-simulate").is_enabled()
+    assert "full fine-tuning only" in page.inner_text("#sw-sim-note")
+    tab.ask("DDP or FSDP for full fine-tuning GPT-2 on 2x RTX 4090 24GB?")
+    assert page.locator("#sw-simulate").is_enabled()
+    before = len(tab.bot_messages())
+    page.dblclick("#sw-simulate")
+    result = tab.wait_answers(before + 1, timeout_ms=400_000)[-1]
+    page.wait_for_timeout(1000)
+    assert len(tab.bot_messages()) == before + 1, "a double press simulated twice"
+    assert "GiB" in result and "Setup measured: GPT-2, 2 GPUs" in result, result[:500]
+    page.wait_for_function("() => !document.querySelector('#sw-simulate').disabled", timeout=30_000)
+    page.click("#sw-simulate")
+    again = tab.wait_answers(before + 2, timeout_ms=120_000)[-1]
+    assert "from the stored run" in again and "simulated in" not in again, again[:300]
+    tab.assert_clean()
+
+
+ASSUMED_FIELDS = ("precision", "optimizer", "seq_len", "micro_batch", "activation_checkpointing")
+
+
+@pytest.mark.browser
+def test_every_assumed_field_is_highlighted_and_named(desktop):
+    """Defect 9: precision, optimizer, sequence length, micro-batch, checkpointing assumed: shown."""
+    tab, page = desktop, desktop.page
+    tab.ask(LLAMA)
+    for name in ASSUMED_FIELDS:
+        assert "sw-assumed" in tab.classes(name), name
+    chips = page.locator("#sw-chat .sw-answer").last.locator(".sw-chip").all_inner_texts()
+    named = " ".join(chips)
+    for words in ("precision", "optimizer", "sequence length", "micro-batch", "activation checkpointing"):
+        assert words in named, (words, chips)
+    # A field the user sets stops being assumed.
+    tab.edit("seq_len", "4096")
+    assert "sw-assumed" not in tab.classes("seq_len") and "sw-assumed" in tab.classes("precision")
+    tab.assert_clean()
+
+
+@pytest.mark.browser
+def test_accessibility_axe_language_labels_and_chart(desktop):
+    """Defect 10: axe-core finds no serious or critical violation; Chinese messages are zh-CN;
+    the message box has a label; the chart has a text description and readable ticks."""
+    if not AXE.exists():
+        pytest.skip(f"{AXE} missing: scripts/install.sh installs axe-core with npm")
+    tab, page = desktop, desktop.page
+    tab.ask("7B模型在8张A100 80GB上训练，用DDP还是FSDP？")
+    assert page.locator("#sw-chat .sw-answer").last.get_attribute("lang") == "zh-CN"
+    assert page.locator("#sw-chat .sw-user").last.get_attribute("lang") == "zh-CN"
+    label = page.evaluate("""() => { const t = document.querySelector('#sw-msg textarea');
+        return t.getAttribute('aria-label') || (t.labels && t.labels[0] && t.labels[0].innerText) || ''; }""")
+    assert "question" in label.lower(), label
+    page.wait_for_selector("#sw-chart .js-plotly-plot", timeout=30_000)
+    assert "Per-GPU memory" in page.inner_text("#sw-chart-note") or "每卡显存" in page.inner_text("#sw-chart-note")
+    sizes = page.eval_on_selector_all("#sw-chart .xtick text, #sw-chart .ytick text",
+                                      "els => els.map(e => parseFloat(getComputedStyle(e).fontSize))")
+    assert sizes and min(sizes) >= 11, sizes
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+    bad = [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["target"]) for v in result["violations"]
+           if v["impact"] in ("serious", "critical")]
+    tab.shot("accessibility", full_page=True)
+    assert bad == [], bad
+    tab.assert_clean()
+
+
+@pytest.mark.browser
+def test_share_link_restores_the_answer_and_downloads_work(browser, server_url, desktop):
+    """Beyond: the setup in the URL re-opens the same answer; Markdown/JSON/PNG/SVG downloads."""
+    tab, page = desktop, desktop.page
+    tab.ask(GPT2XL)
+    answer = tab.edit("micro_batch", "2")
+    page.wait_for_function("() => location.search.includes('micro_batch=2')", timeout=10_000)
+    link = page.evaluate("location.href")
+    page.wait_for_selector("#sw-dl-md", state="visible", timeout=30_000)
+    with page.expect_download() as md:
+        page.click("#sw-dl-md")
+    text = Path(md.value.path()).read_text(encoding="utf-8")
+    assert "GPT-2 XL" in text and "micro-batch 2" in text
+    with page.expect_download() as svg:
+        page.click("#sw-dl-svg")
+    assert Path(svg.value.path()).read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    other = Tab(browser, link)
+    try:
+        shared = other.wait_answers(1)[-1]
+        assert shared.splitlines()[0] == answer.splitlines()[0]  # the same recommendation line
+        assert other.field("micro_batch") == "2"
+        other.assert_clean()
+    finally:
+        other.close()
+    tab.assert_clean()
+
+
+@pytest.mark.browser
+def test_off_topic_and_a_cleared_conversation(desktop):
+    tab, page = desktop, desktop.page
+    off = tab.ask("What is a good recipe for tomato soup?")
+    assert not re.search(r"\d GiB", off), off[:300]
+    tab.ask(LLAMA)
+    page.wait_for_selector("#sw-chart .js-plotly-plot", timeout=30_000)
     page.locator("#sw-chat button[aria-label='Clear']").first.click()
-    page.wait_for_function("() => !document.querySelector('#sw-chart img')", timeout=10_000)
-    assert page.input_value("#sw-f-gpu_count input") == ""
+    page.wait_for_function("() => !document.querySelector('#sw-chart .js-plotly-plot')", timeout=10_000)
+    assert tab.field("gpu_count") == ""
     off = tab.ask("What is a good recipe for tomato soup?")
     assert not re.search(r"\d GiB", off), off[:300]
     time.sleep(0.5)
-    assert tab.error_toasts() == 0
-    assert tab.page_errors == []
-    page.close()
+    tab.assert_clean()
 
 
 @pytest.mark.browser
-def test_enter_sends_the_question(browser, server_url):
-    # A chat box sends on Enter; with lines=2 Gradio sent only on Shift+Enter and Enter added a newline.
-    tab = Page(browser, server_url)
-    before = len(tab.bot_messages())
-    tab.page.fill("#sw-msg textarea", "DDP or FSDP for Llama-2-7B on 8x A100 80GB?")
-    tab.page.press("#sw-msg textarea", "Enter")
-    assert "Recommendation: FSDP full shard" in tab.wait_for_bot_message(before, timeout_ms=30_000)
+def test_enter_sends_the_question(desktop):
+    desktop.page.fill("#sw-msg textarea", LLAMA)
+    desktop.page.press("#sw-msg textarea", "Enter")
+    assert any(name in desktop.wait_answers(1)[-1] for name in STRATEGY_NAMES)

@@ -1,0 +1,301 @@
+"""How the page shows messages: the user's text as text, an answer as one HTML block.
+
+An answer is built from ``answer.sections`` (the contract in ``bot/answer.py``): headline and
+direct answer, the assumed fields named, the table, reasons and what-ifs in view; passages, forum
+verdicts, how-to and sources collapsed in ``<details>``. When ``sections`` is still empty (older
+pipeline), the markdown ``answer.text`` is split at its bold headings and the long parts are
+collapsed the same way. Nothing here computes a figure: it only lays out what the answer holds.
+
+Every message is a single line of HTML (newlines inside code are ``&#10;``): the chat's markdown
+renderer treats it as one raw HTML block and never reads markdown in it, so ``![t](http://...)``
+in a user's message stays text and the browser fetches nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from bot.answer import Answer, Citation, HowTo, Sections, SetupItem
+
+# Raw HTML off (tags in the text become visible text), images off (no remote fetch).
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+
+FIELD_NAMES = {
+    "model": ("model", "模型"), "params_b": ("model size", "参数量"), "gpu": ("GPU", "GPU"),
+    "gpu_memory_gb": ("GPU memory", "显存"), "gpu_count": ("GPU count", "GPU 数量"),
+    "gpus_per_node": ("GPUs per node", "每节点 GPU 数"), "nodes": ("nodes", "节点数"),
+    "intra_node_link": ("link inside a node", "节点内互联"),
+    "inter_node_link": ("link between nodes", "节点间互联"),
+    "inter_node_gbps": ("inter-node bandwidth", "节点间带宽"), "precision": ("precision", "精度"),
+    "optimizer": ("optimizer", "优化器"), "finetune": ("fine-tune mode", "微调方式"),
+    "seq_len": ("sequence length", "序列长度"), "micro_batch": ("micro-batch", "micro-batch"),
+    "activation_checkpointing": ("activation checkpointing", "激活检查点"),
+    "cpu_ram_gb": ("CPU RAM", "内存"), "lora_rank": ("LoRA rank", "LoRA 秩"),
+}
+
+# Headings of the markdown fallback whose parts are long and go into <details>.
+_COLLAPSED_HEADINGS = ("What the forum said", "论坛里怎么说", "How to run it", "怎么跑", "Background",
+                       "背景", "From the docs", "文档")
+
+
+def looks_chinese(text: str) -> bool:
+    return re.search(r"[\u4e00-\u9fff]", text or "") is not None
+
+
+def html_lang(language: str) -> str:
+    """The ``lang`` attribute for a message: zh-CN so browsers pick Simplified Chinese glyphs."""
+    return "zh-CN" if language == "zh" else "en"
+
+
+# A wide table scrolls sideways on a phone; keyboard users reach the scroll box with Tab.
+_SCROLL = '<div class="sw-scroll" tabindex="0" role="region" aria-label="table">'
+
+
+def one_line(markup: str) -> str:
+    """HTML on one line: newlines inside <pre> become &#10; (still shown), others a space."""
+    def keep_pre(m: re.Match) -> str:
+        return m.group(0).replace("\n", "&#10;")
+
+    markup = re.sub(r"<pre.*?</pre>", keep_pre, markup, flags=re.S)
+    return markup.replace("\n", " ").strip()
+
+
+def md_html(markdown: str) -> str:
+    """Markdown (from our renderer or quoting the user) as safe one-line HTML; wide tables scroll
+    sideways on a phone instead of squeezing each column to a letter."""
+    out = one_line(_MD.render(markdown or ""))
+    return out.replace("<table>", _SCROLL + "<table>").replace("</table>", "</table></div>")
+
+
+def inline_html(text: str) -> str:
+    """One string of a section (may carry **bold** and `code`) as inline HTML."""
+    return one_line(_MD.renderInline(text or ""))
+
+
+def user_html(text: str, *, note: str | None = None, kind: str = "ask") -> str:
+    """The user's own message, shown as typed: escaped, line breaks kept, no markdown."""
+    lang = "zh-CN" if looks_chinese(text) else "en"
+    body = html.escape(text, quote=False).replace("\r\n", "\n").replace("\n", "<br>")
+    extra = f'<span class="sw-note">{html.escape(note)}</span>' if note else ""
+    return f'<div class="sw-user sw-{kind}" lang="{lang}">{body}{extra}</div>'
+
+
+def _safe_url(url: str | None) -> str | None:
+    return url if url and re.match(r"https?://", url) else None
+
+
+def sources_html(citations: list[Citation], language: str = "en", *, open_: bool = False) -> str:
+    """Citations as expandable entries; every field is escaped (titles and quotes come from text)."""
+    if not citations:
+        return ""
+    heading = "来源" if language == "zh" else "Sources"
+    parts = [f'<div class="sw-sources"><b>{heading}</b>']
+    for c in citations:
+        url = _safe_url(c.url)
+        link = (f' · <a href="{html.escape(url)}" target="_blank" rel="noopener noreferrer">'
+                f"{html.escape(url)}</a>") if url else (f" · {html.escape(c.url)}" if c.url else "")
+        quote = ""
+        if c.quote:
+            quote = "<blockquote>" + html.escape(c.quote).replace("\n", "<br>") + "</blockquote>"
+        parts.append(
+            f'<details data-citation="{c.n}"{" open" if open_ else ""}><summary>[{c.n}] {html.escape(c.title)} '
+            f'<span class="sw-kind">{html.escape(c.kind)}</span></summary>'
+            f"<div>id: <code>{html.escape(c.id)}</code>{link}</div>{quote}</details>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _collapsed(summary: str, body: str, cls: str) -> str:
+    return f'<details class="sw-more {cls}"><summary>{summary}</summary>{body}</details>'
+
+
+# ----------------------------------------------------------------------------------------------
+# Which fields were assumed
+# ----------------------------------------------------------------------------------------------
+
+
+def field_sources(answer: Answer, stated: set[str] | None = None) -> dict[str, str]:
+    """field -> stated|config|log|history|assumed for the fields the answer used.
+
+    Reads ``answer.provenance``, then ``sections.setup_read``; when the pipeline filled neither,
+    every setup field not in ``stated`` (what the user said, as the page knows it) is assumed.
+    """
+    if answer.provenance:
+        return dict(answer.provenance)
+    if answer.sections.setup_read:
+        return {item.field: item.source for item in answer.sections.setup_read}
+    if stated is None:
+        return {}
+    # Fallback: only fields that are defaults when unstated count as assumed; sizes that follow
+    # from a named model or GPU come from the catalog, not from an assumption.
+    setup = answer.setup
+    defaults = {"precision", "optimizer", "finetune", "seq_len", "micro_batch", "activation_checkpointing",
+                "intra_node_link"}
+    if (setup.get("nodes") or 1) > 1:
+        defaults |= {"inter_node_link", "inter_node_gbps"}
+        if "gpu_count" in stated:
+            defaults |= {"nodes"}
+    out = {}
+    for k, v in setup.items():
+        if v is None:
+            continue
+        out[k] = "assumed" if k in defaults and k not in stated else "stated"
+    return out
+
+
+def _show_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
+    """The line that names every assumed field and the value used."""
+    zh = answer.language == "zh"
+    items: list[SetupItem] = [i for i in answer.sections.setup_read if i.source == "assumed"]
+    if not items:
+        items = [SetupItem(field=f, value=answer.setup[f], source="assumed") for f, s in sources.items()
+                 if s == "assumed" and answer.setup.get(f) is not None
+                 and not isinstance(answer.setup.get(f), dict | list)]
+    if not items:
+        return ""
+    chips = "".join(
+        f'<span class="sw-chip" data-field="{html.escape(i.field)}">'
+        f'{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
+        f"<b>{html.escape(_show_value(i.value))}</b></span>" for i in items)
+    label = "假设（问题里没说）：" if zh else "Assumed (not stated):"
+    return f'<div class="sw-assumed-line"><span>{label}</span> {chips}</div>'
+
+
+# ----------------------------------------------------------------------------------------------
+# The answer
+# ----------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | int | None, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
+
+
+def table_html(sections: Sections, language: str) -> str:
+    zh = language == "zh"
+    if not sections.table:
+        return ""
+    head = (["策略", "每卡 GiB", "可用 GiB", "放得下", "最大 micro-batch", "通信/DDP", "每步秒"] if zh else
+            ["strategy", "per-GPU GiB", "usable GiB", "fits", "max micro-batch", "comm vs DDP", "step s"])
+    rows = []
+    for r in sections.table:
+        fits = "–" if r.fits is None else (("是" if r.fits else "否") if zh else ("yes" if r.fits else "no"))
+        cells = [html.escape(r.label) + (" ★" if r.chosen else ""), _fmt(r.total_gib), _fmt(r.usable_gib),
+                 fits, _fmt(r.max_micro_batch), "–" if r.vs_ddp is None else f"{r.vs_ddp:g}x",
+                 _fmt(r.step_seconds)]
+        cls = ' class="sw-chosen"' if r.chosen else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return (_SCROLL + '<table class="sw-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def howto_html(howto: list[HowTo]) -> str:
+    parts = []
+    for h in howto:
+        parts.append(f"<p><b>{html.escape(h.title)}</b></p>" + md_html(f"```{h.language}\n{h.code}\n```"))
+    return "".join(parts)
+
+
+def _list(items: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in items) + "</ul>" if items else ""
+
+
+def sections_html(answer: Answer, sources: dict[str, str]) -> str:
+    """The answer from its sections: the decision first, the long parts collapsed."""
+    s = answer.sections
+    zh = answer.language == "zh"
+    out = [f'<p class="sw-headline">{inline_html(s.headline)}</p>']
+    if s.direct_answer:
+        out.append(f'<p class="sw-direct">{inline_html(s.direct_answer)}</p>')
+    for notice in s.notices:
+        out.append(f'<p class="sw-notice">{inline_html(notice)}</p>')
+    out.append(assumed_html(answer, sources))
+    out.append(table_html(s, answer.language))
+    if s.reasons:
+        out.append(f"<p><b>{'为什么' if zh else 'Why'}</b></p>" + _list(s.reasons))
+    if s.what_ifs:
+        out.append(f"<p><b>{'什么会改变结论' if zh else 'What would change it'}</b></p>" + _list(s.what_ifs))
+    if s.questions:
+        out.append(f"<p><b>{'还需要知道' if zh else 'To be precise I need'}</b></p>" + _list(s.questions))
+    if s.passages:
+        out.append(_collapsed("文档里怎么说" if zh else "From the docs", _list(s.passages), "sw-passages"))
+    if s.forum:
+        items = [f"{f.forum_id}: “{f.quote}” — {f.verdict}" + (f" ({f.condition})" if f.condition else "")
+                 + (f" {f.text}" if f.text else "") for f in s.forum]
+        out.append(_collapsed("论坛里怎么说" if zh else "What the forum said", _list(items), "sw-forum"))
+    if s.howto:
+        out.append(_collapsed("怎么跑" if zh else "How to run it", howto_html(s.howto), "sw-howto-part"))
+    return "".join(out)
+
+
+_HEADING = re.compile(r"^\*\*(?P<title>[^*\n]+?)\*\*(?P<rest>[^\n]*)$", re.M)
+
+
+def text_html(answer: Answer, sources: dict[str, str]) -> str:
+    """The markdown ``answer.text`` with its long parts (forum, how-to, background) collapsed."""
+    text = answer.text or ""
+    starts = [m for m in _HEADING.finditer(text)]
+    cuts = [m.start() for m in starts if any(h in m.group("title") for h in _COLLAPSED_HEADINGS)]
+    if not cuts:
+        first, _, body = text.partition("\n\n")
+        return md_html(first) + assumed_html(answer, sources) + md_html(body)
+    head, rest = text[:cuts[0]], text[cuts[0]:]
+    bounds = [m.start() - cuts[0] for m in starts if m.start() >= cuts[0]] + [len(rest)]
+    first, _, body = head.partition("\n\n")
+    # The assumed line sits right after the headline (the first paragraph), before the table.
+    out = [md_html(first), assumed_html(answer, sources), md_html(body)]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        part = rest[a:b]
+        m = _HEADING.match(part)
+        title = m.group("title") if m else ""
+        body = part[m.end():] if m else part
+        if any(h in title for h in _COLLAPSED_HEADINGS):
+            out.append(_collapsed(html.escape(title), md_html(body), "sw-fallback-part"))
+        else:
+            out.append(md_html(part))
+    return "".join(out)
+
+
+def answer_html(answer: Answer, *, stated: set[str] | None = None, notice: str | None = None,
+                answer_id: str = "") -> str:
+    """The whole chat entry for an answer: one HTML block with the answer's language set."""
+    sources = field_sources(answer, stated)
+    body = sections_html(answer, sources) if answer.sections.headline else text_html(answer, sources)
+    parts = []
+    if notice:
+        parts.append(f'<p class="sw-notice">{html.escape(notice)}</p>')
+    parts.append(body)
+    if answer.citations:
+        parts.append(_collapsed(("来源" if answer.language == "zh" else "Sources")
+                                + f" ({len(answer.citations)})",
+                                sources_html(answer.citations, answer.language), "sw-sources-part"))
+    # The id rides in a class: Gradio's sanitizer drops data-* attributes.
+    return (f'<div class="sw-answer sw-a-{html.escape(answer_id)}" lang="{html_lang(answer.language)}">'
+            + "".join(parts) + "</div>")
+
+
+def plain_markdown(answer: Answer, notice: str | None = None) -> str:
+    """The ``/chat`` API result and the Markdown download: markdown, sources as a list."""
+    parts = [f"> {notice}"] if notice else []
+    parts.append(answer.text)
+    if answer.citations:
+        heading = "来源" if answer.language == "zh" else "Sources"
+        lines = [f"**{heading}**"]
+        for c in answer.citations:
+            lines.append(f"- [{c.n}] {c.title} ({c.kind}: {c.id})" + (f" {c.url}" if c.url else ""))
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
