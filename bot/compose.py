@@ -125,8 +125,10 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     cites = Citations()
     numbers: dict[str, Any] = ev.numbers() if ev.resolved is not None else (
         ev.inference.numbers() if ev.inference is not None else {})
-    if ev.resolved is not None:
-        setup = {k: v for k, v in ev.resolved.setup.model_dump().items() if k in DESIGN_FIELDS}
+    if ev.resolved is not None:  # DESIGN's fields, then every run option that is set (the calc
+        # citation is verified by recomputing from this setup, so nothing it used may be missing)
+        setup = {k: v for k, v in ev.resolved.setup.model_dump().items()
+                 if k in DESIGN_FIELDS or v is not None}
     else:
         setup = {k: v for k, v in parsed.setup.model_dump().items() if k in DESIGN_FIELDS and v is not None}
     if ev.inference is not None:
@@ -154,7 +156,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     _passages(ev, sec, cites)
     _forum(ev, d, say, sec, cites)
     sec.questions = [question_text(q, lang) for q in d.questions]
-    sec.figure_keys = say.figure_keys
+    sec.figure_keys = {**say.figure_keys, **sec.figure_keys}
     provenance = _provenance(ev)
     if ev.resolved is not None:
         sec.setup_read = [SetupItem(field=k, value=v, source=provenance.get(k, "stated"))

@@ -365,25 +365,142 @@ def matches(mention: NumberMention, values: Iterable[float]) -> bool:
     return any(abs(abs(v) - mention.value) <= tolerance + 1e-9 * max(1.0, abs(v)) for v in values)
 
 
+def key_values(key: str, case: Case, answer: Answer) -> list[float] | None:
+    """The values a figure bound to ``key`` may print: a ``numbers`` key's value, a setup field's
+    value (``setup.<field>``, digits inside strings too), a citation's quote and title
+    (``cite.<n>``), or the user's turns (``turn``). None when the key names nothing."""
+    if key.startswith("setup."):
+        name = key.removeprefix("setup.")
+        return list(_numbers_in_value(answer.setup[name])) if name in answer.setup else None
+    if key.startswith("cite."):
+        n = key.removeprefix("cite.")
+        cited = next((c for c in answer.citations if str(c.n) == n), None)
+        return list(_numbers_in_value([cited.quote or "", cited.title])) if cited else None
+    if key == "turn":
+        return list(_numbers_in_value(list(case.turns)))
+    if key in answer.numbers:
+        return list(_numbers_in_value(answer.numbers[key]))
+    return None
+
+
 def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
+    """Every figure in the text has a source. When the answer binds its figures to keys
+    (``Answer.figures``, emitted by the renderer in text order), each printed figure must be the
+    one bound at its position and equal the value of its key: swapping two figures in the text,
+    or binding a figure to the wrong key, fails. Unbound figures (and answers without bindings,
+    e.g. LLM-phrased ones) are traced by value against every source. Numbers spelled out in words
+    with a unit ("twelve GiB", "八张") are traced by value too."""
     mentions = numbers_in_text(answer.text)
-    if not mentions:
-        return MetricResult("number_traceability", True, "no figures in the text")
+    figures = list(getattr(answer, "figures", []) or [])
     values = traceable_values(case, answer)
-    untraced = [m for m in mentions if not matches(m, values)]
-    if untraced:
-        shown = "; ".join(f"{m.printed!r} in “{m.context}”" for m in untraced[:8])
-        more = f" (+{len(untraced) - 8} more)" if len(untraced) > 8 else ""
-        return MetricResult("number_traceability", False,
-                            f"{len(untraced)} of {len(mentions)} figures have no source: {shown}{more}")
-    return MetricResult("number_traceability", True, f"all {len(mentions)} figures traced")
+    problems: list[str] = []
+    if figures and len(figures) != len(mentions):
+        problems.append(f"the answer binds {len(figures)} figures but its text prints {len(mentions)}")
+    elif figures:
+        for i, (m, f) in enumerate(zip(mentions, figures, strict=True)):
+            if f.printed != m.printed:
+                problems.append(f"figure {i + 1} prints {m.printed!r} where {f.printed!r} ({f.key}) was rendered, "
+                                f"in “{m.context}”")
+                continue
+            if f.key == "unbound":
+                if not matches(m, values):
+                    problems.append(f"{m.printed!r} has no source, in “{m.context}”")
+                continue
+            bound = key_values(f.key, case, answer)
+            if bound is None:
+                problems.append(f"{m.printed!r} is bound to {f.key!r}, which names no source")
+            elif not matches(m, bound):
+                problems.append(f"{m.printed!r} is bound to {f.key!r} = {bound[:3]}, in “{m.context}”")
+    else:
+        problems += [f"{m.printed!r} has no source, in “{m.context}”" for m in mentions if not matches(m, values)]
+    for spelled in _spelled(answer.text):
+        printed, candidates = spelled
+        if not any(abs(abs(v) - c) <= 1e-6 * max(1.0, c) for c in candidates for v in values):
+            problems.append(f"spelled-out figure {printed!r} has no source")
+    if problems:
+        shown = "; ".join(problems[:8])
+        more = f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""
+        return MetricResult("number_traceability", False, f"{len(problems)} of {len(mentions)} figures: {shown}{more}")
+    bound = sum(1 for f in figures if f.key != "unbound")
+    return MetricResult("number_traceability", True, f"all {len(mentions)} figures traced ({bound} bound to keys)")
+
+
+def _spelled(text: str) -> list[tuple[str, list[float]]]:
+    try:
+        from bot.numwords import candidate_values, spelled_numbers
+    except ImportError:  # pragma: no cover
+        return []
+    prose = strip_code_blocks(text)
+    return [(item.text if hasattr(item, "text") else str(item.value), candidate_values(item))
+            for item in spelled_numbers(prose)]
+
+
+def check_calc_citations(case: Case, answer: Answer) -> MetricResult:
+    """Calc citations are recomputed from ``answer.setup``: every figure in a calc quote (and every
+    calculator number the answer carries) must be what the calculator gives for that setup (for
+    a "shardwise calculator: <GPU>" citation, for that GPU). An invented figure appended to a calc
+    quote fails here, although the text's tracer would find it in the quote."""
+    calc = [c for c in answer.citations if c.kind == "calc"]
+    if not calc:
+        return _na("calc_citations", "no calc citation")
+    try:
+        base = _recomputed(answer.setup)
+    except Exception as err:  # the setup cannot be recomputed: the citation cannot be verified
+        return MetricResult("calc_citations", False, f"cannot recompute the calculator for answer.setup: {err}")
+    problems: list[str] = []
+    for key, value in answer.numbers.items():
+        if key in base.numbers and not isinstance(value, bool) and isinstance(value, int | float):
+            want = base.numbers[key]
+            if isinstance(want, int | float) and abs(float(want) - float(value)) > 1e-3 * max(1.0, abs(float(want))):
+                problems.append(f"numbers[{key!r}] = {value} but the calculator gives {want}")
+    for c in calc:
+        ref = base
+        gpu = c.title.split("shardwise calculator: ", 1)[1] if "shardwise calculator: " in c.title else None
+        if gpu:
+            try:
+                ref = _recomputed({**answer.setup, "gpu": gpu, "gpu_memory_gb": None})
+            except Exception as err:
+                problems.append(f"[{c.n}] cannot recompute for {gpu}: {err}")
+                continue
+        allowed = ref.values
+        for match in _ANY_NUMBER.finditer(_THOUSANDS.sub("", unicodedata.normalize("NFKC", c.quote or ""))):
+            printed = match.group(0)
+            mention = NumberMention(printed, float(printed), len(printed.split(".")[1]) if "." in printed else 0, "")
+            if not matches(mention, allowed):
+                problems.append(f"[{c.n}] calc quote figure {printed!r} is not the calculator's for this setup")
+    if problems:
+        return MetricResult("calc_citations", False, "; ".join(problems[:6]))
+    return MetricResult("calc_citations", True, f"{len(calc)} calc citations recomputed")
+
+
+@dataclass(frozen=True)
+class _Recomputed:
+    numbers: dict[str, Any]
+    values: list[float]
+
+
+def _recomputed(setup: dict[str, Any]) -> _Recomputed:
+    """The calculator's figures (and its quoted inputs) for ``setup``: what the pipeline computed."""
+    from bot.compose import calc_quote
+    from bot.evidence import evidence_for_resolved
+    from bot.setup import TrainingSetup, resolve_setup
+
+    fields = {k: v for k, v in setup.items() if k in TrainingSetup.model_fields and v is not None}
+    resolved = resolve_setup(TrainingSetup(**fields))
+    ev = evidence_for_resolved(resolved)
+    numbers = ev.numbers()
+    values = list(_numbers_in_value(numbers)) + list(_numbers_in_value(setup))
+    values += list(_numbers_in_value(calc_quote(resolved)))
+    for sc_gpu in (resolved.gpu.name if resolved.gpu else "",):
+        values += list(_numbers_in_value(sc_gpu))
+    return _Recomputed(numbers, values)
 
 
 # --------------------------------------------------------------------------------------------
 
 EXPECTATION_METRICS = ("language", "strategy", "numbers", "cite_kinds", "asks", "forbid", "intent", "status",
                        "setup", "mentions")
-INTEGRITY_METRICS = ("citation_integrity", "number_traceability")
+INTEGRITY_METRICS = ("citation_integrity", "number_traceability", "calc_citations")
 METRIC_NAMES = EXPECTATION_METRICS + INTEGRITY_METRICS
 
 
@@ -402,4 +519,5 @@ def run_metrics(case: Case, answer: Answer, sources: Sources | None = None) -> l
         check_mentions(case, answer),
         check_citation_integrity(case, answer, sources),
         check_number_traceability(case, answer),
+        check_calc_citations(case, answer),
     ]
