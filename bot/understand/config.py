@@ -1,0 +1,309 @@
+"""Settings pasted as configuration: ``key: value`` YAML, ``--flag value`` command lines, JSON,
+TOML, ``KEY=value`` environment lines, Python keyword arguments.
+
+These are the most precise setups users give (LlamaFactory YAML, HF TrainingArguments, ms-swift
+and torchrun command lines, accelerate/FSDP and DeepSpeed configs, torchtitan TOML). Only keys
+this module knows are read; each becomes a setup field or an observed fact with the exact text
+it came from. ``read_config`` also returns the spans it consumed (and the spans of unknown keys
+whose values are paths) so prose rules do not read "--output_dir saves/Qwen-72B" as a model size.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.understand.text import MAX_DIGITS
+
+# key (lower case, dashes as underscores) -> setup field or observed fact
+_INT_KEYS = {
+    "per_device_train_batch_size": "micro_batch", "train_micro_batch_size_per_gpu": "micro_batch",
+    "micro_batch_size": "micro_batch", "micro_train_batch_size": "micro_batch", "batch_size_training": "micro_batch",
+    "gradient_accumulation_steps": "grad_accum_steps", "gradient_accumulate_every": "grad_accum_steps",
+    "grad_accum_steps": "grad_accum_steps", "accumulate_grad_batches": "grad_accum_steps",
+    "cutoff_len": "seq_len", "max_seq_length": "seq_len", "max_seq_len": "seq_len", "model_max_length": "seq_len",
+    "seq_len": "seq_len", "seq_length": "seq_len", "sequence_len": "seq_len", "block_size": "seq_len",
+    "context_length": "seq_len", "max_length": "seq_len", "maxlen": "seq_len", "max_len": "seq_len",
+    "lora_rank": "lora_rank", "lora_r": "lora_rank",
+    "nproc_per_node": "gpus_per_node", "num_gpus": "gpu_count", "n_gpus": "gpu_count", "gpus": "gpu_count",
+    "gpu_count": "gpu_count", "num_processes": "gpu_count", "data_parallel_shard_degree": "gpu_count",
+    "world_size": "gpu_count", "devices": "gpu_count", "gpu": "gpu_count", "number_of_gpu": "gpu_count",
+    "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes", "nodes": "nodes",
+    "zero_stage": "zero_stage", "quantization_bit": "quant_bits",
+}
+# keys whose value is a plain integer but that need a context word to mean anything
+_BATCH_KEYS = {"batch_size"}  # ms-swift 2.x / nanoGPT: per-device batch
+_SEQ_PRIORITY = ("cutoff_len", "max_seq_length", "max_seq_len", "model_max_length", "seq_len", "seq_length",
+                 "sequence_len", "context_length", "block_size", "maxlen", "max_len", "max_length")
+_BOOL_KEYS = {
+    "gradient_checkpointing": "activation_checkpointing", "enable_activation_checkpointing": "activation_checkpointing",
+    "activation_checkpointing": "activation_checkpointing", "use_gradient_checkpointing": "activation_checkpointing",
+    "fsdp_activation_checkpointing": "activation_checkpointing",
+    "torch_compile": "torch_compile", "compile": "torch_compile", "use_compile": "torch_compile",
+    "bf16": "bf16", "fp16": "fp16", "pure_bf16": "pure_bf16", "use_fp16": "fp16", "half": "fp16",
+    "load_in_4bit": "load_in_4bit", "load_in_8bit": "load_in_8bit", "use_lora": "use_lora", "use_peft": "use_lora",
+    "enable_fsdp": "enable_fsdp", "fused": "fused", "adam_offload": "offload",
+    "fsdp_offload_params": "offload", "gradient_as_bucket_view": "ddp_bucket_view",
+}
+_STR_KEYS = {
+    "finetuning_type": "method", "train_type": "method", "sft_type": "method", "adapter": "method",
+    "peft_method": "method", "tuner_type": "method",
+    "optim": "optim", "optimizer": "optim", "type": "optim_type",
+    "lora_target": "lora_target", "target_modules": "lora_target", "lora_target_modules": "lora_target",
+    "deepspeed": "deepspeed", "ds_config": "deepspeed", "deepspeed_config": "deepspeed",
+    "fsdp": "fsdp", "fsdp_sharding_strategy": "fsdp", "sharding_strategy": "fsdp",
+    "mixed_precision": "mixed_precision", "mixed_precision_param": "mixed_precision", "precision": "mixed_precision",
+    "dtype": "dtype", "torch_dtype": "dtype", "model_dtype": "dtype",
+    "distributed_type": "distributed_type", "stage": "stage", "mode": "mode",
+    "model_name_or_path": "model", "model": "model", "base_model": "model", "model_name": "model",
+    "model_id_or_path": "model", "model_type": "model", "pretrain": "model", "model_path": "model",
+    "rlhf_type": "rl", "rl": "rl", "include": "include",
+}
+_ALL = {**_INT_KEYS, **_BOOL_KEYS, **_STR_KEYS, **{k: "batch" for k in _BATCH_KEYS}}
+
+_VALUE = r"(?!--)(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\{|[^\s,;}\]\\`\u0080-\uffff]{1,200})"
+# --flag value | --flag=value | --flag (boolean)
+_FLAG = re.compile(r"(?<![A-Za-z0-9_\-])--([A-Za-z][A-Za-z0-9_.\-]{0,60})(?:(?:\s*=\s*|[ \t]+)(?:为|是)?" + _VALUE + r")?")
+# key: value | key = value | "key": value | KEY=value
+_KV = re.compile(r"(?<![A-Za-z0-9_\-./])[\"']?([A-Za-z_][A-Za-z0-9_.]{0,60})[\"']?[ \t]*(?:==|[:=])[ \t]*(?:为|是)?" + _VALUE)
+_INCLUDE = re.compile(r"--include[= ]+(?:localhost|[\w.\-]+):([\d,]+)")
+_VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES\s*=\s*[\"']?([\d,]+)")
+_PATHISH = re.compile(r"[/\\]|\.(?:json|ya?ml|toml|py|sh)\b")
+_TRUE = {"true", "1", "yes", "on", "y", "t"}
+_FALSE = {"false", "0", "no", "off", "n", "f", "none", "null"}
+
+
+@dataclass
+class ConfigReading:
+    fields: dict = field(default_factory=dict)
+    spans: dict = field(default_factory=dict)       # field -> exact text it was read from
+    observed: dict = field(default_factory=dict)    # zero_stage, zero_offload, fsdp_strategy, framework, models
+    model_text: str | None = None                   # a model path/name value ("/data/Qwen2.5-7B")
+    consumed: list[tuple[int, int]] = field(default_factory=list)
+    keys: set = field(default_factory=set)
+
+
+def _norm_key(key: str) -> str:
+    key = key.strip("\"'").lower().replace("-", "_")
+    return key.rsplit(".", 1)[-1]  # dataset.max_seq_len -> max_seq_len
+
+
+def _unquote(value: str | None) -> str:
+    return (value or "").strip().strip("\"'").strip().rstrip(".,;:")
+
+
+def _as_int(value: str) -> int | None:
+    v = _unquote(value)
+    if re.fullmatch(rf"-?\d{{1,{MAX_DIGITS}}}", v):
+        return int(v)
+    if re.fullmatch(r"\d{1,6}(?:\.\d+)?[kK]", v):
+        return int(float(v[:-1]) * 1024)
+    return None
+
+
+def _as_bool(value: str | None) -> bool | None:
+    if value is None:
+        return True  # a bare --flag
+    v = _unquote(value).lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    return None
+
+
+def _zero_stage(text: str) -> int | None:
+    m = re.search(r"(?:zero|z|stage)[_\-]?([0-3])(?!\d)", text, re.I | re.A)
+    return int(m.group(1)) if m else None
+
+
+def read_config(text: str) -> ConfigReading:
+    out = ConfigReading()
+    raw: dict[str, tuple[str, str | None, str, tuple[int, int]]] = {}  # role key -> (key, value, span text, span)
+
+    def note(key: str, value: str | None, m: re.Match, vgroup: int) -> None:
+        nk = _norm_key(key)
+        if nk not in _ALL:
+            if value and _PATHISH.search(_unquote(value)):
+                out.consumed.append(m.span())  # --output_dir saves/Qwen-72B: never a model size
+            return
+        if value is not None and value.startswith("--"):
+            value = None
+        if value == "{":
+            value = _json_object_value(text, m.end())
+        span = (m.start(), m.end() if value is not None or vgroup == 0 else m.end())
+        out.keys.add(nk)
+        raw.setdefault(nk, (key, value, text[span[0]:span[1]].strip(), span))
+        if _INT_KEYS.get(nk) in ("gpu_count", "gpus_per_node", "nodes") and value is not None and _as_int(value) is None:
+            return  # "GPU: 1*A100" is prose, not a count setting: leave it to the prose rules
+        out.consumed.append(span)
+
+    for m in _FLAG.finditer(text):
+        note(m.group(1), m.group(2), m, 2)
+    for m in _KV.finditer(text):
+        if text[max(0, m.start() - 2): m.start()].endswith("--"):
+            continue
+        note(m.group(1), m.group(2), m, 2)
+
+    f, spans, obs = out.fields, out.spans, out.observed
+
+    def put(name: str, value, key: str) -> None:
+        if name not in f and value is not None:
+            f[name] = value
+            spans[name] = raw[key][2]
+
+    for key, (_orig, value, span_text, _) in raw.items():
+        role = _ALL[key]
+        if role in ("micro_batch", "grad_accum_steps", "lora_rank", "gpu_count", "gpus_per_node", "nodes", "seq_len"):
+            put(role, _as_int(value) if value else None, key)
+        elif role == "batch":
+            put("micro_batch", _as_int(value) if value else None, key)
+        elif role == "zero_stage":
+            stage = _as_int(value) if value else None
+            if stage is not None and 0 <= stage <= 3:
+                obs["zero_stage"] = stage
+                spans.setdefault("zero_stage", span_text)
+        elif role == "quant_bits":
+            if value and _as_int(value) == 4:
+                f.setdefault("base_dtype", "nf4")
+                spans.setdefault("base_dtype", span_text)
+                obs["quantized"] = True
+        elif role in ("activation_checkpointing", "torch_compile", "ddp_bucket_view"):
+            put(role, _flag(value), key)
+        elif role == "offload":
+            if _as_bool(value):
+                obs["zero_offload"] = True
+        elif role in ("bf16", "fp16", "pure_bf16"):
+            on = _flag(value) if value != "{" else None
+            if on:
+                put("precision", {"bf16": "bf16-mixed", "fp16": "fp16-mixed", "pure_bf16": "bf16"}[role], key)
+        elif role == "load_in_4bit":
+            if _as_bool(value):
+                put("base_dtype", "nf4", key)
+                obs["quantized"] = True
+        elif role == "use_lora":
+            if _flag(value):
+                put("finetune", "lora", key)
+        elif role == "method":
+            v = _unquote(value).lower()
+            method = {"full": "full", "lora": "lora", "qlora": "qlora", "freeze": None}.get(v)
+            put("finetune", method, key)
+        elif role in ("optim", "optim_type"):
+            v = _unquote(value).lower()
+            if role == "optim_type" and "adam" not in v and "sgd" not in v:
+                continue
+            if "8bit" in v or "8_bit" in v or "bnb" in v:
+                put("optimizer", "adam8bit", key)
+            elif "adam" in v:
+                put("optimizer", "adamw", key)
+                if "fused" in v:
+                    put("optimizer_impl", "fused", key)
+            elif "sgd" in v:
+                put("optimizer", "sgd", key)
+        elif role == "fused":
+            if _as_bool(value):
+                put("optimizer_impl", "fused", key)
+        elif role == "lora_target":
+            v = _unquote(value).lower()
+            if v in ("all", "all-linear", "all_linear"):
+                put("lora_targets", "all_linear", key)
+            elif v and re.fullmatch(r"[\w,\s\[\]'\"]+", v) and re.search(r"q_proj|v_proj|k_proj|c_attn|wqkv|query|qkv", v) \
+                    and not re.search(r"gate|up_proj|down_proj|mlp|w1|w2|w3", v):
+                put("lora_targets", "attention", key)
+        elif role == "deepspeed":
+            v = _unquote(value)
+            stage = _zero_stage(v) if v else None
+            if stage is not None:
+                obs["zero_stage"] = stage
+                spans.setdefault("zero_stage", span_text)
+            if "offload" in v.lower():
+                obs["zero_offload"] = True
+            obs.setdefault("framework", "deepspeed")
+        elif role == "fsdp":
+            v = _unquote(value).lower()
+            for word, sid in (("full_shard", "fsdp_full_shard"), ("shard_grad_op", "fsdp_shard_grad_op"),
+                              ("hybrid_shard", "fsdp_hybrid_shard"), ("no_shard", "ddp")):
+                if word in v:
+                    obs["fsdp_strategy"] = sid
+                    spans.setdefault("fsdp_strategy", span_text)
+                    break
+            obs.setdefault("framework", "fsdp")
+        elif role == "mixed_precision":
+            v = _unquote(value).lower()
+            if v in ("bf16", "bfloat16", "bf16-mixed"):
+                put("precision", "bf16-mixed", key)
+            elif v in ("fp16", "float16", "16-mixed", "fp16-mixed"):
+                put("precision", "fp16-mixed", key)
+            elif v in ("no", "fp32", "32", "float32"):
+                put("precision", "fp32", key)
+        elif role == "stage":
+            pass  # DeepSpeed's "zero_optimization": {"stage": N}: read below, LlamaFactory's "stage: sft" is not it
+        elif role == "mode":
+            v = _unquote(value).lower()
+            if "activation_checkpoint" in text.lower() and v in ("selective", "full"):
+                put("activation_checkpointing", True, key)
+        elif role == "model":
+            v = _unquote(value)
+            if v and out.model_text is None and not v.startswith("$"):
+                out.model_text = v
+                spans["model_text"] = span_text
+        elif role == "rl":
+            v = _unquote(value).lower()
+            if v in ("grpo", "ppo", "dpo", "rloo", "kto", "orpo") or v == "true":
+                obs["rl"] = v
+        elif role == "distributed_type":
+            obs["framework"] = _unquote(value).lower()
+
+    # sequence length: the most specific key wins (LlamaFactory's cutoff_len over a generic max_length)
+    if "seq_len" in f:
+        for key in _SEQ_PRIORITY:
+            if key in raw and raw[key][1] and _as_int(raw[key][1]):
+                f["seq_len"], spans["seq_len"] = _as_int(raw[key][1]), raw[key][2]
+                break
+    # torchrun --nproc_per_node 8 --nnodes 2 -> 16 GPUs; accelerate num_processes is the total already
+    if "gpus_per_node" in f and "nodes" in f and "gpu_count" not in f:
+        if f["nodes"] > 0 and f["gpus_per_node"] > 0:
+            f["gpu_count"] = f["nodes"] * f["gpus_per_node"]
+            spans["gpu_count"] = spans["gpus_per_node"]
+    zs = _ZERO_JSON.search(text)
+    if zs and "zero_stage" not in obs:
+        obs["zero_stage"], spans["zero_stage"] = int(zs.group(1)), zs.group(0)
+    if _OFFLOAD.search(text):
+        obs["zero_offload"] = True
+    m = _INCLUDE.search(text)
+    if m and "gpu_count" not in f:
+        devices = [d for d in m.group(1).split(",") if d]
+        f["gpu_count"], spans["gpu_count"] = len(devices), m.group(0)
+        out.consumed.append(m.span())
+    if obs.get("quantized") and f.get("finetune") == "lora":
+        f["finetune"] = "qlora"
+    return out
+
+
+_ZERO_JSON = re.compile(r"zero_optimization[\"']?\s*:\s*\{[^{}]{0,40}?[\"']stage[\"']\s*:\s*([0-3])", re.I | re.A)
+_OFFLOAD = re.compile(r"offload_(?:optimizer|param)(?:_device)?[\"']?\s*[:=]\s*(?:\{[^}]{0,80}device[\"']?\s*:\s*)?"
+                      r"[\"']?(?:cpu|nvme)|offload_optimizer=cpu|zero3_offload|z3_offload", re.I | re.A)
+
+
+def _flag(value: str | None) -> bool | None:
+    """A boolean option: a bare flag, or one followed by a shell operator ("--bf16 > log"), is on."""
+    b = _as_bool(value)
+    if b is None and value is not None and not re.match(r"[\w\"'$]", value):
+        return True
+    return b
+
+
+def visible_devices(text: str) -> tuple[int, str] | None:
+    """CUDA_VISIBLE_DEVICES=0,1,2 -> (3, span): a weak count, used only when nothing else says one."""
+    m = _VISIBLE.search(text)
+    if not m:
+        return None
+    devices = [d for d in m.group(1).split(",") if d]
+    return (len(devices), m.group(0)) if devices else None
+
+
+def _json_object_value(text: str, start: int) -> str | None:
+    """For ``"bf16": {"enabled": true}``: the ``enabled`` value inside the object."""
+    inner = text[start: start + 120]
+    m = re.match(r"[^{}]*?[\"']?enabled[\"']?\s*:\s*([\w\"']+)", inner)
+    return m.group(1) if m else "{"

@@ -1,0 +1,159 @@
+"""What a question asks: its intent, the topics it is about, and the strategies it compares.
+
+Intents (``bot.understand.Intent``): ``recommend`` (which strategy for my setup), ``concept``
+(how something works; no setup needed), ``troubleshoot`` (a run failed or is slow: OOM, "FSDP is
+15% slower than DDP", "two nodes slower than one"), ``capacity`` (how many GPUs do I need, does it
+fit), ``out_of_scope`` (inference/serving, TPU/JAX/XLA, other frameworks, text that merely
+contains ML words). Rules are ordered: the first that applies wins, so a report of a failure is
+troubleshooting even when it also asks how many GPUs are needed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.understand import TOPICS
+
+_I = re.I | re.A
+
+_INFERENCE = re.compile(r"vllm|\btgi\b|text-generation-inference|sglang|tensorrt|triton inference|\bserv(?:e|ing)\b|"
+                        r"部署|推理|inference|\bdeploy|llama\.cpp|ollama|gguf|kv[- ]?cache|tokens? per second|"
+                        r"generat(?:e|ion) (?:speed|throughput)|max-model-len|gpu-memory-utilization", _I)
+_TRAIN = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|pretrain|预训练|lora|grpo|ppo|dpo|rlhf|backward|"
+                    r"optimizer|优化器|梯度|gradient", _I)
+_QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)|胡说八道|不收敛|效果(?:差|不好)", _I)
+_PAPER = re.compile(r"(?:your|the) (?:web page|paper|readme|blog)|you (?:say|said) you used|论文里", _I)
+_FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|我们|我的|我在|我用", _I)
+_OTHER_STACK = re.compile(r"\btpu\b|\bjax\b|\bxla\b|\bflax\b|tensorflow|\bkeras\b|mirroredstrategy|paddle|飞桨|"
+                          r"mindspore|\bmlx\b|apple silicon|\bm[1-4] (?:ultra|max|pro)\b|colossalai|geminiplugin|"
+                          r"mxnet|oneflow|评测|evaluat(?:e|ion) (?:on|with)", _I)
+_DIST = re.compile(r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed|并行|parallel|shard|分片|多卡|单卡|多机|"
+                   r"\d\s*卡|gpus?\b|显卡|显存|vram|\boom\b|out of memory|nccl|torchrun|accelerate|a100|h100|4090|"
+                   r"offload|卸载|all-?reduce|all-?gather|节点|nodes?\b|checkpointing|重计算|batch|micro|bf16|fp16|"
+                   r"lora|训练|微调|fine-?tun|finetun|\btrain|gradient|accumulat|梯度|累积|优化器|optimizer|\bsgd\b|adam|精度|precision|"
+                   r"参数|params?\b|seq|context|序列|上下文|\d+(?:\.\d+)?\s*b\b|llama|qwen|mistral|pytorch|torch|npu|昇腾|ascend", _I)
+_OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|parrot|team|staff|voice|muscles?)|"
+                        r"memory foam|mattress|床垫|recipe for (?:tomato|soup|cake|bread|pasta|chicken)|菜谱|"
+                        r"怎么做.{0,6}(?:吃|菜|汤|肉)|红烧|天气|weather|股票|stock price|"
+                        r"horoscope|football|足球|电影|movie", _I)
+
+_TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
+                      r"fall(?:s)? to|drop(?:s|ped)? to|decreas|why my|为什么我|爆显存|显存不足|显存不够|显存溢出|超出显存|内存不够|溢出|跑不动|跑不起来|"
+                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|慢了|变慢|更慢|比.{0,12}慢|slower|too slow|"
+                      r"much slower|speed (?:is|was) (?:low|slow)|速度.{0,8}(?:慢|相同|一样|下降)|throughput.{0,20}(?:drop|lower|low)|"
+                      r"lower throughput|significant difference in throughput|not reduc|doesn'?t reduc|does not reduc|"
+                      r"higher (?:gpu )?memory|more memory than|same amount of memory|显存占用(?:异常|很大|超出)|"
+                      r"占用.{0,6}(?:异常|很大|过高|超出预期)|超出预期|异常|is that expected|is this normal|正常吗|是正常的吗|"
+                      r"这正常吗|memory (?:usage|consumption) (?:is|was) (?:high|huge)|peak|how (?:can|do) i (?:adjust|reduce)|"
+                      r"why (?:is|does|do)|为什么.{0,20}(?:慢|高|多|oom|爆|还会)|secret to fast|怎么优化|how to (?:speed|fix)|"
+                      r"突然|memory is insufficient|not enough|显示内存不够|insufficient|速度.{0,12}(?:原来|下降)", _I)
+# a question about how something works, even if it also mentions a slowdown or memory
+_CONCEPT_STRONG = re.compile(r"原理|what(?:'s| is) the difference|区别是什么|有什么区别|why do we need|what does .{1,40} do\b|"
+                             r"how does .{1,40} work|how is .{1,60} achieved|如何实现|是什么意思|会慢多少|慢多少|"
+                             r"switch between|what is\b|what are\b", _I)
+_STRATEGY_ENOUGH = re.compile(r"(?:ddp|fsdp|zero[- ]?\d?|deepspeed)\s*(?:够吗|够不够|够用吗|enough|行吗|可以吗|就够了吗)", _I)
+_CAPACITY = re.compile(r"how many (?:gpus?|cards?|a100s?|h100s?|nodes?|blocks|machines)|how much (?:gpu |training )?"
+                       r"(?:memory|vram|resources?|显存)|minimum (?:number|gpu|requirement|hardware)|minimum requirements?|"
+                       r"requirements?\b|需要(?:几|多少)|要几|几张|几台|多少(?:张|块|卡|显存|资源|台)|最少|至少需要|最低配置|"
+                       r"够吗|够不够|够用吗|能跑吗|可以跑吗|跑通了?吗|跑得动|跑得起来|有机会吗|没机会|"
+                       r"(?:能|可以|能不能)\s*(?:支持)?\s*(?:进行)?[^，,。？?\n]{0,40}?"
+                       r"(?:训练|微调|跑|train|fine-?tun|finetun)[^。\n]{0,24}(?:吗|嘛|呢|\?|？)|"
+                       r"(?:可否|能否|是否能|是否可以|是否支持)[^。\n]{0,40}?(?:训练|微调|跑|train|fine-?tun|finetun)|"
+                       r"会\s*oom吗|会爆显存吗|will it (?:oom|fit)|"
+                       r"enough|suffic|is it possible|can i (?:train|fine-?tune|finetune|do|run)|"
+                       r"can .{0,40}(?:train|fine-?tune|finetune|run)\b|will it fit|does it fit|fit(?:s)? (?:on|in|into)|"
+                       r"which size of the model|显存怎么算|how much .{0,20}need|需要多少资源|多少资源", _I)
+_CONCEPT = re.compile(r"what(?:'s| is| are| does)\b|difference|区别|差别|原理|是什么|什么意思|how does|how do .{0,20} work|"
+                      r"explain|vs\.?|versus|compare|对比|区别是什么|有什么(?:额外的)?优势|何时|什么时候用|when (?:is|should)|"
+                      r"map\b|怎么用|how to use|does .{0,30} work with|why do we need|specific reason|还是.{0,6}[？?]?$", _I)
+_RECOMMEND = re.compile(r"ddp (?:or|还是|vs) fsdp|fsdp (?:or|还是|vs) ddp|which strategy|哪种|哪个|用啥|选哪|该选|怎么选|"
+                        r"should i use|do i need (?:fsdp|ddp)|还是|用什么|用哪|策略|合理吗|right here|\?$|？$", _I)
+
+_TOPIC_RULES: list[tuple[str, str]] = [
+    ("fsdp1_vs_fsdp2", r"fsdp\s*1\b.*fsdp\s*2|fsdp\s*2\b.*fsdp\s*1|fully_shard|fsdp2"),
+    ("shard_grad_op_vs_full_shard", r"shard_grad_op|zero[- ]?2.{0,30}zero[- ]?3|zero[- ]?3.{0,30}zero[- ]?2|zero2.{0,30}zero3|"
+                                    r"reshard_after_forward"),
+    ("zero_vs_fsdp", r"(?:zero|deepspeed|deepseed).{0,60}fsdp|fsdp.{0,60}(?:zero|deepspeed|deepseed)"),
+    ("hybrid_shard", r"hybrid[_ ]?shard|\bhsdp\b"),
+    ("activation_checkpointing", r"activation checkpoint|gradient checkpoint|重计算|梯度检查点|激活检查点|checkpointing\?"),
+    ("ddp_memory_knobs", r"gradient_as_bucket_view|bucket[_ ]view|fused adamw|ddp.{0,20}(?:oom|显存|memory)"),
+    ("fsdp_slower_than_ddp", r"fsdp.{0,40}(?:slower|慢)|(?:slower|慢).{0,40}fsdp|ddp.{0,80}fsdp.{0,80}throughput|"
+                             r"throughput.{0,80}(?:ddp|fsdp)"),
+    ("multi_node_slow", r"(?:two|2|多|双|两)\s*(?:nodes?|机|台).{0,40}(?:slower|慢)|(?:slower|慢).{0,40}(?:single|one|1|单)[ -]?"
+                        r"(?:node|机)|multi-?node.{0,30}slow|nodes? (?:is|are) (?:significantly )?slower|多机多卡.{0,20}(?:速度|慢)|"
+                        r"速度.{0,20}(?:多机|双机)|比单机慢|比一台还慢"),
+    ("oom", r"out of memory|\boom\b|爆显存|显存不足|显存不够|显存溢出|超出显存"),
+    ("grad_accumulation", r"gradient accumulation|梯度累积|梯度累加|no_sync|grad(?:ient)?[_ ]accum"),
+    ("cpu_offload", r"offload|卸载"),
+    ("lora", r"lora|peft"),
+    ("multi_model_rl", r"\bppo\b|\bgrpo\b|\bdpo\b|\brloo\b|rlhf|actor|critic|reward model|reference model|deepspeed chat|"
+                       r"rlhf_type|num_generations|ref_num|reward_funcs"),
+    ("moe", r"\bmoe\b|mixture of experts|mixtral|expert parallel|专家"),
+    ("how_many_gpus", r"how many (?:gpus?|cards?|a100s?|h100s?|blocks)|需要几张|几张|几台|多少张|多少卡|最少要多少|minimum number"),
+    ("communication", r"communication|通信|bandwidth|带宽|all-?reduce|all-?gather|reduce-?scatter|nvlink|infiniband"),
+    ("mixed_precision", r"mixed precision|混合精度|\bamp\b|grad scaler|loss scal"),
+    ("torch_compile", r"torch\.compile|torch_compile|--compile\b"),
+    ("inference", r"vllm|\btgi\b|推理|inference|serving|部署"),
+]
+_TOPIC_RES = [(t, re.compile(p, _I)) for t, p in _TOPIC_RULES]
+assert all(t in TOPICS for t, _ in _TOPIC_RULES)
+
+_STRATEGY_WORDS = [
+    ("fsdp_shard_grad_op", r"shard_grad_op|zero[- ]?2\b|zero[- ]?stage[- ]?2|zero2\b"),
+    ("fsdp_full_shard", r"full[_ ]shard|fully sharded|zero[- ]?3\b|zero[- ]?stage[- ]?3|zero3\b|\bfsdp(?!\s*2| ?1)\b"),
+    ("fsdp_hybrid_shard", r"hybrid[_ ]shard|\bhsdp\b"),
+    ("ddp", r"\bddp\b|distributeddataparallel"),
+]
+_JOIN = r"\s*(?:\bor\b|还是|\bvs\.?|versus|和|与|/|或者?|对比)\s*"
+
+
+def topics_of(text: str) -> list[str]:
+    return [t for t, r in _TOPIC_RES if r.search(text)]
+
+
+def compare_of(text: str) -> tuple[str, ...]:
+    """Two strategies the question asks to choose between ("DDP or FSDP", "ZeRO-2 还是 ZeRO-3",
+    "SHARD_GRAD_OP vs FULL_SHARD"): two strategy names joined by or/还是/vs, in the order written."""
+    mentions: list[tuple[int, int, str]] = []
+    for sid, pat in _STRATEGY_WORDS:
+        for m in re.finditer(pat, text, _I):
+            mentions.append((m.start(), m.end(), sid))
+    mentions.sort()
+    for (s1, e1, a), (s2, _e2, b) in zip(mentions, mentions[1:], strict=False):
+        if a != b and re.fullmatch(_JOIN + r"(?:pytorch\s*|deepspeed\s*|torch\s*)?", text[e1:s2], _I) and \
+                not re.search(r"(?:不管是|无论是?|whether|either)\s*$", text[max(0, s1 - 8): s1], _I):
+            return (a, b)
+    return ()
+
+
+def intent_of(prose: str, *, has_setup: bool, oom: bool) -> str:
+    """The intent of a question from the person's own words (``prose``: config/log blocks removed)."""
+    text = prose.strip()
+    if not text:
+        return "troubleshoot" if oom else "recommend"
+    train = bool(_TRAIN.search(text))
+    if _OFF_TOPIC.search(text) and not re.search(r"fsdp|ddp|deepspeed|zero|gpu", text, _I) or \
+            _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam", text, _I):
+        return "out_of_scope"
+    if _OTHER_STACK.search(text) or _QUALITY.search(text):
+        return "out_of_scope"
+    if _PAPER.search(text) and not _FIRST_PERSON.search(text):
+        return "out_of_scope"
+    if _INFERENCE.search(text) and not (train and re.search(r"训练|fine-?tun|finetun|\btrain", text, _I)
+                                         and not re.search(r"推理部署|how to .{0,20}(?:serve|deploy)|如何.{0,10}推理", text, _I)):
+        return "out_of_scope"
+    if not _DIST.search(text) and not has_setup:
+        return "out_of_scope"
+    if not oom and not has_setup and _CONCEPT_STRONG.search(text):
+        return "concept"
+    if re.search(r"会\s*oom\s*吗|会爆显存吗|will (?:it|this) (?:oom|fit)|would (?:it|this) oom", text, _I) and not oom:
+        return "capacity"
+    if oom or _TROUBLE.search(text):
+        return "troubleshoot"
+    if _STRATEGY_ENOUGH.search(text):
+        return "recommend"
+    if _CAPACITY.search(text):
+        return "capacity"
+    if _CONCEPT.search(text) and not has_setup:
+        return "concept"
+    return "recommend"

@@ -1,0 +1,128 @@
+"""Facts from pasted logs: CUDA OOM messages, nvidia-smi rows, DeepSpeed's memory estimator.
+
+A log states what happened, not what the user plans: "Tried to allocate 12.94 GiB (GPU 1; 79.35
+GiB total capacity; 77.65 GiB already allocated ...)" says the card holds 79.35 GiB (an 80 GB
+card) and that the current run used 77.65 GiB. ``read_logs`` returns those facts as ``Observed``
+plus the card memory they imply, and the spans it consumed so prose rules never read the same
+figures as a card size or host RAM.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.understand import Observed
+
+_F = r"(\d+(?:\.\d+)?)"
+_UNIT = r"\s*(GiB|MiB|KiB|GB|MB|G|M)\b"
+
+# PyTorch < 2.1: "(GPU 1; 79.35 GiB total capacity; 77.65 GiB already allocated; ...)"
+_OOM_OLD = re.compile(r"Tried to allocate " + _F + _UNIT + r"\s*\(GPU \d+;\s*" + _F + _UNIT
+                      + r" total capacity;\s*" + _F + _UNIT + r" already allocated[^)\n]{0,160}\)?", re.I | re.A)
+# PyTorch >= 2.1: "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 39.39 GiB of which ..."
+_OOM_NEW = re.compile(r"Tried to allocate " + _F + _UNIT + r"\.?\s*GPU\s*\d*\s*has a total capac\w* of "
+                      + _F + _UNIT + r"(?: of which " + _F + _UNIT + r" is free)?"
+                      r"(?:[.\s]*(?:Including non-PyTorch memory, )?(?:this process|Process \d+) has "
+                      + _F + _UNIT + r" memory in use)?"
+                      r"(?:[.\s]*Of the allocated memory " + _F + _UNIT + r" is allocated by PyTorch)?", re.I | re.A)
+_OOM_WORDS = re.compile(r"out of memory|OutOfMemoryError|\boom\b|爆显存|显存不足|显存不够|显存溢出|内存不够|"
+                        r"超出显存|显存爆|cuda\s*oom|runs? out of (?:gpu )?(?:memory|vram)|ran out of (?:memory|vram)|out\s*of\s*memory|"
+                        r"outofmemory|memory is insufficient|not enough (?:gpu )?memory|gpu is not enough|显存会不够|溢出|"
+                        r"(?<![a-z])oom(?![a-z])|爆了|内存不足|显存占满", re.I | re.A)
+# "会OOM吗", "will it OOM?": a question about the future, not a failure that happened
+_OOM_HYPOTHETICAL = re.compile(r"(?:会不会|是否会|will (?:it|this|i) |would (?:it|this) )\s*(?:oom|爆显存|out of memory)|"
+                               r"(?:oom|爆显存|out of memory)\s*(?:吗|么)", re.I | re.A)
+# nvidia-smi: "| 78000MiB / 81920MiB |"
+_SMI = re.compile(r"(\d{3,6})\s*MiB\s*/\s*(\d{4,6})\s*MiB", re.I | re.A)
+# DeepSpeed estimate_zero*_model_states_mem_needs: "216.99GB |  18.08GB | offload_optimizer=cpu"
+_DS_EST = re.compile(r"\d+(?:\.\d+)?\s*GB\s*\|\s*(\d+(?:\.\d+)?)\s*GB\s*\|\s*offload_\w+=(\w+)[^\n]*", re.I | re.A)
+_DS_HW = re.compile(r"HW: Setup with (\d+) nodes?, (\d+) GPUs per node", re.I | re.A)
+# whole lines that are log output (language and prose rules skip them)
+_LOG_LINE = re.compile(r"^[ \t]*(?:\[rank\d+\]:?[ \t]*)?(?:Traceback|torch\.\w+(?:\.\w+)*Error|\w*Error:|File \"|"
+                       r"[WEI]\d{4} |\[(?:INFO|WARNING|ERROR)|(?:WARNING|INFO|ERROR)\b|\w+Warning:|If reserv)[^\n]*$",
+                       re.M | re.A)
+_DS_EST_HEAD = re.compile(r"Estimated memory needed[^\n]*\n(?:[^\n]*\n){0,3}", re.I | re.A)
+
+
+def _gib(value: str, unit: str) -> float:
+    unit = unit.lower()
+    v = float(value)
+    if unit in ("mib", "mb", "m"):
+        return v / 1024
+    if unit == "kib":
+        return v / 1024 / 1024
+    return v
+
+
+# Marketed card sizes (GB). A log's capacity is a little under the label ("79.35 GiB" on an
+# "80GB" card: the driver and ECC reserve the rest), so the label is the smallest size at or just
+# above it. Sizes from NVIDIA/AMD/Huawei/Intel datasheets of the cards in bot.catalog plus the
+# common consumer sizes.
+_STANDARD_SIZES = (4, 6, 8, 10, 11, 12, 16, 20, 22, 24, 32, 40, 44, 48, 64, 80, 94, 96, 128, 141, 180, 192, 256, 288)
+
+
+def card_size_gb(capacity_gib: float) -> float | None:
+    """The marketed size of a card whose usable capacity is ``capacity_gib`` (79.35 -> 80)."""
+    from bot.catalog import list_gpus
+
+    sizes = sorted({*_STANDARD_SIZES, *(float(g.memory_gb) for g in list_gpus())})
+    for size in sizes:
+        if capacity_gib <= size * 1.005 and capacity_gib >= size * 0.88:
+            return float(size)
+    return None
+
+
+@dataclass
+class LogReading:
+    observed: Observed = field(default_factory=Observed)
+    gpu_memory_gb: float | None = None
+    memory_span: str = ""
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    hw_span: str = ""
+
+
+def read_logs(text: str) -> LogReading:
+    out = LogReading()
+    obs = out.observed
+    for pattern in (_OOM_OLD, _OOM_NEW):
+        for m in pattern.finditer(text):
+            obs.oom = True
+            g = m.groups()
+            obs.tried_to_allocate_gib = obs.tried_to_allocate_gib or round(_gib(g[0], g[1]), 2)
+            if obs.capacity_gib is None:
+                obs.capacity_gib = round(_gib(g[2], g[3]), 2)
+            if pattern is _OOM_OLD and obs.allocated_gib is None:
+                obs.allocated_gib = round(_gib(g[4], g[5]), 2)
+            if pattern is _OOM_NEW:
+                if g[8] and obs.allocated_gib is None:
+                    obs.allocated_gib = round(_gib(g[8], g[9]), 2)
+                elif g[6] and obs.used_per_gpu_gib is None:
+                    obs.used_per_gpu_gib = round(_gib(g[6], g[7]), 2)
+            if out.gpu_memory_gb is None:
+                out.gpu_memory_gb = card_size_gb(obs.capacity_gib)
+                out.memory_span = m.group(0)[:160]
+            out.spans.append(m.span())
+    for m in _SMI.finditer(text):
+        total = float(m.group(2)) / 1024
+        if out.gpu_memory_gb is None:
+            out.gpu_memory_gb = card_size_gb(total)
+            out.memory_span = m.group(0)
+        if obs.used_per_gpu_gib is None:
+            obs.used_per_gpu_gib = round(float(m.group(1)) / 1024, 2)
+        out.spans.append(m.span())
+    for m in _DS_EST.finditer(text):
+        if m.group(2).lower() != "none" and obs.estimate_gib is None:
+            obs.estimate_gib = float(m.group(1))
+        out.spans.append(m.span())
+    for m in _DS_EST_HEAD.finditer(text):
+        out.spans.append(m.span())
+    for m in _LOG_LINE.finditer(text):
+        out.spans.append(m.span())
+    if any(not _OOM_HYPOTHETICAL.search(text[max(0, m.start() - 14): m.end() + 3]) for m in _OOM_WORDS.finditer(text)):
+        obs.oom = True
+    for m in _DS_HW.finditer(text):
+        out.nodes, out.gpus_per_node, out.hw_span = int(m.group(1)), int(m.group(2)), m.group(0)
+    return out

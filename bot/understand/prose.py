@@ -1,0 +1,441 @@
+"""Setup facts written as prose, in Chinese or English: "8x A100 80GB", "单卡40G", "两台机器每台8张",
+"70亿参数", "IB 200Gb", "CPU内存512G", "without nvlink", "full fp32 (no amp)".
+
+``read_prose(work)`` reads a text in which logs and configs were already consumed (blanked) and
+card/model names were replaced by marker runs (``Ǥ`` for a card, ``Ḿ`` for a model) so that a
+name's digits are never read as a count or a size ("4 x 4090 GPUs" is 4 GPUs, "A100-40G" is
+never -40). Each rule returns the field value and the exact text it read it from. A figure's role
+comes from the words around it, not its unit: "一共128G" is a total, "每张卡只占用了13G" is what
+a run used, "需要1200g显存" is a requirement, "剩余22G" is free memory; only a size that names the
+card becomes ``gpu_memory_gb``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.understand.text import NUM
+
+GPU = "Ǥ"
+MODEL = "Ḿ"
+G = GPU + "+"
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "俩": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9, "双": 2, "单": 1}
+_EN_NUMBERS = {"one": 1, "single": 1, "a single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+               "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12, "sixteen": 16, "thirty-two": 32,
+               "sixty-four": 64}
+_EN = "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
+# A count: digits, a small Chinese numeral (两, 十六) or an English word; never glued to a name.
+COUNT = (r"(?<![A-WYZa-wyz0-9_.])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d.])")
+
+
+def to_int(token: str) -> int | None:
+    token = token.strip().lower()
+    if re.fullmatch(r"-?\d{1,12}", token):
+        return int(token)
+    if token in _EN_NUMBERS:
+        return _EN_NUMBERS[token]
+    if not token or any(ch not in _CN_DIGITS and ch != "十" for ch in token):
+        return None
+    if "十" in token:
+        tens, _, ones = token.partition("十")
+        return (_CN_DIGITS.get(tens, 1) if tens else 1) * 10 + (_CN_DIGITS.get(ones, 0) if ones else 0)
+    value = 0
+    for ch in token:
+        value = value * 10 + _CN_DIGITS[ch]
+    return value
+
+
+@dataclass
+class ProseReading:
+    fields: dict = field(default_factory=dict)
+    spans: dict = field(default_factory=dict)
+    observed: dict = field(default_factory=dict)
+    total_memory_gb: float | None = None
+    total_span: str = ""
+
+
+def _set(out: ProseReading, name: str, value, span: str) -> None:
+    if name not in out.fields and value is not None:
+        out.fields[name] = value
+        out.spans[name] = span.strip()
+
+
+def _search(pattern: str, text: str, flags: int = re.I | re.A) -> re.Match | None:
+    # re.ASCII: \b then falls between "IB" and "网络", "用" and "bf16" (CJK are not \w in ASCII mode)
+    return re.search(pattern, text, flags)
+
+
+# --------------------------------------------------------------------------------------------
+# Model size
+# --------------------------------------------------------------------------------------------
+
+_SIZE_B = re.compile(NUM + r"\s*(?:b|bn|billion)(?![A-Za-z])", re.I | re.A)
+_SIZE_M = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d+(?:\.\d+)?)\s*(?:m|million)\s*(?:total\s+)?(?:params?|parameters?|参数|模型|model)", re.I | re.A)
+_SIZE_YI = re.compile(NUM + r"\s*亿(?:参数|个参数)?")
+_SIZE_WANYI = re.compile(NUM + r"\s*万亿")
+
+
+def read_size(text: str, out: ProseReading) -> None:
+    for pattern, scale in ((_SIZE_WANYI, 1000.0), (_SIZE_YI, 0.1), (_SIZE_B, 1.0), (_SIZE_M, 0.001)):
+        m = pattern.search(text)
+        if m:
+            _set(out, "params_b", round(float(m.group(1)) * scale, 6), m.group(0))
+            return
+
+
+# --------------------------------------------------------------------------------------------
+# Memory figures and their roles
+# --------------------------------------------------------------------------------------------
+
+_MEM = re.compile(NUM + r"\s*(tb|t|gib|gb|g)(?![A-Za-z])(?!\s*/\s*s)", re.I | re.A)
+_RAM_BEFORE = re.compile(r"(cpu|内存|host|主机|\bram\b|dram|system memory|系统内存|\bmem\b)", re.I | re.A)
+_RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:cpu\s*|host\s*|system\s*)?(?:ram|dram|内存|memory on the host|主机内存|cpu mem)",
+                        re.I | re.A)
+_NET = re.compile(r"(\bib\b|infiniband|以太网|ethernet|roce|网络|网卡|带宽|inter-?node|节点间|互联|\bnic\b)", re.I | re.A)
+_TOTAL_BEFORE = re.compile(r"(一共|总共|合计|总计|共计|共|总显存|total(?: of)?|in total|altogether|combined)\s*(?:有|是|为|约)?\s*$",
+                           re.I | re.A)
+_TOTAL_AFTER = re.compile(r"^\s*(?:显存)?\s*(?:total|in total|总|combined|altogether|总显存)", re.I | re.A)
+_USED_BEFORE = re.compile(r"(占用|只占|用了|使用了|占了|loaded up to|uses?|using|used|consum\w*|occup\w*|shows?|"
+                          r"peaks? at|went up to|升到|涨到|达到|占)\s*(?:了|约|大约|到|about|around|~|at)?\s*$", re.I | re.A)
+_NEED_BEFORE = re.compile(r"(?:(?:需要|要|至少|理论|预计|估计|降到|降低到|减少到|少于|低于|不超过|不是|就够|够|"
+                          r"使用显存为|模型使用|剩余)[^\d\n]{0,5}|(?:剩余|free|available|可用)[^\d\n]{0,10}|"
+                          r"(?:need\w*|requir\w*|takes?|would take|expect\w*|reduce\w*|under|below|less than|only|"
+                          r"just a|with just)[^\d\n]{0,20})$", re.I | re.A)
+# a size right after words that name the card ("单卡40G", "每张24G", "each with 48GB") is the card's
+_CARD_NEAR = re.compile(r"(单卡|每张卡?|每卡|每块|单张|each(?: with)?|per card|per gpu|(?<!使用)显存[:：]?|vram[:：]?)\s*(?:是|为|有|都是)?\s*$",
+                        re.I | re.A)
+_EST_BEFORE = re.compile(r"(estimat\w*|estimator\w*|估算)[^\n]{0,30}$", re.I | re.A)
+_CARD_BEFORE = re.compile(r"(单卡|每张卡?|每卡|每块|each|per card|per gpu|" + G + r"|卡|显卡|gpu|显存|vram|memory)"
+                          r"\s*[:：(（]?\s*(?:是|为|有|都是)?\s*$", re.I | re.A)
+# Largest single card in any catalog (MI300X/MI325X class); a figure beyond is a total or RAM.
+MAX_CARD_GB = 300
+
+
+def read_memory(text: str, out: ProseReading) -> None:
+    card: tuple[float, str] | None = None
+    for m in _MEM.finditer(text):
+        raw_unit = text[m.start(2): m.end(2)]
+        after = text[m.end(): m.end() + 14]
+        if raw_unit == "Gb" and not re.match(r"^\s*(?:of\s+)?(?:vram|显存|gpu memory|memory)", after, re.I | re.A):
+            continue  # "200Gb" is a link speed ("24Gb VRAM" is not)
+        unit = raw_unit.lower()
+        if re.match(r"^\s*(?:bps|b/s|bit)", after, re.I | re.A):
+            continue
+        value = float(m.group(1)) * (1024 if unit in ("tb", "t") else 1)
+        before = text[max(0, m.start() - 30): m.start()]
+        near = before[-10:]
+        span = text[max(0, m.start() - 6): m.end()].strip()
+        # used/capacity pairs: "14g/80g"
+        pair = re.match(r"^\s*/\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b", after, re.I | re.A)
+        if pair:
+            out.observed.setdefault("used_per_gpu_gib", value)
+            cap = float(pair.group(1))
+            if card is None and cap <= MAX_CARD_GB:
+                card = (cap, text[m.start(): m.end() + pair.end()])
+            continue
+        if re.match(r"^\s*(?:/\s*)?(?:each|per gpu|per card)?\s*(?:memory )?in use", after, re.I | re.A):
+            out.observed.setdefault("used_per_gpu_gib", value)
+            continue
+        if _CARD_NEAR.search(before[-8:]):
+            if card is None and value <= MAX_CARD_GB:
+                card = (value, span)
+            continue
+        if _USED_BEFORE.search(near) or re.search(r"(占用|只占用)[^\d\n]{0,8}$", before):
+            out.observed.setdefault("used_per_gpu_gib", value)
+            continue
+        if _EST_BEFORE.search(before):
+            out.observed.setdefault("estimate_gib", value)
+            continue
+        if _NEED_BEFORE.search(before[-26:]):
+            continue
+        if _TOTAL_BEFORE.search(before[-14:]) or _TOTAL_AFTER.match(after):
+            if out.total_memory_gb is None:
+                out.total_memory_gb, out.total_span = value, span
+            continue
+        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after):
+            _set(out, "cpu_ram_gb", int(value) if value.is_integer() else value, span)
+            continue
+        if _NET.search(before[-8:]) or _NET.match(after.strip().removeprefix("的").strip()):
+            continue
+        if re.match(r"^\s*(?:的)?\s*(?:ib|infiniband|roce|网络|以太网|ethernet|网卡)", after, re.I | re.A):
+            continue
+        if value > MAX_CARD_GB and not (_CARD_BEFORE.search(before)
+                                        or re.match(r"^\s*(?:per gpu|per card|each)", after, re.I | re.A)):
+            continue  # "560g", "1280g显存": a total or a requirement, never one card
+        if card is None:
+            card = (value, span)
+    if card is not None:
+        v = card[0]
+        _set(out, "gpu_memory_gb", int(v) if float(v).is_integer() else v, card[1])
+
+
+# --------------------------------------------------------------------------------------------
+# Counts: GPUs, nodes, GPUs per node
+# --------------------------------------------------------------------------------------------
+
+_NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机)(?!内存)"
+_NODES = [
+    re.compile(COUNT + r"\s*" + _NODE_WORD),
+    re.compile(COUNT + r"[\s-]*(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
+    re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+(?:nodes?|machines?|servers?|hosts?)", re.I | re.A),
+    re.compile(r"(双)(?:机|节点)"),
+]
+_PER_NODE = [
+    re.compile(COUNT + r"\s*(?:张)?\s*卡\s*(?:的)?\s*(?:服务器|机器|节点|主机|机)(?!内存)"),
+    re.compile(r"(?:每台机器|每台|每个节点|每节点|每机|每个机器|单机|单节点)\s*(?:上)?\s*(?:有)?\s*" + COUNT
+               + r"\s*(?:张|块|个|卡|gpu|GPU|x|" + G + ")"),
+    re.compile(COUNT + r"\s*(?:gpus?|cards?)\s*(?:per|each|/)\s*(?:node|machine|server|host)", re.I | re.A),
+    re.compile(r"(?:nodes?|machines?|servers?)\s*(?:x|×|\*|with|of|each with)\s*" + COUNT + r"\s*(?:x\s*)?(?:gpus?|cards?|"
+               + G + r"|\d+\s*gb?\s*" + G + ")", re.I | re.A),
+    re.compile(r"\b(?:per[- ]node|each node|each)\s*(?:has\s*)?" + COUNT + r"\s*(?:x\s*)?(?:gpus?|" + G + ")", re.I | re.A),
+    re.compile(r"\(\s*(?:每个节点|每节点|每台)\s*" + COUNT + r"\s*卡"),
+    re.compile(r"(?<=台)\s*" + COUNT + r"\s*(?:张|块)?\s*(?:卡|" + G + ")"),  # "2台8卡A800": 8 per machine
+]
+_GPU_COUNT = [
+    re.compile(COUNT + r"\s*(?:张|块|个|枚)?\s*(?:卡|显卡|GPU|gpu|NPU|npu)"),
+    re.compile(COUNT + r"\s*(?:张|块)"),
+    re.compile(COUNT + r"\s*[x×*]\s*(?:\d+\s*gi?b?\s*)?(?:nvidia\s+)?" + G, re.I | re.A),
+    re.compile(G + r"\s*(?:[（(]\s*\d+\s*gi?b?\s*[)）])?\s*[x×*]\s*" + COUNT, re.I | re.A),
+    re.compile(COUNT + r"\s*(?:nvidia\s+)?(?:\d{1,3}\s*gi?b?\s+)?" + G, re.I | re.A),
+    re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
+    re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
+    re.compile(COUNT + r"\s*" + G + r"s\b"),
+]
+_SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
+                         r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
+                         r"one (?:single )?" + G + r"|on an? " + G + r"(?!\s*[x×*s]))", re.I | re.A)
+# "16*80G", "40GB × 8 cards", "48G *4", "A800*8张卡*80G": count x card size, either order
+_COUNT_BY_MEM = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,4})\s*[x×*]\s*(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
+_MEM_BY_COUNT = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,3})\s*(?:gib|gb|g)\s*[)）]?\s*[x×*]\s*(\d{1,4})(?![\d.])", re.I | re.A)
+_NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:张|块)?\s*(?:rtx\s*)?(?:" + G + r"|gpus?|卡)", re.I | re.A)
+
+
+_NOT_MINE = re.compile(r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?"
+                       r"\s*(?:an?\s*)?$", re.I | re.A)
+
+
+def _first(patterns: list[re.Pattern], text: str) -> tuple[int | None, tuple[int, int] | None, str]:
+    for pattern in patterns:
+        for m in pattern.finditer(text):
+            value = to_int(m.group(1))
+            if value is not None:
+                if value == 1 and _NOT_MINE.search(text[max(0, m.start() - 16): m.start()]):
+                    continue  # "slower than a single GPU", "fits on one GPU": a comparison, not the setup
+                return value, m.span(), m.group(0)
+    return None, None, ""
+
+
+def _blank(text: str, span: tuple[int, int] | None) -> str:
+    if not span:
+        return text
+    return text[: span[0]] + " " * (span[1] - span[0]) + text[span[1]:]
+
+
+def read_counts(text: str, out: ProseReading) -> None:
+    grid = _NODES_BY_GPUS.search(text)
+    if grid:  # "2x8 H100": nodes x GPUs per node
+        _set(out, "nodes", int(grid.group(1)), grid.group(0))
+        _set(out, "gpus_per_node", int(grid.group(2)), grid.group(0))
+        text = _blank(text, grid.span())
+    nodes, node_span, node_text = _first(_NODES, text)
+    for pattern, count_group, mem_group in ((_COUNT_BY_MEM, 1, 2), (_MEM_BY_COUNT, 2, 1)):
+        m = pattern.search(text)
+        if m:
+            count, mem = int(m.group(count_group)), float(m.group(mem_group))
+            _set(out, "gpu_memory_gb", int(mem) if mem.is_integer() else mem, m.group(0))
+            right_after_nodes = node_span is not None and bool(re.fullmatch(
+                r"\s*(?:,|with|of|each with|each)?\s*", text[node_span[1]: m.start()], re.I | re.A)) and m.start() >= node_span[1]
+            _set(out, "gpus_per_node" if right_after_nodes else "gpu_count", count, m.group(0))
+            text = _blank(text, m.span())
+            break
+    per_node, per_span, per_text = _first(_PER_NODE, text)
+    masked = _blank(text, per_span)
+    if node_span:
+        masked = _blank(masked, node_span)
+    count, count_span, count_text = _first(_GPU_COUNT, masked)
+    if per_node is not None and count is not None and count_span and not (
+            re.match(r"^s?\s*(?:gpus?|cards?|卡)?\s*(?:total|in total|in all|总|共)", text[count_span[1]: count_span[1] + 12], re.I | re.A)
+            or re.search(r"(?:共|total of|一共|总共)\s*$", text[max(0, count_span[0] - 6): count_span[0]], re.I | re.A)
+            or (node_span and 0 <= count_span[0] - node_span[1] <= 1)):
+        count = None  # "单机6卡" beside "2机，每机6卡": another setup, not the total of this one
+    if nodes is not None and count is not None and per_node is None and node_span and count_span:
+        between = text[node_span[1]: count_span[0]]
+        if re.fullmatch(r"\s*,?\s*(?:[x×*]|with|of|每台|each|each with|,?\s*each(?: with)?)?\s*", between, re.I | re.A) and \
+                re.search(r"[x×*]|with|of|每台|each", between, re.I | re.A):
+            per_node, per_text, count = count, count_text, None
+        elif re.search(r"^\s*(?:gpus?|cards?)?\s*(?:each|per node|每台)", text[count_span[1]: count_span[1] + 14], re.I | re.A):
+            per_node, per_text, count = count, count_text, None
+    single = next((m for m in _SINGLE_GPU.finditer(text) if not re.search(
+        r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?\s*(?:an?\s*)?$",
+        text[max(0, m.start() - 16): m.start()], re.I | re.A)), None)
+    if count is None and single and nodes is None and "gpu_count" not in out.fields and "gpus_per_node" not in out.fields:
+        count, count_text = 1, single.group(0)
+    if nodes is None and (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
+                                        r"a single node|in one machine|on one machine|a machine with", text)):
+        nodes, node_text = 1, m.group(0)
+    if nodes is not None:
+        _set(out, "nodes", nodes, node_text)
+    if per_node is not None:
+        _set(out, "gpus_per_node", per_node, per_text)
+    if count is not None:
+        _set(out, "gpu_count", count, count_text)
+
+
+# --------------------------------------------------------------------------------------------
+# Training options
+# --------------------------------------------------------------------------------------------
+
+_NEG = r"(?:不用|不要|不开|不是|非|没有|无|no|not|without|instead of|disable[ds]?|关闭|关掉|没开)"
+
+
+def read_training(text: str, out: ProseReading) -> None:
+    low = text.lower()
+    # precision: a negated amp/mixed is not mixed precision ("full fp32 (no amp)")
+    neg_amp = re.sub(_NEG + r"\s*(?:any\s+)?(?:amp|autocast|mixed[- ]precision|混合精度)", " ", low)
+    for pattern, value in ((r"pure\s*_?bf16|纯\s*bf16|bf16\s*only|全\s*bf16|full bf16", "bf16"),
+                           (r"\bbf16|bfloat16", "bf16-mixed"),
+                           (r"\bfp16|float16|半精度", "fp16-mixed"),
+                           (r"\bfp32|float32|全精度|单精度|full precision", "fp32"),
+                           (r"混合精度|mixed[- ]precision|\bamp\b|autocast", "bf16-mixed")):
+        m = _search(pattern, neg_amp)
+        if m:
+            _set(out, "precision", value, text[m.start(): m.end()])
+            break
+
+    if m := _search(r"8[- ]?bit\s*adam|adam\s*w?\s*8[- ]?bit|adam8bit|paged[_ ]?adam", low):
+        _set(out, "optimizer", "adam8bit", text[m.start(): m.end()])
+    elif m := _search(r"(?<![a-z])adamw?\b", low):
+        _set(out, "optimizer", "adamw", text[m.start(): m.end()])
+    elif m := _search(r"\bsgd\b", low):
+        _set(out, "optimizer", "sgd", text[m.start(): m.end()])
+    if m := _search(r"fused\s*=\s*true|fused adamw|adamw?\s*\(?\s*fused|fused optimizer|融合", low):
+        _set(out, "optimizer_impl", "fused", text[m.start(): m.end()])
+    if m := _search(r"torch\.compile|torch_compile|--compile\b|\bcompile\s*=\s*true|编译", low):
+        if not _search(_NEG + r"\s*(?:torch\.)?compile", low):
+            _set(out, "torch_compile", True, text[m.start(): m.end()])
+
+    # method: negated mentions first ("not LoRA or QLoRA" is full fine-tuning)
+    negs = list(re.finditer(_NEG + r"\s*(?:using\s+|any\s+|用\s*)?(?:q[-_ ]?lora|lora|peft)(?:\s*(?:or|/|和|或|nor|and)\s*"
+                            r"(?:q[-_ ]?lora|lora|peft|quantization))*", low, re.A))
+    neg_lora = low
+    for n in negs:
+        neg_lora = neg_lora[: n.start()] + " " * (n.end() - n.start()) + neg_lora[n.end():]
+    full_said = _search(r"全参|全量|full[- ]?(?:parameter|param)|full\s*-?\s*(?:fine|finetun)|全参数", neg_lora)
+    alt = _search(r"(?:还是说?|或者|只能|or just|or only)[^\n，,。]{0,10}?(?:q[-_ ]?lora|lora)", neg_lora)
+    if full_said and alt:
+        neg_lora = neg_lora[: alt.start()] + " " * (alt.end() - alt.start()) + neg_lora[alt.end():]
+    if m := _search(r"q[-_ ]?lora", neg_lora):
+        _set(out, "finetune", "qlora", text[m.start(): m.end()])
+    elif m := _search(r"(?<![a-z])lora", neg_lora):
+        _set(out, "finetune", "lora", text[m.start(): m.end()])
+    elif m := _search(r"全参|全量|full[- ]?(?:parameter|param)s?\b|full\s*-?\s*(?:fine\s*-?\s*tun|finetun|ft\b|train)|"
+                      r"fully fine-?tun|all parameters|\bsft full\b|预训练(?!模型|好)|pre-?train(?:ing)?\b(?!ed)|from scratch|全参数|非lora|"
+                      r"\bfull\b(?= (?:sft|fine|finetune|training))|(?<=b )full\b|\bfull(?=\s*(?:[,.)]|$))", neg_lora):
+        _set(out, "finetune", "full", text[m.start(): m.end()])
+    elif negs:
+        _set(out, "finetune", "full", text[negs[0].start(): negs[0].end()])
+    if out.fields.get("finetune") in ("lora", "qlora"):
+        if m := _search(r"(?:lora\s*)?(?:rank|\br)\s*[=:]?\s*(\d{1,5})\b", low):
+            _set(out, "lora_rank", int(m.group(1)), m.group(0))
+        if m := _search(r"all[- _]?linear|all linear layers|lora_target:?\s*all\b", low):
+            _set(out, "lora_targets", "all_linear", m.group(0))
+        elif m := _search(r"q_proj\s*,\s*v_proj|q_proj,?\s*k_proj,?\s*v_proj|attention only|only attention", low):
+            _set(out, "lora_targets", "attention", m.group(0))
+
+    seq = _search(r"(?:seq(?:uence)?[_ -]?(?:len(?:gth)?)?|context(?: length| size)?|ctx|序列长度|序列|上下文(?:长度)?|"
+                  r"max_?len(?:gth)?|cutoff_len|max_seq_len(?:gth)?|block_size|长度)\s*(?:of|is|=|:|为|是|设为|设置为)?\s*"
+                  r"(\d{1,7}(?:\.\d+)?)\s*(k)?(?![\d.])", low)
+    if not seq:
+        seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
+    if not seq:
+        seq = _search(r"(?<![A-Za-z0-9_.ǤḾ])\d+(?:\.\d+)?\s*b\s+(\d{1,3})\s*(k)\b", low)  # "32B 32K": model then context
+    if not seq:
+        seq = _search(r"train(?:ing)? with (\d{3,6})\s*(k)?\s*tokens", low)
+    if seq:
+        value = float(seq.group(1)) * (1024 if seq.group(2) else 1)
+        _set(out, "seq_len", int(value), text[seq.start(): seq.end()])
+
+    batch = _search(r"(?:micro[-_ ]?batch(?:[-_ ]?size)?|mbs|per[-_ ]gpu[-_ ]batch(?:[-_ ]size)?|"
+                    r"每卡\s*(?:micro\s*)?batch\s*(?:_?size)?|每卡批(?:大小)?|batch[-_ ]?size|\bbs|批大小|批量大小|batch)"
+                    r"\s*(?:of|is|=|:|为|是|开到|设为|改为|改成|设置为|per gpu|==)?\s*(\d{1,6})(?![\d.])", low)
+    if batch and not _search(r"(?:global|全局|total|rollout|eval)[-_ ]?\s*batch", low[max(0, batch.start() - 10): batch.end()]):
+        _set(out, "micro_batch", int(batch.group(1)), text[batch.start(): batch.end()])
+
+    if m := _search(r"(?:grad(?:ient)?[-_ ]?accum(?:ulation)?(?:[-_ ]?steps)?|梯度累积|梯度累加|accum(?:ulation)? steps?)"
+                    r"\s*(?:of|is|=|:|为|是|设为)?\s*(\d{1,6})(?![\d.])", low):
+        _set(out, "grad_accum_steps", int(m.group(1)), text[m.start(): m.end()])
+    elif m := _search(r"(\d{1,5})\s*(?:步|steps?)\s*(?:的)?\s*(?:梯度累积|梯度累加|grad(?:ient)? accum)", low):
+        _set(out, "grad_accum_steps", int(m.group(1)), text[m.start(): m.end()])
+
+    hypothetical = r"(?:要不要|要开|需要开|是否开|should i|do i need|need)\s*(?:to\s*)?(?:use|enable|开)?\s*"
+    if _search(hypothetical + r"(?:activation|gradient|梯度|激活|重计算|checkpoint)", low) or \
+            _search(r"(?:重计算|checkpointing|检查点)\s*(?:吗|么)", low):
+        low = re.sub(r"activation|gradient|checkpoint|重计算|检查点|recompute", lambda m: " " * len(m.group(0)), low)
+    neg_ckpt = _search(_NEG + r"\s*(?:the\s*)?(?:activation|gradient|梯度|激活|重计算|checkpoint|recompute|grad(?:ient)?[ _-]?ckpt)",
+                       low)
+    if neg_ckpt:
+        _set(out, "activation_checkpointing", False, text[neg_ckpt.start(): neg_ckpt.end() + 12])
+    elif m := _search(r"checkpointing|梯度检查点|激活检查点|重计算|recompute|activation checkpoint|gradient checkpoint|"
+                      r"grad(?:ient)?[ _-]?ckpt|\bac\b", low):
+        _set(out, "activation_checkpointing", True, text[m.start(): m.end()])
+
+
+# --------------------------------------------------------------------------------------------
+# Links
+# --------------------------------------------------------------------------------------------
+
+
+def read_links(text: str, out: ProseReading) -> None:
+    low = text.lower()
+    if m := _search(r"(?:没有|无|不带|without|no|w/o|not)\s*(?:an?\s+)?(?:nvlink|nvswitch)|pcie|pci-e|no p2p|p2p_disable=1", low):
+        _set(out, "intra_node_link", "pcie", text[m.start(): m.end()])
+    elif m := _search(r"nvlink|nvswitch", low):
+        _set(out, "intra_node_link", "nvlink", text[m.start(): m.end()])
+    if m := _search(r"(?:without|no|没有|无)\s*(?:infiniband|\bib\b|rdma)", low):
+        pass
+    elif m := _search(r"infiniband|\bib\b|(?<![a-z])ib(?=\s*\d)|\broce\b|\brdma\b|nccl_ib_hca|socket_ifname=ib", low):
+        _set(out, "inter_node_link", "infiniband", text[m.start(): m.end()])
+    if "inter_node_link" not in out.fields and (m := _search(r"以太网|ethernet|万兆|千兆|\btcp\b|\d+\s*gbe\b", low)):
+        _set(out, "inter_node_link", "ethernet", text[m.start(): m.end()])
+    speed = None
+    for m in re.finditer(NUM + r"\s*(gbps|gb/s|gbit/s|gbit|gbe|gb|g)(?![A-Za-z])", text, re.I | re.A):
+        unit = m.group(2)
+        before = text[max(0, m.start() - 10): m.start()]
+        after = text[m.end(): m.end() + 12]
+        is_speed = unit.lower() in ("gbps", "gbit/s", "gbit", "gbe") or unit == "Gb" or unit.lower() == "gb/s" and \
+            bool(_NET.search(before + after))
+        if unit == "Gb" and (re.match(r"^\s*(?:of\s+)?(?:vram|显存|gpu memory|memory)", after, re.I | re.A)
+                             or re.search(r"total(?: of)?\s*$", before, re.I | re.A)):
+            is_speed = False
+        if not is_speed and unit.lower() in ("g", "gb"):
+            is_speed = bool(_NET.search(before) or _NET.match(after.strip().removeprefix("的").strip()))
+            if re.search(r"显存|memory|内存|\bram\b|卡", before + after, re.I | re.A):
+                is_speed = False
+        if is_speed:
+            speed = (float(m.group(1)), m.group(0))
+            break
+    if speed is None and "万兆" in text:
+        speed = (10.0, "万兆")
+    if speed is None:
+        bare = _search(r"(?:infiniband|(?<![a-z])ib|roce|ethernet|以太网)\s*(?:ndr|hdr|edr)?\s*(\d{2,3})"
+                       r"(?![\d.]|\s*(?:x|卡|张|台|gpus?|nodes?|cards?))", low)
+        if bare:
+            speed = (float(bare.group(1)), text[bare.start(): bare.end()])
+    if speed is not None:
+        value = speed[0]
+        _set(out, "inter_node_gbps", int(value) if value.is_integer() else value, speed[1])
+        if "inter_node_link" not in out.fields:
+            _set(out, "inter_node_link", "ethernet" if value < 100 else "infiniband", speed[1])
+
+
+def read_prose(work: str) -> ProseReading:
+    out = ProseReading()
+    read_size(work, out)
+    read_counts(work, out)
+    read_memory(work, out)
+    read_training(work, out)
+    read_links(work, out)
+    return out

@@ -1,0 +1,293 @@
+"""One message -> setup fields with provenance, observed facts, intent, topics, comparison.
+
+Order (each stage consumes what it read, so no figure is read twice in two roles):
+1. ``text.prepare``: printable ASCII digits, capped length, long digit runs refused;
+2. ``logs.read_logs``: OOM messages, nvidia-smi rows, DeepSpeed estimates -> ``Observed``;
+3. ``config.read_config``: YAML/JSON/TOML/CLI/env settings -> fields from a config;
+4. ``spans``: catalog model and card names (their digits are then hidden from prose rules);
+5. ``prose.read_prose``: what the person wrote in their own sentences.
+Hardware comes from the person's sentences first (a config's CUDA_VISIBLE_DEVICES is weaker than
+"4 * A800 80G"); training options from the config first (it is what actually runs).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.understand import Observed, Provenance
+from bot.understand.config import read_config, visible_devices
+from bot.understand.intent import compare_of, intent_of, topics_of
+from bot.understand.logs import card_size_gb, read_logs
+from bot.understand.prose import GPU, MODEL, read_prose
+from bot.understand.spans import (
+    NameMention,
+    _resolve_gpu,
+    card_family,
+    find_gpus,
+    find_models,
+    find_unknown_cards,
+)
+from bot.understand.text import blank, prepare
+
+# A command, config or code line (language is read from the other lines). No nested whitespace
+# quantifiers: a line of 8,000 spaces must cost one pass, not millions of backtracking steps.
+_CODE_LINE = re.compile(r"(?:#{2,}|[-*][ \t]+`|(?:torchrun|deepspeed|python3?|accelerate|swift|llamafactory-cli|tune|srun|"
+                        r"bash|sh|export|CUDA_VISIBLE_DEVICES|NPROC_PER_NODE|NNODES|MASTER_\w+|[A-Z_]{3,}=)\b|--\w|"
+                        r"[\w.\"']+[ \t]*[:=][ \t]*\S*$|[{}\[\]])")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_EN_WORD = re.compile(r"(?<![A-Za-z0-9_\-./])[A-Za-z]{2,}(?![A-Za-z0-9_\-/])")
+_HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",
+             "inter_node_gbps", "cpu_ram_gb")
+_SIZE_IN_NAME = re.compile(r"(?<![\d.])(\d{1,4}(?:[._]\d{1,3})?)\s?[bB](?![A-Za-z0-9])")
+_NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/]{1,120}")
+_ZERO = re.compile(r"(?:zero|zreo|ds_z|(?<![a-z])z)[-_ ]?(?:stage[-_ ]?)?([0-3])(?!\d)|zero[-_ ]?stage\s*[:=]?\s*([0-3])\b", re.I | re.A)
+_RL_ROLES = (("actor", r"(?<![a-z])actor(?![a-z])|策略模型|policy model"), ("critic", r"(?<![a-z])critic(?![a-z])|价值模型|value model"),
+             ("reference", r"(?<![a-z])reference(?: model)?(?![a-z])|(?<![a-z])ref_|参考模型|ref模型"),
+             ("reward", r"reward model|reward_pretrain|reward_num|奖励模型|rm_url"))
+_RL_ALGOS = {"ppo": ("actor", "critic", "reference", "reward"), "grpo": ("actor", "reference"),
+             "dpo": ("policy", "reference"), "rloo": ("actor", "reference"), "rlhf": ("actor", "critic", "reference", "reward")}
+_FRAMEWORKS = (("llamafactory", r"llama-?factory|llamafactory|train_bash\.py|finetuning_type"),
+               ("ms-swift", r"\bswift (?:sft|rlhf|pt)\b|ms-swift"), ("torchtune", r"torchtune|\btune run\b"),
+               ("axolotl", r"axolotl"), ("deepspeed", r"deepspeed"), ("accelerate", r"accelerate launch|accelerate"),
+               ("torchrun", r"torchrun|torch\.distributed\.(?:run|launch)"), ("openrlhf", r"openrlhf"),
+               ("trl", r"\btrl\b|GRPOTrainer|SFTTrainer|DPOTrainer"), ("torchtitan", r"torchtitan"))
+
+
+@dataclass
+class Reading:
+    fields: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    observed: Observed = field(default_factory=Observed)
+    problems: list = field(default_factory=list)
+    notices: list = field(default_factory=list)
+    unknown_model: str | None = None
+    unknown_gpu: str | None = None
+    intent: str = "recommend"
+    topics: list = field(default_factory=list)
+    compare: tuple = ()
+    language: str = "en"
+    own_words: str = ""  # the text minus configs and logs
+    text: str = ""       # the cleaned, capped text every span refers to
+
+
+def detect_language(text: str) -> str:
+    cjk = len(_CJK.findall(text))
+    words = len(_EN_WORD.findall(text))
+    return "zh" if cjk > 0 and cjk >= words else "en"
+
+
+def _origin(span: str, marked: str, text: str) -> str:
+    """The original text behind a span read from the marked copy (same length, same place)."""
+    span = span.strip()
+    if not span:
+        return ""
+    i = marked.find(span)
+    if i < 0:
+        return span
+    return text[i: i + len(span)].strip()
+
+
+def _mark(text: str, mentions: list[NameMention], char: str) -> str:
+    if not mentions:
+        return text
+    chars = list(text)
+    for m in mentions:
+        for i in range(m.start, m.end):
+            chars[i] = char
+    return "".join(chars)
+
+
+def _size_from_name(value: str) -> tuple[float, str] | None:
+    m = _SIZE_IN_NAME.search(value)
+    if not m:
+        return None
+    size = float(m.group(1).replace("_", "."))
+    return (size, m.group(0)) if size > 0 else None
+
+
+def read_turn(raw: object) -> Reading:
+    prep = prepare(raw)
+    text = prep.text
+    out = Reading(notices=list(prep.notices), problems=list(prep.problems))
+    logs = read_logs(text)
+    work = blank(text, logs.spans)
+    cfg = read_config(work)
+    own = blank(work, cfg.consumed)
+    out.own_words = own
+    out.text = text
+
+    models = find_models(own)
+    marked = _mark(own, models, MODEL)
+    # unknown model names carrying a size ("Qwen-1_8B", "internlm2-chat-20b"): the size only
+    unknown_models: list[NameMention] = []
+    if not models:
+        for tok in _NAME_TOKEN.finditer(marked):
+            value = tok.group(0)
+            if not re.search(r"[A-Za-z]{2}", value) or GPU in value:
+                continue
+            size = _size_from_name(value)
+            if size and re.search(r"[A-Za-z]{2}.*\d", value[: value.find(size[1]) + 1] or value):
+                unknown_models.append(NameMention(tok.start(), tok.end(), value, None))
+                break
+    marked = _mark(marked, unknown_models, MODEL)
+    gpus = find_gpus(marked)
+    unknown_cards = find_unknown_cards(marked, gpus)
+    marked = _mark(marked, gpus + unknown_cards, GPU)
+    prose = read_prose(marked)
+
+    f: dict = {}
+    prov: dict[str, Provenance] = {}
+
+    def put(name: str, value, source: str, span: str, confidence: float = 1.0) -> None:
+        if value is None or name in f:
+            return
+        f[name] = value
+        prov[name] = Provenance(source=source, span=span, confidence=confidence)
+
+    # --- model -----------------------------------------------------------------------------
+    if models:
+        put("model", models[0].name, "stated", models[0].raw)
+    elif cfg.model_text:
+        cm = find_models(cfg.model_text)
+        if cm:
+            put("model", cm[0].name, "config", cfg.spans.get("model_text", cfg.model_text))
+        elif size := _size_from_name(cfg.model_text.rstrip("/").rsplit("/", 1)[-1]):
+            put("params_b", size[0], "config", cfg.spans.get("model_text", cfg.model_text))
+            out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
+    if unknown_models and "model" not in f:
+        size = _size_from_name(unknown_models[0].raw)
+        if size:
+            put("params_b", size[0], "stated", unknown_models[0].raw)
+            out.unknown_model = unknown_models[0].raw[:80]
+    if "params_b" in prose.fields and ("params_b" not in f):
+        put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
+
+    # --- hardware: the person's words first, then the config --------------------------------
+    if gpus:
+        g = gpus[0]
+        if g.memory_gb is None:  # "4张A800 ... GPU type: A800-SXM4-80GB": the same card, named with its size
+            g = next((x for x in gpus[1:] if x.memory_gb is not None and x.name and g.name
+                      and card_family(x.name) == card_family(g.name)), g)
+        memory = prose.fields.get("gpu_memory_gb") if g.memory_gb is None else g.memory_gb
+        name = _resolve_gpu(g.raw, memory, g.form) if memory else g.name
+        put("gpu", name or g.name, "stated", g.raw)
+        if g.form.startswith("pcie") or "pcie" in g.raw.lower():
+            put("intra_node_link", "pcie", "stated", g.raw)
+        if g.memory_gb is not None:
+            put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
+    elif unknown_cards:
+        out.unknown_gpu = unknown_cards[0].raw
+    for key in ("gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",
+                "inter_node_gbps", "cpu_ram_gb"):
+        if key in prose.fields:
+            if key == "gpu_memory_gb" and "gpu_memory_gb" in f and gpus and gpus[0].memory_gb is not None:
+                # "8x A100 80GB, 单卡40G": keep the standalone figure too, so the contradiction is reported
+                if prose.fields[key] != f[key] and card_size_gb(float(prose.fields[key])) == float(prose.fields[key]):
+                    f[key] = prose.fields[key]
+                    prov[key] = Provenance("stated", _origin(prose.spans[key], marked, text))
+                continue
+            put(key, prose.fields[key], "stated", _origin(prose.spans[key], marked, text))
+    if logs.gpu_memory_gb is not None:
+        put("gpu_memory_gb", int(logs.gpu_memory_gb), "log", logs.memory_span)
+    weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
+        r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)
+    launcher = "nodes" in cfg.fields and "gpus_per_node" in cfg.fields and "gpu_count" in cfg.fields
+    if (weak_single and "gpu_count" in cfg.fields) or (launcher and cfg.fields["nodes"] > 1):
+        for key in ("gpu_count", "gpus_per_node", "nodes"):
+            f.pop(key, None)
+            prov.pop(key, None)
+    for key in ("gpu_count", "gpus_per_node", "nodes"):
+        if key in cfg.fields:
+            put(key, cfg.fields[key], "config", cfg.spans.get(key, ""))
+    if logs.nodes and "nodes" not in f:
+        put("nodes", logs.nodes, "log", logs.hw_span)
+        if "gpu_count" not in f:
+            put("gpu_count", logs.nodes * (logs.gpus_per_node or 0) or None, "log", logs.hw_span)
+    if "gpu_count" not in f and "gpus_per_node" in f and "nodes" not in f and prov["gpus_per_node"].source == "config":
+        put("gpu_count", f["gpus_per_node"], "config", prov["gpus_per_node"].span)  # torchrun's default: one node
+    if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
+        put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
+    if prose.total_memory_gb and "gpu_memory_gb" not in f:
+        count = f.get("gpu_count") or ((f.get("nodes") or 0) * (f.get("gpus_per_node") or 0)) or None
+        if count and count > 0:
+            per = prose.total_memory_gb / count
+            if card_size_gb(per) == per:
+                put("gpu_memory_gb", int(per) if per.is_integer() else round(per, 2), "stated",
+                    _origin(prose.total_span, marked, text), confidence=0.8)
+    if "gpu" in f and "gpu_memory_gb" not in f:
+        from bot.catalog import list_gpus
+
+        family = card_family(f["gpu"])
+        sizes = {x.memory_gb for x in list_gpus() if card_family(x.name) == family}
+        if len(sizes) == 1:
+            mem = next(iter(sizes))
+            put("gpu_memory_gb", int(mem) if float(mem).is_integer() else mem, "assumed", prov["gpu"].span, 0.9)
+
+    # --- training options: the config first, then the person's words ------------------------
+    for key, value in cfg.fields.items():
+        if key not in _HARDWARE:
+            put(key, value, "config", cfg.spans.get(key, ""))
+    for key, value in prose.fields.items():
+        if key not in _HARDWARE and key != "params_b":
+            put(key, value, "stated", _origin(prose.spans[key], marked, text))
+    if f.get("base_dtype") == "nf4" and f.get("finetune") == "lora":
+        f["finetune"] = "qlora"
+    if "lora_targets" in f and f.get("finetune") not in ("lora", "qlora"):
+        f.pop("lora_targets")  # "--lora_target c_attn" beside "--finetuning_type full" targets nothing
+        prov.pop("lora_targets", None)
+
+    # --- observed ------------------------------------------------------------------------------
+    obs = logs.observed
+    for key in ("used_per_gpu_gib", "estimate_gib"):
+        if getattr(obs, key) is None and key in prose.observed:
+            setattr(obs, key, float(prose.observed[key]))
+    for key in ("zero_stage", "zero_offload", "fsdp_strategy", "framework"):
+        if key in cfg.observed and getattr(obs, key) is None:
+            setattr(obs, key, cfg.observed[key])
+    if obs.zero_stage is None:
+        # a stage the run uses, not one offered as an alternative ("FSDP还是DeepSpeed ZeRO-3")
+        stages = {int(m.group(1) or m.group(2)) for m in _ZERO.finditer(work)
+                  if not re.search(r"(?:还是|\bor\b|\band\b|\bvs\.?|versus|或者?|和|与|version of|like|similar to|类似|相当于)\s*"
+                                   r"(?:deepspeed\s*)?$", work[max(0, m.start() - 16): m.start()], re.I | re.A)
+                  and not re.match(r"\s*(?:还是|\bor\b|\bvs)", work[m.end(): m.end() + 6], re.I | re.A)}
+        if len(stages) == 1 and not re.search(r"stage\s*:?\s*0\s*,\s*1", own, re.I | re.A):
+            obs.zero_stage = stages.pop()
+    if obs.zero_offload is None and re.search(r"zero[-_ ]?3?[-_ ]?offload|offload[-_ ]?cpu|cpu[-_ ]?offload|offload_optimizer",
+                                              own, re.I | re.A):
+        obs.zero_offload = True
+    low = text.lower()
+    if obs.framework is None:
+        for name, pat in _FRAMEWORKS:
+            if re.search(pat, text, re.I | re.A):
+                obs.framework = name
+                break
+    roles = [r for r, pat in _RL_ROLES if re.search(pat, low)]
+    algo = next((a for a in _RL_ALGOS if re.search(r"(?<![a-z])" + a + r"(?![a-z])", low) or cfg.observed.get("rl") == a), None)
+    if algo is None and re.search(r"num_generations|reward_funcs", low):
+        algo = "grpo"
+    if algo or len(roles) >= 2 or {"actor", "critic"} & set(roles) or "deepspeed chat" in low:
+        obs.models = tuple(dict.fromkeys([*(_RL_ALGOS.get(algo or "", ())), *roles])) or ("actor", "critic", "reference", "reward")
+
+    out.fields, out.provenance, out.observed = f, prov, obs
+    lines = [ln for ln in own.splitlines()
+             if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
+    words = "\n".join(lines)
+    if not (_EN_WORD.search(words) or _CJK.search(words)):
+        words = own if (_EN_WORD.search(own) or _CJK.search(own)) else text
+    out.language = detect_language(words)
+    out.topics = topics_of(own)
+    if obs.oom and "oom" not in out.topics:
+        out.topics.append("oom")
+    if obs.models and "multi_model_rl" not in out.topics:
+        out.topics.append("multi_model_rl")
+    out.compare = compare_of(own)
+    hardware_or_model = {"model", "params_b", "gpu", "gpu_count", "gpu_memory_gb", "nodes", "gpus_per_node"}
+    out.intent = intent_of(own, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
+    if out.intent == "concept" and not (hardware_or_model & set(f)):
+        # "What is activation checkpointing?" names a technique; it does not say the run uses it
+        for key in ("activation_checkpointing", "torch_compile", "finetune", "optimizer_impl"):
+            if prov.get(key) is not None and prov[key].source == "stated":
+                f.pop(key, None)
+                prov.pop(key, None)
+    return out

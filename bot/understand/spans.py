@@ -1,0 +1,233 @@
+"""Names with their spans: models and accelerators from the catalog, sizes from unknown names.
+
+Card and model names come from ``bot.catalog.list_gpus()``/``list_models()`` and their aliases
+(never a hand-kept list here), so a card the catalog engineer adds is read the same day. Each
+alias becomes a pattern that accepts the separators people type ("a100-40g", "A100 40G",
+"a100_40gb"). Matching is two-step for speed: a cheap regex of alias *heads* finds candidate
+positions, then the full alias patterns are tried only there (linear in the text).
+
+A card the catalog lacks is still recognised as a card (never as a model size): "Ascend 910B"
+is a card even in a catalog without it, and an unknown name shaped like a card next to a count
+or a memory size ("8x Zephyrion Z9", "4 MI325X 256GB") is reported so the answer can ask.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from bot.catalog import UnknownNameError, list_gpus, list_models, lookup_gpu, lookup_model
+
+MAX_MENTIONS = 24  # a question names a few cards; a pasted list of thousands is read no further
+_TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?|[\u4e00-\u9fff]+")
+_SEP = r"[\s_\-]*"
+
+
+@dataclass(frozen=True)
+class NameMention:
+    start: int
+    end: int
+    raw: str
+    name: str | None        # catalog name, None when the catalog lacks it
+    memory_gb: float | None = None  # a size written with a card name ("A100-40G")
+    form: str = ""          # "pcie" / "sxm" / "nvl" written with the card
+
+
+def _alias_pattern(alias: str) -> str | None:
+    """"llama2-7b" -> llama[sep]2[sep]7[sep]b. A separator is optional wherever the alias has one, and
+    between a word of two or more letters and a number ("qwen 2.5", "rtx 4090"); never inside "a100"
+    (so "a 100" is not an A100)."""
+    low = alias.lower()
+    tokens = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(low)]
+    if not tokens:
+        return None
+    parts = []
+    for i, (tok, start, _) in enumerate(tokens):
+        if i:
+            prev, pstart, pend = tokens[i - 1]
+            glued = pend == start
+            if not glued or (prev[0].isalpha() and len(prev) >= 2) or prev[0].isdigit():
+                parts.append(_SEP)
+        parts.append(re.escape(tok).replace(r"\.", r"[._]") if tok[0].isdigit() else re.escape(tok))
+    return "".join(parts)
+
+
+def _compile(aliases: dict[str, str]) -> tuple[re.Pattern, re.Pattern, dict[str, str]]:
+    """(head regex, full regex with one group per alias order, normalised alias -> catalog name)."""
+    items = []
+    for alias, name in aliases.items():
+        pat = _alias_pattern(alias)
+        if pat:
+            items.append((len(pat), pat, alias, name))
+    items.sort(key=lambda t: -t[0])
+    # heads: the first two tokens of each alias ("a100" -> "a[\s_-]*100"), so a bare "a" in prose
+    # is not a candidate position for the full alias set
+    heads = sorted({_head(a) for _, _, a, _ in items}, key=len, reverse=True)
+    # ASCII boundaries: a name is not glued to other letters/digits ("A100" inside "XA1000" is not one).
+    # a name may follow a count glued to it ("8xH100", "4A6000"); letters after a name that ends in
+    # a digit are another word glued on in Chinese text ("3090lora"), a digit means another name
+    head_re = re.compile(r"(?:(?<=\dx)|(?<=\d)(?=[a-z])|(?<![a-z0-9]))(?:" + "|".join(heads) + ")", re.I | re.A)
+    full_re = re.compile(r"(?:" + "|".join(f"({p})" for _, p, _, _ in items) + r")(?:(?<=\d)(?!\d)|(?=s(?![a-z0-9])|[^a-z0-9]|$))",
+                         re.I | re.A)
+    names = {str(i): name for i, (_, _, _, name) in enumerate(items)}
+    return head_re, full_re, names
+
+
+def _head(alias: str) -> str:
+    pattern = _alias_pattern(alias) or re.escape(alias.lower())
+    # the first two tokens of the alias pattern: enough to reject a bare "a" or "qwen" quickly
+    pieces = pattern.split(_SEP)
+    return _SEP.join(pieces[:2]) if len(pieces) > 1 else pattern[: max(4, len(pattern))]
+
+
+@lru_cache(maxsize=4)
+def _gpu_matchers(signature: tuple[str, ...]):
+    aliases: dict[str, str] = {}
+    for g in list_gpus():
+        for key in (g.name, *g.aliases):
+            aliases.setdefault(key, g.name)
+            # the catalog name without its memory/form suffix ("A100 80GB SXM" -> "A100") is
+            # matched too; the size written next to it then picks the variant.
+        base = re.split(r"\s+\d+\s*GB", g.name)[0]
+        aliases.setdefault(base, g.name)
+    return _compile(aliases)
+
+
+@lru_cache(maxsize=4)
+def _model_matchers(signature: tuple[str, ...]):
+    aliases: dict[str, str] = {}
+    for m in list_models():
+        if getattr(m, "approximate", False) and m.name.startswith("generic"):
+            continue
+        for key in (m.name, *m.aliases):
+            if len(_TOKEN.findall(key.lower())) >= 1 and len(key) >= 3:
+                aliases.setdefault(key, m.name)
+    return _compile(aliases)
+
+
+def _signature(items) -> tuple[str, ...]:
+    return tuple(x.name for x in items)
+
+
+_CARD_SUFFIX = re.compile(r"(?:[-_ ]{0,3}(pcie|sxm\d?|nvl))?(?:[-_ ]{0,3}(\d{1,3})[ ]?(?:gb|gib|g)(?![a-z]))?"
+                          r"(?:[-_ ]{0,3}(pcie|sxm\d?|nvl))?", re.I | re.A)
+
+
+_FORM_SUFFIX = re.compile(r"(?:[-_ ]{0,3}(pcie|sxm\d?|nvl))?", re.I | re.A)
+
+
+def _scan(text: str, head_re: re.Pattern, full_re: re.Pattern, names: dict[str, str]):
+    pos = 0
+    for head in head_re.finditer(text):
+        if head.start() < pos:
+            continue
+        m = full_re.match(text, head.start())
+        if not m:
+            continue
+        idx = m.lastindex - 1 if m.lastindex else 0
+        yield m.start(), m.end(), names[str(idx)]
+        pos = m.end()
+
+
+def find_gpus(text: str) -> list[NameMention]:
+    """Every catalog card named in ``text`` with the size/form written beside it."""
+    head_re, full_re, names = _gpu_matchers(_signature(list_gpus()))
+    out: list[NameMention] = []
+    for start, end, name in _scan(text, head_re, full_re, names):
+        if len(out) >= MAX_MENTIONS:
+            break
+        has_size = re.search(r"\d\s*(?:gb|gib|g)$", text[start:end], re.I | re.A)
+        suffix = (_FORM_SUFFIX if has_size else _CARD_SUFFIX).match(text, end)
+        groups = suffix.groups() + (None, None) if suffix else (None, None, None)
+        form = (groups[0] or groups[2] or "").lower() if suffix else ""
+        size = float(groups[1]) if suffix and not has_size and groups[1] else None
+        end2 = suffix.end() if suffix and suffix.group(0).strip("-_ ") else end
+        raw = text[start:end2]
+        resolved = _resolve_gpu(raw, size, form) or name
+        if size is None:
+            written = re.search(r"(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
+            size = float(written.group(1)) if written else None
+        out.append(NameMention(start, end2, raw, resolved, size, form))
+    return out
+
+
+@lru_cache(maxsize=512)
+def _resolve_gpu(raw: str, size: float | None, form: str) -> str | None:
+    if size is None:
+        written = re.search(r"(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
+        size = float(written.group(1)) if written else None
+    base = re.sub(r"[-_ ]*\d+\s*(?:gb|gib|g)(?![a-z]).*$", "", raw, flags=re.I | re.A).strip()
+    base = re.sub(r"[-_ ]*(?:sxm\d?|pcie)$", "", base, flags=re.I | re.A).strip() or raw
+    size_txt = f"{size:g}g" if size else ""
+    form_txt = "pcie" if form.startswith("pcie") or "pcie" in raw.lower() else ("nvl" if form == "nvl" else "")
+    first = () if size and not re.search(r"\d\s*(?:gb|gib|g)", raw, re.I | re.A) else (raw,)
+    for cand in (*first, f"{base} {size_txt} {form_txt}", f"{base} {form_txt} {size_txt}", f"{base} {size_txt}",
+                 f"{base} {form_txt}", base):
+        cand = " ".join(cand.split())
+        if not cand:
+            continue
+        try:
+            return lookup_gpu(cand).name
+        except UnknownNameError:
+            continue
+    return None
+
+
+def find_models(text: str) -> list[NameMention]:
+    head_re, full_re, names = _model_matchers(_signature(list_models()))
+    return [NameMention(s, e, text[s:e], name) for s, e, name in _scan(text, head_re, full_re, names)]
+
+
+def card_family(gpu_name: str) -> str:
+    """"A100 80GB SXM" -> "a100", "RTX 4090 24GB" -> "rtx 4090", "H100 NVL 94GB" -> "h100 nvl"."""
+    return re.split(r"\s+\d+(?:\.\d+)?\s*GB", gpu_name, maxsplit=1)[0].strip().lower()
+
+
+def model_params_b(name: str) -> float | None:
+    try:
+        spec = lookup_model(name)
+    except UnknownNameError:
+        return None
+    value = getattr(spec, "published_params_b", None) or None
+    if value:
+        return float(value)
+    try:
+        return float(spec.params) / 1e9  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a spec without a count: the size is unknown, not an error
+        return None
+
+
+# Cards the catalog may lack, by shape rather than by a list: an accelerator family word, or a
+# short letters+digits token written next to a count or a memory size.
+_ACCEL_FAMILY = re.compile(r"(?:ascend|昇腾)\s*-?\s*(910\s*[a-z]?\d?|310\s*[a-z]?)", re.I | re.A)
+_CARD_SHAPE = r"(?:rtx\s*)?[A-Z][A-Za-z]{0,9}[-\s]?[A-Z]?\d{1,4}[A-Za-z]{0,3}"
+_UNKNOWN_CARD = [
+    re.compile(r"(?<![A-Za-z0-9_.ǤḾ])\d{1,3}\s*(?:x|×|\*)\s*(" + _CARD_SHAPE + r"(?:\s+[A-Z][a-z]+)?)\s+(?:accelerators?|gpus?|cards?|npus?)",
+               re.I | re.A),
+    re.compile(r"(?<![A-Za-z0-9_.ǤḾ])\d{1,3}\s*(?:张|块|卡)\s*(" + _CARD_SHAPE + r"|(?:rtx\s*)?\d{4}(?:\s*ti)?)(?![\dA-Za-z])"),
+]
+
+
+def find_unknown_cards(text: str, known: list[NameMention]) -> list[NameMention]:
+    """Cards named in ``text`` that the catalog does not know (outside ``known`` spans)."""
+    out: list[NameMention] = []
+
+    def free(s: int, e: int) -> bool:
+        return not any(k.start < e and s < k.end for k in known + out)
+
+    for m in _ACCEL_FAMILY.finditer(text):
+        if free(m.start(), m.end()):
+            label = "Ascend " + m.group(1).replace(" ", "").upper()
+            out.append(NameMention(m.start(), m.end(), m.group(0), None))
+            object.__setattr__(out[-1], "raw", label)
+    for pattern in _UNKNOWN_CARD:
+        for m in pattern.finditer(text):
+            s, e = m.span(1)
+            token = m.group(1)
+            if not free(s, e) or re.fullmatch(r"\d+\s*[a-z]*", token, re.I | re.A):
+                continue
+            if re.search(r"(?i)^(?:gpu|gpus|card|node|b|g|gb)$", token):
+                continue
+            out.append(NameMention(s, e, token, None))
+    return out

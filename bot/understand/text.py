@@ -1,0 +1,100 @@
+"""Text preparation before any rule runs: printable characters, ASCII digits, a bounded length.
+
+Every rule in ``bot.understand`` reads the output of ``prepare``: full-width characters become
+ASCII ("８卡Ａ１００" reads like "8卡A100"), digits of other scripts are blanked (a number the user
+did not type in ASCII or full-width is never turned into one they did not write), runs of more
+than ``MAX_DIGITS`` digits are blanked with a problem instead of becoming a huge or infinite
+figure, and the text is capped at ``MAX_CHARS`` so parse time has a fixed bound.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+# Per turn: the reader's cost is linear in what it reads, so what it reads is capped (with a
+# "truncated" notice). A setup, its config and the OOM line fit well within 4,000 characters;
+# the longest question in evals/parse_corpus.jsonl is 549.
+MAX_CHARS = 4000
+MAX_HISTORY_CHARS = 8000  # all earlier turns together, newest first
+MAX_HISTORY_TURNS = 40
+MAX_DIGITS = 12       # 999,999,999,999 is already absurd for any setup field
+
+_FULLWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+# Sign-free ASCII number: a minus only counts when it does not join two words ("A100-40G" is 40).
+NUM = r"(?<![A-Za-z0-9_.ǤḾ])(-?\d+(?:\.\d+)?)"
+UNSIGNED = r"(?<![A-Za-z0-9_.\-ǤḾ])(\d+(?:\.\d+)?)"
+
+
+@dataclass
+class Prepared:
+    text: str
+    notices: list[str] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (field or "", message)
+
+
+def _char(ch: str) -> str:
+    if ch in "\n\t":
+        return ch
+    if not ch.isprintable():
+        return " "
+    if ch.isdigit() and not ("0" <= ch <= "9"):
+        return " "  # Arabic-Indic, Devanagari, superscripts...: never read as a number
+    return ch
+
+
+_TABLE: dict[int, str] = {}  # character -> its replacement, filled as characters are first seen
+
+
+def clean(text: str) -> str:
+    """Printable text with ASCII digits; full-width forms folded to ASCII; same length as input
+    after the full-width fold (so spans stay valid). One ``str.translate`` pass: linear."""
+    text = text.translate(_FULLWIDTH).replace("\u3000", " ")
+    if not (text.isascii() and text.isprintable()):
+        for ch in set(text):
+            code = ord(ch)
+            if code not in _TABLE:
+                repl = _char(ch)
+                if len(_TABLE) < 200_000:
+                    _TABLE[code] = repl
+        text = text.translate(_TABLE)
+    return text
+
+
+def prepare(text: object, limit: int = MAX_CHARS) -> Prepared:
+    """Cleaned, capped text plus what was cut or refused (never raises)."""
+    raw = text if isinstance(text, str) else ("" if text is None else str(text))
+    out = Prepared(text="")
+    if len(raw) > limit:
+        raw = raw[:limit]
+        out.notices.append("truncated")
+    cleaned = clean(raw)
+    if _LONG_DIGITS.search(cleaned):
+        out.problems.append(("", f"a number with more than {MAX_DIGITS} digits is not a usable value; "
+                                 "it was ignored"))
+        out.notices.append("long_number_ignored")
+        cleaned = _LONG_DIGITS.sub(lambda m: " " * len(m.group(0)), cleaned)
+    out.text = cleaned
+    return out
+
+
+def blank(text: str, spans: list[tuple[int, int]], fill: str = " ") -> str:
+    """``text`` with each span overwritten by ``fill`` (length kept, so later spans stay valid)."""
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for i in range(max(0, start), min(len(chars), end)):
+            if chars[i] != "\n":
+                chars[i] = fill
+    return "".join(chars)
+
+
+def is_cjk(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+
+
+def strip_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
