@@ -171,3 +171,52 @@ def test_claims_in_chinese():
 
 def _topics(claim_id: str) -> list[str]:
     return next(c.topics for c in all_claims() if c.id == claim_id)
+
+
+# -------------------------------------------------------------------------------------------
+# Answers quote the corrected statements (issue 18: "answers that quote the changed docs say
+# the corrected thing")
+# -------------------------------------------------------------------------------------------
+
+
+def _quotes(question, language, topics):
+    return [p.quote for p in retrieve_passages(question, language=language, topics=topics, k=3)]
+
+
+def test_en_h200_answer_names_the_ddp_knobs():
+    quotes = _quotes("Does DDP full fine-tuning of a 7B model fit on an H200?", "en", ["ddp_memory_knobs", "oom"])
+    assert any("gradient_as_bucket_view=True" in q for q in quotes), quotes
+    assert not any("H200 holds it" in q and "only" not in q for q in quotes)
+
+
+def test_en_memory_answer_ties_16_bytes_to_the_optimizer():
+    quotes = _quotes("Why does DDP need 16 bytes per parameter?", "en", ["oom"])
+    assert any("fp32" in q and ("Adam" in q or "moments" in q) for q in quotes), quotes
+
+
+def test_zh_full_finetune_answer_states_the_condition():
+    quotes = _quotes("7B全参微调用DDP，80G的卡放得下吗？", "zh", ["oom"])
+    assert any("放不下" in q and "fp32" in q for q in quotes), quotes
+
+
+def test_zh_communication_answer_says_one_and_a_half_not_double():
+    quotes = _quotes("FSDP的通信量是DDP的两倍吗？", "zh", ["communication"])
+    assert any("1.5倍" in q for q in quotes), quotes
+
+
+def test_full_finetune_setup_gets_the_threshold_claim_corrected():
+    items = {i.claim_id: i for i in applicable_claims(FULL_FT, topics=["oom"], language="zh", limit=6)}
+    item = items["forum-03-c1"]
+    assert item.judgement == "does_not_hold" and not item.applies
+    assert "16字节" in item.correction and "LoRA" in item.condition
+
+
+def test_lora_setup_sees_the_same_claim_hold():
+    items = {i.claim_id: i for i in applicable_claims(LORA, topics=["oom"], language="en", limit=6)}
+    assert items["forum-03-c1"].judgement == "holds" and items["forum-03-c1"].applies
+
+
+def test_no_setup_says_what_the_claim_depends_on():
+    items = {i.claim_id: i for i in applicable_claims(None, topics=[], language="en", limit=4)}
+    assert items["forum-03-c1"].judgement == "depends"
+    assert items["forum-03-c1"].condition == "depends on: LoRA or QLoRA"

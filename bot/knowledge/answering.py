@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ KINDS = ("doc", "forum")
 MAX_QUOTE_CHARS = 360  # a quote is one or two sentences: enough to answer, short enough to read
 MIN_QUOTE_CHARS = 30  # shorter "sentences" are headings in disguise ("Stage" is DeepSpeed's word.)
 _CANDIDATES = 10  # search hits examined for a quotable sentence
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
 
 
 @dataclass(frozen=True)
@@ -248,14 +250,12 @@ def _query_weights(searcher, question: str, hints: str, setup_words: str) -> dic
     """Token -> weight for choosing a sentence: the question's own words count fully, its glossary
     bridge (so an English question can pick a Chinese forum sentence and back) and topic hints
     count half. Weight = the BM25 index's idf of the token (rare words decide)."""
-    from bot.knowledge.search import tokenize
-
     idf = _idf(searcher)
     default = max(idf.values()) if idf else 1.0
     weights: dict[str, float] = {}
     bridge = " ".join([*glossary.english_terms(question), *glossary.chinese_terms(question)])
     for text, factor in ((question, 1.0), (bridge, 0.6), (hints, 0.5), (setup_words, 0.3)):
-        for token in set(tokenize(text)) if text else ():
+        for token in _tokens(text) if text else ():
             w = max(0.05, float(idf.get(token, default))) * factor
             weights[token] = max(weights.get(token, 0.0), w)
     return weights
@@ -268,12 +268,29 @@ def _idf(searcher) -> dict[str, float]:
         return {}
 
 
+# Phrases that ask the same thing in a question and in a sentence ("放得下?" is answered by "放不下",
+# "80G" by "80 GB"): rewritten to one form before a sentence is scored. Retrieval is unchanged.
+_SAME_MEANING = (
+    (re.compile(r"[放装塞][得不]下|放进|放得进"), " 放下 "),
+    (re.compile(r"(?i)(\d+(?:\.\d+)?)\s?(?:GB|GiB|G)(?![A-Za-z])"), r" \1GB "),
+    (re.compile(r"(?i)\b(?:doubles?|doubling|twice)\b|翻倍|两倍"), " double2x "),
+    (re.compile(r"(?i)\bfits?\b|\bfitting\b"), " fit "),
+)
+
+
+def _tokens(text: str) -> set[str]:
+    from bot.knowledge.search import tokenize
+
+    for pattern, replacement in _SAME_MEANING:
+        text = pattern.sub(replacement, text)
+    return set(tokenize(text))
+
+
 @lru_cache(maxsize=256)
 def _units(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """An entry's quotable sentences with their BM25 tokens (cached per entry text)."""
-    from bot.knowledge.search import tokenize
-
-    return tuple((unit, frozenset(tokenize(unit))) for unit in quotable_units(text)
+    # Link targets are not words of the sentence: they would only dilute its score.
+    return tuple((unit, frozenset(_tokens(_LINK_TARGET.sub("", unit)))) for unit in quotable_units(text)
                  if MIN_QUOTE_CHARS <= len(unit) <= MAX_QUOTE_CHARS)
 
 
@@ -330,8 +347,9 @@ def applicable_claims(setup: Any = None, *, topics: Sequence[str] = (), language
     - Any other claim whose condition the setup fails: left out (not judged against it).
     - No setup, or one silent on a fact the condition needs: ``applies=False``,
       ``judgement="depends"``, ``condition`` = "depends on: ...".
-    Order: claims that apply first, wrong ones before right ones; one claim per forum answer;
-    at most two per corpus topic."""
+    Order: wrong claims first, then conditional ones, then right ones (within each, those judged
+    for this setup before those that depend on it); one claim per forum answer; at most two per
+    corpus topic."""
     from bot.knowledge.corpus import load_forum
 
     lang = "zh" if language == "zh" else "en"
@@ -345,8 +363,9 @@ def applicable_claims(setup: Any = None, *, topics: Sequence[str] = (), language
             judged = _judge(answer, claim, setup, lang)
             if judged is None:
                 continue
-            key = _ORDER.get(judged.judgement if judged.judgement != "judged" else claim.verdict, 5)
-            picked.append(((judged.judgement == "depends", key, len(picked)), judged))
+            key = _ORDER.get(judged.judgement if judged.judgement in _ORDER else claim.verdict, 5)
+            # wrong or conditional claims first: they are what the answer must correct or qualify
+            picked.append(((key, judged.judgement == "depends", len(picked)), judged))
     picked.sort(key=lambda pair: pair[0])
     out: list[ApplicableClaim] = []
     answers: set[str] = set()
