@@ -70,6 +70,13 @@ def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainM
     model_type, conf = transformers_config(config)
     if hasattr(conf, "use_cache"):
         conf.use_cache = False
+    # Attention dropout: on GPUs the flash / memory-efficient SDPA kernels apply it inside the
+    # kernel (saving an RNG state, not a mask), but on CPU, where simulate runs, SDPA with dropout
+    # falls back to the math path and keeps the s x s probabilities, which a GPU run never holds.
+    # Simulate what the GPU does: no attention dropout (hidden-state dropout stays).
+    for name in ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop"):
+        if getattr(conf, name, None):
+            setattr(conf, name, 0.0)
     conf._attn_implementation = "sdpa"  # flash/memory-efficient attention, no s x s scores kept
     if model_type in SEQ2SEQ_TYPES:
         model, kind = transformers.AutoModelForSeq2SeqLM.from_config(conf), "seq2seq"

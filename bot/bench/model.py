@@ -25,7 +25,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from bot.bench.archs import supports
 from bot.catalog import ModelSpec
+
+__all__ = ["Decoder", "MoE", "build_model", "check_seq_len", "loss_fn", "supports"]
 
 
 class RMSNorm(nn.Module):
@@ -174,22 +177,6 @@ class Block(nn.Module):
         x = x + (self.post_attn_norm(a) if self.post_attn_norm is not None else a)
         m = self.mlp(self.mlp_norm(x))
         return x + (self.post_mlp_norm(m) if self.post_mlp_norm is not None else m)
-
-
-def supports(spec: ModelSpec) -> str | None:
-    """None when ``build_model`` can build ``spec`` exactly; otherwise why not (then simulate
-    builds the real ``transformers`` model from the spec's config instead)."""
-    if spec.declared_params is not None:
-        return "approximate entry: no architecture to build"
-    if spec.kind in ("encoder", "encoder_decoder"):
-        return f"{spec.kind} models are built with transformers"
-    if spec.uses_mla:
-        return "multi-head latent attention is built with transformers"
-    if spec.extra_params:
-        return "vision towers are built with transformers"
-    if spec.norms_per_layer not in (2, 4):
-        return f"{spec.norms_per_layer} norms per block"
-    return None
 
 
 class Decoder(nn.Module):
