@@ -166,8 +166,16 @@ class SimConfig:
 
     def key(self, torch_version: str) -> str:
         """Hash of the normalized config, the torch version and the method version (cache key)."""
-        payload = json.dumps({"config": asdict(self.normalized()), "torch": torch_version,
-                              "method": SIM_METHOD_VERSION}, sort_keys=True)
+        config = asdict(self.normalized())
+        method: int | str = SIM_METHOD_VERSION
+        if config.get("hf_config") is None:
+            config.pop("hf_config", None)  # catalog configs keep the key they had before issue 13
+        from bot.bench.archs import HF_SIM_METHOD_VERSION, supports
+
+        if "hf_config" in config or supports(self.spec()) is not None:
+            method = f"{SIM_METHOD_VERSION}-hf{HF_SIM_METHOD_VERSION}"  # built with transformers
+        payload = json.dumps({"config": config, "torch": torch_version,
+                              "method": method}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -297,7 +305,8 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
     from torch.nn.parallel import DistributedDataParallel
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    from bot.bench.model import build_model, loss_fn, supports
+    from bot.bench.archs import supports
+    from bot.bench.model import build_model, loss_fn
 
     cfg = cfg.normalized()
     spec = cfg.spec()
