@@ -272,3 +272,18 @@ def test_cli_simulates_a_config_folder(tmp_path):
     assert both.exit_code != 0 and "either --model or --config" in both.output
     bad = runner.invoke(bench, ["simulate", "--config", str(tmp_path / "nope.json"), "--gpus", "2"])
     assert bad.exit_code != 0 and "no file" in bad.output
+
+
+def test_catalog_configs_keep_the_cache_key_they_had_before_hf_configs():
+    import hashlib
+    from dataclasses import asdict
+
+    from bot.bench.simulate import SIM_METHOD_VERSION
+
+    cfg = SimConfig("tiny", 4, "fsdp_full_shard", seq_len=128)
+    old = {k: v for k, v in asdict(cfg.normalized()).items()
+           if k not in ("hf_config", "optimizer_impl", "ddp_bucket_view")}
+    payload = json.dumps({"config": old, "torch": "t", "method": SIM_METHOD_VERSION}, sort_keys=True)
+    assert cfg.key("t") == hashlib.sha256(payload.encode()).hexdigest()
+    # A catalog entry built with transformers (BERT) is keyed with the transformers method version.
+    assert SimConfig("BERT-base", 4, "ddp", seq_len=128).key("t") != SimConfig("GPT-2", 4, "ddp", seq_len=128).key("t")
