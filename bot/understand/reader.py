@@ -34,7 +34,7 @@ from bot.understand.text import blank, prepare
 # quantifiers: a line of 8,000 spaces must cost one pass, not millions of backtracking steps.
 _CODE_LINE = re.compile(r"(?:#{2,}|[-*][ \t]+`|(?:torchrun|deepspeed|python3?|accelerate|swift|llamafactory-cli|tune|srun|"
                         r"bash|sh|export|CUDA_VISIBLE_DEVICES|NPROC_PER_NODE|NNODES|MASTER_\w+|[A-Z_]{3,}=)\b|--\w|"
-                        r"[\w.\"']+[ \t]*[:=][ \t]*\S*$|[{}\[\]])")
+                        r"[A-Za-z0-9_.\"']+[ \t]*[:=][ \t]*\S*$|[{}\[\]])")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _EN_WORD = re.compile(r"(?<![A-Za-z0-9_\-./])[A-Za-z]{2,}(?![A-Za-z0-9_\-/])")
 _HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",
