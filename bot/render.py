@@ -159,6 +159,8 @@ def notice_text(notice: str, lang: str) -> str:
         "unknown_model": _t(lang, "没认出这个模型名，按参数量估算。", "I did not recognise the model name; "
                             "the estimate uses its parameter count."),
         "problems_ignored": _t(lang, "有的数字不合理，已忽略。", "Some values were implausible and were ignored."),
+        "history_truncated": _t(lang, "对话很长，只读了最近的几轮。", "The conversation was long; only its latest turns were read."),
+        "long_number_ignored": _t(lang, "有一个位数过多的数字，已忽略。", "A number with too many digits was ignored."),
     }.get(notice, notice)
 
 

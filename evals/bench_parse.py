@@ -139,6 +139,20 @@ def silent_defaults(row: dict, parsed) -> list[str]:
     return bad
 
 
+def _clock() -> float:
+    # CPU time of this process: the machine is shared, and wall time would measure the neighbours
+    return time.process_time()
+
+
+def _cold():
+    """Forget cached readings so every timed parse reads its text from scratch."""
+    from bot import parse
+
+    cached = getattr(parse, "_read_cached", None)
+    if cached is not None:
+        cached.cache_clear()
+
+
 def evaluate(rows: list[dict], repeat: int = 1) -> dict:
     from bot.parse import parse_conversation
 
@@ -150,13 +164,15 @@ def evaluate(rows: list[dict], repeat: int = 1) -> dict:
     per_row: list[dict] = []
     for row in rows:
         history = row.get("history") or None
-        t0 = time.perf_counter()
+        _cold()
+        t0 = _clock()
         parsed = parse_conversation(row["text"], history)
-        times.append(time.perf_counter() - t0)
+        times.append(_clock() - t0)
         for _ in range(repeat - 1):
-            t0 = time.perf_counter()
+            _cold()
+            t0 = _clock()
             parse_conversation(row["text"], history)
-            times.append(time.perf_counter() - t0)
+            times.append(_clock() - t0)
         pred, gold, ignore = predicted(parsed), gold_of(row), set(row.get("ignore", []))
         wrong = []
         for key in FIELDS:
@@ -226,12 +242,20 @@ def stress(seed: int = 7) -> dict:
     history = ["".join(rng.choice("8x A100 80GB 7B 两台机器每台8张 seq 4096 ") for _ in range(10_000)) for _ in range(500)]
     out = {}
     for name, text in cases.items():
-        t0 = time.perf_counter()
-        parse_conversation(text)
-        out[name] = (time.perf_counter() - t0) * 1000
-    t0 = time.perf_counter()
-    parse_conversation("DDP or FSDP?", history)
-    out["history_500x10k"] = (time.perf_counter() - t0) * 1000
+        runs = []
+        for _ in range(5):
+            _cold()
+            t0 = _clock()
+            parse_conversation(text)
+            runs.append((_clock() - t0) * 1000)
+        out[name] = max(runs)  # the worst of five cold parses
+    runs = []
+    for _ in range(3):
+        _cold()
+        t0 = _clock()
+        parse_conversation("DDP or FSDP?", history)
+        runs.append((_clock() - t0) * 1000)
+    out["history_500x10k"] = max(runs)
     return out
 
 
@@ -265,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"language accuracy   {result['language_accuracy']:.3f}")
     print(f"topic recall        {result['topic_recall']:.3f}")
     print(f"silent defaults     {result['silent_defaults']}")
-    print(f"parse time          p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms")
-    print("stress (ms):        " + ", ".join(f"{k} {v:.1f}" for k, v in result["stress_ms"].items()))
+    print(f"parse time (CPU)    p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms over the corpus")
+    print("stress, worst cold parse (CPU ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["stress_ms"].items()))
     if args.show_misses:
         for row in result["per_row"]:
             if row["wrong"]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.parse import parse_conversation
 from bot.understand.text import clean
+
+pytestmark = pytest.mark.slow  # ~15 s of generated inputs; still runs in CI
 
 NUMERIC = ("params_b", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "inter_node_gbps", "seq_len",
            "micro_batch", "cpu_ram_gb", "lora_rank", "grad_accum_steps")

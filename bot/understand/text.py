@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 # "truncated" notice). A setup, its config and the OOM line fit well within 4,000 characters;
 # the longest question in evals/parse_corpus.jsonl is 549.
 MAX_CHARS = 4000
-MAX_HISTORY_CHARS = 8000  # all earlier turns together, newest first
+MAX_HISTORY_CHARS = 6000  # all earlier turns together, newest first
 MAX_HISTORY_TURNS = 40
 MAX_DIGITS = 12       # 999,999,999,999 is already absurd for any setup field
 
