@@ -113,7 +113,9 @@ def parse_turn(text: str) -> tuple[dict, Parsed]:
     cleaned = reading.text
     parsed.injection = _is_injection(cleaned)
     parsed.on_topic = (bool(reading.fields) or bool(_TOPIC.search(reading.own_words or cleaned))) and \
-        reading.intent != "out_of_scope"
+        reading.intent != "out_of_scope" or bool(reading.problems)  # "<2000 nines>B model": say the number is unusable
+    if reading.problems and parsed.intent == "out_of_scope":
+        parsed.intent = "recommend"
     return dict(reading.fields), parsed
 
 

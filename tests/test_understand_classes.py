@@ -290,6 +290,7 @@ def test_long_digit_runs_are_a_problem_not_a_number(text):
             assert math.isfinite(value)
     if "9" * 20 in text or "0" * 20 in text:
         assert parsed.problems and "long_number_ignored" in parsed.notices
+        assert parsed.on_topic  # the answer says the number is unusable instead of "out of scope"
 
 
 def test_history_and_question_are_capped_with_a_notice():
