@@ -45,6 +45,8 @@ SIM_METHOD_VERSION = 1
 STRATEGIES = ("ddp", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard", "fsdp_full_shard_offload")
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
 OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZER_IMPLS = ("foreach", "fused", "forloop")
+RUN_OPTION_DEFAULTS = {"optimizer_impl": "foreach", "ddp_bucket_view": False}
 # A fake world beyond this is legal but takes long; nobody asks for 100k-GPU per-rank numbers.
 MAX_SIM_WORLD = 65_536
 MAX_TOKENS = 4_194_304  # micro_batch * seq_len per GPU; beyond this the answer is "no" anyway
@@ -70,6 +72,10 @@ class SimConfig:
     # A Hugging Face config.json (canonical JSON text) to build with transformers instead of a
     # catalog entry; ``model`` is then only its label. Part of the cache key.
     hf_config: str | None = None
+    # Run options (issue 14, calc engineer): torch.optim implementation and DDP's
+    # gradient_as_bucket_view. At their defaults they stay out of the cache key (older entries hold).
+    optimizer_impl: str = "foreach"
+    ddp_bucket_view: bool = False
 
     @classmethod
     def from_hf_config(cls, source, **kwargs) -> SimConfig:
@@ -112,7 +118,8 @@ class SimConfig:
         return cls(model=model, gpu_count=resolved.gpu_count, strategy=strategy,
                    gpus_per_node=resolved.gpus_per_node, seq_len=s.seq_len, micro_batch=s.micro_batch,
                    precision=s.precision, activation_checkpointing=bool(s.activation_checkpointing),
-                   optimizer=s.optimizer)
+                   optimizer=s.optimizer, optimizer_impl=getattr(s, "optimizer_impl", None) or "foreach",
+                   ddp_bucket_view=bool(getattr(s, "ddp_bucket_view", False)))
 
     @classmethod
     def from_dict(cls, data: dict) -> SimConfig:
@@ -139,6 +146,8 @@ class SimConfig:
             problems.append(f"unknown precision {self.precision!r}; one of {', '.join(PRECISIONS)}")
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer {self.optimizer!r} is not simulated; one of {', '.join(OPTIMIZERS)}")
+        if self.optimizer_impl not in OPTIMIZER_IMPLS:
+            problems.append(f"optimizer_impl {self.optimizer_impl!r} is not one of {', '.join(OPTIMIZER_IMPLS)}")
         for key, high in (("gpu_count", MAX_SIM_WORLD), ("seq_len", MAX_TOKENS), ("micro_batch", MAX_TOKENS)):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value > high:
@@ -162,11 +171,16 @@ class SimConfig:
         else:
             per_node = None  # only HSDP's mesh depends on it; keep the cache key independent of it
         return SimConfig(name, self.gpu_count, self.strategy, per_node, self.seq_len, self.micro_batch,
-                         self.precision, bool(self.activation_checkpointing), self.optimizer, self.hf_config)
+                         self.precision, bool(self.activation_checkpointing), self.optimizer, self.hf_config,
+                         optimizer_impl=self.optimizer_impl,
+                         ddp_bucket_view=bool(self.ddp_bucket_view) and self.strategy == "ddp")
 
     def key(self, torch_version: str) -> str:
         """Hash of the normalized config, the torch version and the method version (cache key)."""
         config = asdict(self.normalized())
+        for name, default in RUN_OPTION_DEFAULTS.items():
+            if config.get(name) == default:
+                del config[name]  # the key a config had before these options existed
         method: int | str = SIM_METHOD_VERSION
         if config.get("hf_config") is None:
             config.pop("hf_config", None)  # catalog configs keep the key they had before issue 13
@@ -360,7 +374,8 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
             else:
                 # init_sync=False: the start-up shape check and broadcast read tensor data, which
                 # fake tensors do not have; they allocate nothing that lasts.
-                model = DistributedDataParallel(model, init_sync=False)
+                model = DistributedDataParallel(model, init_sync=False,
+                                                gradient_as_bucket_view=cfg.ddp_bucket_view)
                 # The fake group's all-reduce completes with no value; DDP's reducer wants the
                 # reduced bucket back. NCCL all-reduces in place, so hand back the bucket itself.
                 model.register_comm_hook(None, _in_place_allreduce_hook)
@@ -375,9 +390,15 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
             if cfg.optimizer == "adamw":
                 # foreach=True is the CUDA default (what GPU users get); it allocates param-sized
                 # temporaries in the step, which are counted.
-                optimizer = torch.optim.AdamW(locals_, lr=1e-4, foreach=True)
+                # optimizer_impl: foreach (the default above), fused (one kernel, no temporaries)
+                # or the for-loop (one parameter's temporaries at a time).
+                impl = {"foreach": {"foreach": True}, "fused": {"fused": True},
+                        "forloop": {"foreach": False}}[cfg.optimizer_impl]
+                optimizer = torch.optim.AdamW(locals_, lr=1e-4, **impl)
             else:
-                optimizer = torch.optim.SGD(locals_, lr=1e-2, momentum=0.9, foreach=True)
+                impl = {"fused": {"fused": True}, "forloop": {"foreach": False}}.get(cfg.optimizer_impl,
+                                                                                    {"foreach": True})
+                optimizer = torch.optim.SGD(locals_, lr=1e-2, momentum=0.9, **impl)
             tokens = torch.randint(0, spec.vocab, (cfg.micro_batch, cfg.seq_len + 1))
             inputs, labels = tokens[:, :-1], tokens[:, 1:]
             tracker = _make_tracker(model, optimizer, fsdp, host)
