@@ -227,8 +227,9 @@ def calc_quote(resolved: Any) -> str:
 # The three shapes of answer
 # --------------------------------------------------------------------------------------------
 
-_EXAMPLE_ZH = "Llama-2-7B 全参微调，八张 A100-40GB，用 DDP 还是 FSDP？"
-_EXAMPLE_EN = "Llama-2-7B full fine-tune on eight A100-40GB: DDP or FSDP?"
+# No figures of their own (spelled-out ones count too), so the examples always trace.
+_EXAMPLE_ZH = "Llama-2-7B 全参微调，用 A100-40GB 多卡训练，DDP 还是 FSDP？"
+_EXAMPLE_EN = "Llama-2-7B full fine-tune on several A100-40GB cards: DDP or FSDP?"
 
 
 def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
@@ -746,7 +747,8 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
             parts_zh.append("DeepSpeed 的 ZeRO-2 对应 FSDP 的 SHARD_GRAD_OP，ZeRO-3 对应 FULL_SHARD，ZeRO 的 offload 对应 FSDP 的 CPU 卸载")
             parts_en.append("DeepSpeed ZeRO-2 corresponds to FSDP SHARD_GRAD_OP, ZeRO-3 to FULL_SHARD, and ZeRO "
                             "offload to FSDP CPU offload")
-        return say.done("；".join(parts_zh) + "。", "; ".join(parts_en) + ".")
+        en = "; ".join(parts_en)
+        return say.done("；".join(parts_zh) + "。", en[:1].upper() + en[1:] + ".")
     if code == "from_passages":
         passages = v["passages"]
         if not passages:

@@ -10,6 +10,7 @@ Exit status: 0 the gate passed; 1 it did not; 2 a cases file is invalid or the b
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 import bot  # noqa: F401  (offline environment first)
+from bot.env import configure_runtime
 from evals.harness import (
     DEFAULT_MIN_PASS,
     CaseFileError,
@@ -51,6 +53,7 @@ def eval_command(cases_file: Path | None, as_json: bool, out_dir: Path, min_pass
                  baselines: bool) -> None:
     """Run the eval harness over gold cases and report pass rates, failures and baselines."""
     err = Console(stderr=True)
+    configure_runtime(threads=1, level=logging.WARNING)  # one torch thread, as every surface runs
     files = [cases_file] if cases_file is not None else case_files()
     try:
         loaded = [(path, load_cases(path)) for path in files]
