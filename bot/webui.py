@@ -124,7 +124,8 @@ textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 
 .sw-more > summary, .sw-sources summary { cursor: pointer; font-weight: 600; }
 .sw-sources blockquote { margin: 0.3em 0; color: #334155; }
 .sw-kind { font-size: 0.8em; padding: 0 0.4em; border-radius: 4px; background: #e2e8f0; color: #1e293b; }
-.sw-headline { font-size: 1.08em; }
+.sw-headline { font-size: 1.08em; font-weight: 700; }
+.sw-answer table { font-size: 0.92em; }
 .sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
   border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
 .sw-assumed-line { margin: 0.3em 0 0.5em 0; }

@@ -35,6 +35,13 @@ FIELD_NAMES = {
     "seq_len": ("sequence length", "序列长度"), "micro_batch": ("micro-batch", "micro-batch"),
     "activation_checkpointing": ("activation checkpointing", "激活检查点"),
     "cpu_ram_gb": ("CPU RAM", "内存"), "lora_rank": ("LoRA rank", "LoRA 秩"),
+    "optimizer_impl": ("optimizer implementation", "优化器实现"),
+    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
+    "checkpointing_policy": ("checkpointing policy", "检查点策略"),
+    "checkpoint_every": ("checkpoint every k blocks", "每 k 层检查点"), "torch_compile": ("torch.compile", "torch.compile"),
+    "loss_impl": ("loss implementation", "损失实现"), "grad_accum_steps": ("gradient accumulation", "梯度累积"),
+    "lora_targets": ("LoRA targets", "LoRA 目标层"), "base_dtype": ("frozen base dtype", "冻结基座精度"),
+    "float8": ("float8", "float8"), "mfu": ("MFU", "MFU"),
 }
 
 # Headings of the markdown fallback whose parts are long and go into <details>.
@@ -156,6 +163,18 @@ def _show_value(value: Any) -> str:
     return str(value)
 
 
+def stated_html(answer: Answer) -> str:
+    """The setup as the user gave it (stated, from a config, a log or earlier turns)."""
+    zh = answer.language == "zh"
+    items = [i for i in answer.sections.setup_read if i.source != "assumed"]
+    if not items:
+        return ""
+    text = "，".join if zh else ", ".join
+    shown = text(f"{FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0]} "
+                 f"<b>{html.escape(_show_value(i.value))}</b>" for i in items)
+    return f'<p class="sw-setup-line">{"设置：" if zh else "Setup:"} {shown}</p>'
+
+
 def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
     """The line that names every assumed field and the value used."""
     zh = answer.language == "zh"
@@ -190,7 +209,7 @@ def table_html(sections: Sections, language: str) -> str:
     if not sections.table:
         return ""
     head = (["策略", "每卡 GiB", "可用 GiB", "放得下", "最大 micro-batch", "通信/DDP", "每步秒"] if zh else
-            ["strategy", "per-GPU GiB", "usable GiB", "fits", "max micro-batch", "comm vs DDP", "step s"])
+            ["strategy", "GiB/GPU", "usable", "fits", "max micro-batch", "comm/DDP", "step s"])
     rows = []
     for r in sections.table:
         fits = "–" if r.fits is None else (("是" if r.fits else "否") if zh else ("yes" if r.fits else "no"))
@@ -223,6 +242,7 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
         out.append(f'<p class="sw-direct">{inline_html(s.direct_answer)}</p>')
     for notice in s.notices:
         out.append(f'<p class="sw-notice">{inline_html(notice)}</p>')
+    out.append(stated_html(answer))
     out.append(assumed_html(answer, sources))
     out.append(table_html(s, answer.language))
     if s.reasons:
