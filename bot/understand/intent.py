@@ -58,7 +58,7 @@ _CAPACITY = re.compile(r"how many (?:gpus?|cards?|a100s?|h100s?|nodes?|blocks|ma
                        r"够吗|够不够|够用吗|能跑吗|可以跑吗|跑通了?吗|跑得动|跑得起来|有机会吗|没机会|"
                        r"(?:能|可以|能不能)\s*(?:支持)?\s*(?:进行)?[^，,。？?\n]{0,40}?"
                        r"(?:训练|微调|跑|train|fine-?tun|finetun)[^。\n]{0,24}(?:吗|嘛|呢|\?|？)|"
-                       r"(?:可否|能否|是否能|是否可以|是否支持)[^。\n]{0,40}?(?:训练|微调|跑|train|fine-?tun|finetun)|"
+                       r"(?:可否|能否|是否能|是否可以|是否支持|能不能)[^。\n]{0,40}?(?:训练|微调|跑|train|fine-?tun|finetun|lora|qlora|全参)|"
                        r"会\s*oom吗|会爆显存吗|will it (?:oom|fit)|"
                        r"enough|suffic|is it possible|can i (?:train|fine-?tune|finetune|do|run)|"
                        r"can .{0,40}(?:train|fine-?tune|finetune|run)\b|will it fit|does it fit|fit(?:s)? (?:on|in|into)|"

@@ -210,7 +210,8 @@ _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一�
 # "16*80G", "40GB × 8 cards", "48G *4", "A800*8张卡*80G": count x card size, either order
 _COUNT_BY_MEM = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,4})\s*[x×*]\s*(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
 _MEM_BY_COUNT = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,3})\s*(?:gib|gb|g)\s*[)）]?\s*[x×*]\s*(\d{1,4})(?![\d.])", re.I | re.A)
-_NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:张|块)?\s*(?:rtx\s*)?(?:" + G + r"|gpus?|卡)", re.I | re.A)
+_NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:[x×*]\s*)?(?:张|块)?\s*(?:rtx\s*)?(?:" + G + r"|gpus?|卡)",
+                            re.I | re.A)
 
 
 _NOT_MINE = re.compile(r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?"
@@ -364,7 +365,7 @@ def read_training(text: str, out: ProseReading) -> None:
     if batch and not _search(r"(?:global|全局|total|rollout|eval)[-_ ]?\s*batch", low[max(0, batch.start() - 10): batch.end()]):
         _set(out, "micro_batch", int(batch.group(1)), text[batch.start(): batch.end()])
 
-    if m := _search(r"(?:grad(?:ient)?[-_ ]?accum(?:ulation)?(?:[-_ ]?steps)?|梯度累积|梯度累加|accum(?:ulation)? steps?)"
+    if m := _search(r"(?:grad(?:ient)?[-_ ]?accum(?:ulation)?(?:[-_ ]?steps)?|梯度累积|梯度累加|accum(?:ulation)? steps?|\bga(?=\s*[=:]?\s*\d))"
                     r"\s*(?:of|is|=|:|为|是|设为)?\s*(\d{1,6})(?![\d.])", low):
         _set(out, "grad_accum_steps", int(m.group(1)), text[m.start(): m.end()])
     elif m := _search(r"(\d{1,5})\s*(?:步|steps?)\s*(?:的)?\s*(?:梯度累积|梯度累加|grad(?:ient)? accum)", low):
