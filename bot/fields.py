@@ -53,6 +53,9 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "float8": ("torchao float8 linears and float8 all-gathers.", ""),
     "mfu": ("Model FLOPs utilisation you assert for the step-time estimate.", "fraction 0..1"),
     "norm_impl": ("RMSNorm/LayerNorm kernel: eager PyTorch ops or one fused kernel (saves less for backward).", ""),
+    "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
+    "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
+    "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
 }
 
 

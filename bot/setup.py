@@ -35,6 +35,9 @@ LIMITS: dict[str, tuple[float, float]] = {
     "checkpoint_every": (1, 1000),
     "grad_accum_steps": (1, 65_536),
     "mfu": (0.01, 1.0),
+    "tensor_parallel": (1, 4096),
+    "pipeline_parallel": (1, 4096),
+    "context_parallel": (1, 4096),
 }
 
 
@@ -76,6 +79,11 @@ class TrainingSetup(BaseModel):
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
+    # Parallelism the calculator does not model: a stated degree > 1 is named in the estimate's
+    # ``not_modelled`` notices (figures then assume pure data parallelism), never silently dropped.
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    context_parallel: int | None = None
 
     def merged(self, newer: TrainingSetup) -> TrainingSetup:
         """This setup updated with every field ``newer`` states (for follow-up questions)."""

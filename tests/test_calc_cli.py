@@ -178,3 +178,11 @@ def test_several_nodes_without_a_link_exit_2_not_a_traceback():
                  "--inter-node", "none")
     assert result.exit_code == 2 and "inter_node_link: 2 nodes need a link" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_tensor_parallel_is_named_as_not_modelled():
+    result = run(*BASE, "--tensor-parallel", "4")
+    assert result.exit_code == 0, result.output
+    assert "not modelled: tensor parallelism" in result.stdout.replace("\n", " ")
+    data = json.loads(run(*BASE, "--tensor-parallel", "4", "--json").stdout)
+    assert len(data["not_modelled"]) == 1

@@ -209,3 +209,12 @@ def test_active_params_of_a_mixture_of_experts_model_drive_flops():
               active_params=model.params // 4)
     sparse = estimate(dataclasses.replace(resolved, model=moe))
     assert sparse.throughput["ddp"].tokens_per_s_per_gpu > 2 * dense.throughput["ddp"].tokens_per_s_per_gpu
+
+
+def test_parallelism_the_calculator_cannot_express_is_named():
+    e = est(tensor_parallel=8, pipeline_parallel=1, context_parallel=2)
+    assert len(e.not_modelled) == 2
+    assert any("tensor parallelism" in n and "degree 8" in n for n in e.not_modelled)
+    assert any("context" in n for n in e.not_modelled)
+    assert est().not_modelled == []
+    assert "tensor_parallel" in {p.field for p in check_setup(TrainingSetup(**BASE, tensor_parallel=0))}

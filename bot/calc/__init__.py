@@ -95,14 +95,15 @@ NOT_MODELLED_NOTICE = {
 
 
 def not_modelled(setup: TrainingSetup) -> list[str]:
-    """Named notices for what this setup states but the calculator does not model. Tensor,
-    context and pipeline parallelism have no setup fields yet; a stated degree > 1 (if a future
-    field carries one) is named here rather than silently ignored."""
+    """Named notices for what this setup states but the calculator does not model: a tensor,
+    context or pipeline parallel degree > 1 (``TrainingSetup.tensor_parallel`` etc.) is named
+    here rather than silently ignored."""
     notes = []
     for name, text in NOT_MODELLED_NOTICE.items():
         degree = getattr(setup, name, None)
         if degree and degree > 1:
-            notes.append(f"{text} (degree {degree}) is not modelled: figures assume pure data parallelism")
+            notes.append(f"{text}, degree {degree}, is not modelled: the figures assume pure data "
+                         "parallelism over all the GPUs")
     return notes
 
 

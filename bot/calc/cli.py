@@ -84,11 +84,15 @@ def _fail(problems: list[Problem]) -> None:
 @click.option("--float8/--no-float8", default=None, help="torchao float8 linears and all-gathers (default off).")
 @click.option("--norm-impl", type=click.Choice(["eager", "fused"]), help="RMSNorm/LayerNorm kernel (default eager).")
 @click.option("--mfu", type=float, help="Model FLOPs utilisation to assume (0-1); default: calibrated per GPU.")
+@click.option("--tensor-parallel", type=int, help="TP degree (not modelled; named in the output).")
+@click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
+@click.option("--context-parallel", type=int, help="CP degree (not modelled; named in the output).")
 @click.option("--json", "as_json", is_flag=True, help="Print a flat JSON object instead of tables.")
 def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, seq_len, micro_batch,
          precision, optimizer, finetune, lora_rank, activation_checkpointing, intra_node, inter_node,
          cpu_ram_gb, optimizer_impl, ddp_bucket_view, checkpointing_policy, checkpoint_every, torch_compile,
-         loss_impl, grad_accum_steps, lora_targets, base_dtype, float8, norm_impl, mfu, as_json):
+         loss_impl, grad_accum_steps, lora_targets, base_dtype, float8, norm_impl, mfu, tensor_parallel,
+         pipeline_parallel, context_parallel, as_json):
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
 
     Example: shardwise calc --model llama2-7b --gpu a100-80gb --gpus 8
@@ -106,7 +110,8 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
         optimizer_impl=optimizer_impl, ddp_bucket_view=ddp_bucket_view, checkpointing_policy=checkpointing_policy,
         checkpoint_every=checkpoint_every, torch_compile=torch_compile, loss_impl=loss_impl,
         grad_accum_steps=grad_accum_steps, lora_targets=lora_targets, base_dtype=base_dtype, float8=float8,
-        norm_impl=norm_impl, mfu=mfu,
+        norm_impl=norm_impl, mfu=mfu, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
+        context_parallel=context_parallel,
     )
     problems += check_setup(setup)
     if problems:
