@@ -359,6 +359,44 @@ def edited_setup(values: list[Any], stated: dict, shown: dict) -> tuple[dict, li
     return data, changed, problems
 
 
+MAX_CONFIG_BYTES = 2_000_000  # a config.json is a few KB
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def model_from_box(value: str | dict, name: str | None = None):
+    """The ``ModelSpec`` for what the model box holds when it is not a catalog name: a Hub id
+    (``org/name``, config only; offline it must be cached) or pasted ``config.json`` text, or an
+    uploaded config (a dict). ``None`` for a catalog name or plain text (the answer then says the
+    model is unknown). Raises ``ValueError`` with a message for a config it cannot read.
+    Never reads a server path: a web user's text is not a file name."""
+    from bot.catalog import UnknownNameError, lookup_model
+    from bot.catalog.hf_config import fetch_hub_config, model_from_hf_config
+
+    if isinstance(value, dict):
+        return model_from_hf_config(value, name)
+    text = (value or "").strip()
+    try:
+        lookup_model(text)
+        return None
+    except UnknownNameError:
+        pass
+    if text.startswith("{"):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ValueError("that is not a config.json (over 2 MB)")
+        return model_from_hf_config(json.loads(text), name)
+    if _HUB_ID.match(text):
+        return model_from_hf_config(fetch_hub_config(text), name or text)
+    return None
+
+
+def apply_model_config(data: dict, spec) -> str:
+    """Use a config's model: its parameter count (the calculator then takes a model of that size);
+    returns the line that says so."""
+    data.pop("model", None)
+    data["params_b"] = round(float(spec.params_b), 3)
+    return f"model from config: {spec.name}, {spec.params_b:.2f}B parameters"
+
+
 def setup_from_panel(values: list[Any]) -> TrainingSetup:
     """The panel's values as a whole setup (every non-empty field; a catalog model or GPU drops
     the size it defines). Raises pydantic's ValidationError for values of the wrong type."""
@@ -615,24 +653,60 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
     conv = store.get(request.session_hash if request else None)
     data, changed, problems = edited_setup(list(values), conv.stated, conv.shown)
     language = conv.answer["language"] if conv.answer else "en"
-    zh = language == "zh"
     if problems:
-        ex = Exchange(kind="edit", user_html="", payload=None)
-        ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + "; ".join(problems), ex.id,
-                                         kind="edit")
-        ex.answer_html = _error_html(language, "; ".join(problems), ex.id)
-        conv.add(ex)
-        return conv.messages()
+        return _refused_edit(conv, language, "; ".join(problems))
     if not changed and not force:
         return gr.skip()
     if not data:
         return gr.skip()
     shown = {k: data.get(k) for k in changed} if changed else data
-    ex = Exchange(kind="edit", user_html="", payload={"setup": data, "language": language})
+    note = None
+    if "model" in changed and data.get("model"):
+        try:
+            spec = model_from_box(data["model"])
+        except Exception as err:  # noqa: BLE001  (ConfigError, JSON errors, offline Hub: say why)
+            return _refused_edit(conv, language, f"model box: {err}")
+        if spec is not None:
+            note = apply_model_config(data, spec)
+            shown = {**{k: v for k, v in shown.items() if k != "model"}, "params_b": data["params_b"]}
+    return _add_edit(conv, data, language, shown, note)
+
+
+def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: str | None = None,
+              kind: str = "edit"):
+    zh = language == "zh"
+    ex = Exchange(kind=kind, user_html="", payload={"setup": data, "language": language})
     ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown), ex.id,
-                                     kind="edit")
+                                     kind=kind, note=note)
     conv.add(ex)
     return conv.messages()
+
+
+def _refused_edit(conv: Conversation, language: str, message: str):
+    ex = Exchange(kind="edit", user_html="", payload=None)
+    ex.user_html = user_message_html("（修改设置）" if language == "zh" else "(edited setup)", ex.id, kind="edit")
+    ex.answer_html = _error_html(language, message, ex.id)
+    conv.add(ex)
+    return conv.messages()
+
+
+def upload_config(request: gr.Request, path: str | None):
+    """An uploaded config.json: answer for that model with the rest of the setup as stated."""
+    conv = store.get(request.session_hash if request else None)
+    language = conv.answer["language"] if conv.answer else "en"
+    if not path:
+        return gr.skip()
+    try:
+        file = Path(path)
+        if file.stat().st_size > MAX_CONFIG_BYTES:
+            raise ValueError("that is not a config.json (over 2 MB)")
+        spec = model_from_box(json.loads(file.read_text(encoding="utf-8", errors="replace")),
+                              name=None)
+    except Exception as err:  # noqa: BLE001
+        return _refused_edit(conv, language, f"config.json: {err}")
+    data = dict(conv.stated)
+    note = apply_model_config(data, spec)
+    return _add_edit(conv, data, language, {"params_b": data["params_b"]}, note)
 
 
 def open_link(request: gr.Request):
@@ -861,7 +935,12 @@ def build_demo():
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
                     fields = _panel_components(list_models(), list_gpus())
-                    again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
+                    with gr.Row():
+                        again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
+                        upload = gr.UploadButton("Model from config.json", file_types=[".json"],
+                                                 type="filepath", elem_id="sw-config")
+                    gr.Markdown("The model box also takes a Hub id (`org/name`, config only; offline it must "
+                                "be cached) or pasted `config.json` text.", elem_id="sw-model-help")
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
@@ -879,6 +958,7 @@ def build_demo():
             answered(trigger(submit_message, [msg], [chat, msg, hint], **fast))
         answered(chat.example_select(pick_example, None, [chat, msg, hint], **fast))
         answered(again.click(submit_edit_button, fields, [chat], **fast))
+        answered(upload.upload(upload_config, [upload], [chat], **fast))
         for comp in fields:  # choices re-answer at once; numbers on Enter or the button
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
             answered(event(submit_edit, fields, [chat], **fast))

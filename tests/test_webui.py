@@ -310,3 +310,32 @@ def test_plotly_chart_has_hover_with_gib_and_source_and_readable_ticks():
     assert fig.layout.xaxis.tickfont.size >= 12
     assert "82.9 GiB" in fig.data[0].x[0]  # each total sits under its bar, not on the capacity line
     assert "recommended" in webui.chart_summary(_answer())
+
+
+# -- the model box: Hub id or config.json --------------------------------------------------------
+
+LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32000,
+                "max_position_embeddings": 4096, "tie_word_embeddings": False}
+
+
+def test_model_box_takes_pasted_config_json_and_never_a_server_path(tmp_path):
+    import json
+
+    spec = webui.model_from_box(json.dumps(LLAMA_CONFIG))
+    assert spec is not None and 6.5 < spec.params_b < 7.0  # Llama-2-7B's shape
+    data = {"model": "{...}", "gpu_count": 8}
+    note = webui.apply_model_config(data, spec)
+    assert "model" not in data and data["params_b"] == round(spec.params_b, 3) and "B parameters" in note
+    secret = tmp_path / "config.json"
+    secret.write_text(json.dumps(LLAMA_CONFIG))
+    assert webui.model_from_box(str(secret)) is None  # a path typed on the page is not read
+    assert webui.model_from_box("Llama-2-7B") is None  # catalog names stay names
+
+
+def test_model_box_hub_id_offline_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("SHARDWISE_DATA_DIR", str(tmp_path))
+    with pytest.raises(Exception) as err:
+        webui.model_from_box("some-org/never-cached-model")
+    assert "config" in str(err.value).lower()

@@ -477,3 +477,24 @@ def test_enter_sends_the_question(desktop):
     desktop.page.fill("#sw-msg textarea", LLAMA)
     desktop.page.press("#sw-msg textarea", "Enter")
     assert any(name in desktop.wait_answers(1)[-1] for name in STRATEGY_NAMES)
+
+
+@pytest.mark.browser
+def test_model_from_an_uploaded_config_json(desktop, tmp_path):
+    """Beyond: the model comes from an uploaded config.json (its parameter count answers)."""
+    import json
+
+    tab, page = desktop, desktop.page
+    tab.ask(GPT2XL)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({  # Llama-2-7B's shape
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "tie_word_embeddings": False, "_name_or_path": "my-org/my-7b"}))
+    before = len(tab.bot_messages())
+    page.locator("input[type=file]").first.set_input_files(str(config))
+    answer = tab.wait_answers(before + 1)[-1]
+    assert "my-org/my-7b" in tab.user_messages()[-1] and "6.74B" in tab.user_messages()[-1]
+    assert any(name in answer for name in STRATEGY_NAMES), answer[:300]
+    assert tab.field("params_b") == "6.738"
+    tab.assert_clean()
