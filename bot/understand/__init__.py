@@ -4,6 +4,13 @@ This package owns reading text — prose in Chinese or English, pasted configs a
 error logs — into a ``TrainingSetup`` whose every field carries its provenance, an intent, the
 topics asked about and facts observed in logs. ``bot.parse.parse_conversation`` returns a
 ``Parsed`` that carries these (the types below are the contract the pipeline consumes).
+
+Modules (each one concern; ``reader.read_turn`` runs them in this order):
+``text`` (cleaning, caps, refused digit runs), ``logs`` (CUDA OOM, nvidia-smi, DeepSpeed estimates),
+``config`` (YAML/JSON/TOML/CLI/env keys), ``spans`` (catalog card and model names), ``prose``
+(zh/en sentences: roles of figures, counts, negations), ``intent`` (intent, topics, compared
+strategies), ``summary`` (the read-back line). Measured on ``evals/parse_corpus.jsonl`` by
+``python -m evals.bench_parse``.
 """
 
 from __future__ import annotations
