@@ -236,8 +236,13 @@ _YES_CELL = {"yes", "是", "能", "✓", "✅", "y", "true"}
 _NO_CELL = {"no", "否", "不能", "✗", "❌", "n", "false"}
 
 
-def _table_claims(lines: list[str]) -> list[tuple[str, bool]]:
-    """(strategy, fits) from markdown table rows whose header has a "fits" column."""
+# Words that make a verdict about a variant of the setup (the answer's ``<variant>.memory.*`` keys):
+# "FSDP full shard + checkpointing fits", "开了重计算后放得下".
+_VARIANT_WORDS = re.compile(r"checkpointing|checkpoint|lora|qlora|bucket|fused|offload|重计算|检查点|梯度检查|卸载")
+
+
+def _table_claims(lines: list[str]) -> list[tuple[str, bool, bool]]:
+    """(strategy, fits, variant row?) from markdown table rows whose header has a "fits" column."""
     out, column = [], None
     for line in lines:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -250,15 +255,15 @@ def _table_claims(lines: list[str]) -> list[tuple[str, bool]]:
             continue
         mentions = _mentions(cells[0])
         if mentions and cells[column] in _YES_CELL | _NO_CELL:
-            out.append((mentions[0][2], cells[column] in _YES_CELL))
+            out.append((mentions[0][2], cells[column] in _YES_CELL, bool(_VARIANT_WORDS.search(cells[0]))))
     return out
 
 
-def fits_claims(text: str) -> list[tuple[str, bool]]:
-    """(strategy id, fits?) for each fits verdict the text states about the setup as asked: a
-    table's fits column, or a verdict tied to the strategy named before it in the same sentence
-    (or, if none, the one right after it). Quotes and conditional sentences are what-ifs."""
-    out: list[tuple[str, bool]] = []
+def fits_claims(text: str) -> list[tuple[str, bool, bool]]:
+    """(strategy id, fits?, about a variant?) for each fits verdict the text states: a table's
+    fits column, or a verdict whose subject is the strategy named before it in the same sentence.
+    Quotes, conditional sentences and verdicts with no strategy before them are not claims."""
+    out: list[tuple[str, bool, bool]] = []
     lowered = _QUOTED.sub(" ", prose(text).lower())
     rows, body = [], []
     for line in lowered.splitlines():
@@ -268,10 +273,11 @@ def fits_claims(text: str) -> list[tuple[str, bool]]:
         mentions = _mentions(sentence)
         if not mentions or _CONDITIONAL.search(sentence):
             continue
+        variant = bool(_VARIANT_WORDS.search(sentence))
         for verdict in _FITS_RE.finditer(sentence):
             before = [m for m in mentions if m[1] <= verdict.start()]
-            owner = before[-1] if before else min(mentions, key=lambda m: m[0])
-            out.append((owner[2], verdict.group("yes") is not None))
+            if before:
+                out.append((before[-1][2], verdict.group("yes") is not None, variant))
     return out
 
 
@@ -287,9 +293,15 @@ def _strategy_problems(text: str, answer: Answer) -> list[str]:
         said = {m[2] for m in _mentions(prose(text).lower())}
         if not any(_same(named, chosen) for named in said):
             problems.append(f"never names the recommended strategy {chosen}")
-    for named, fits in fits_claims(text):
-        verdicts = [v for k, v in answer.numbers.items()
-                    if k.startswith("memory.") and k.endswith(".fits") and _same(named, k.split(".")[1])]
+    # The setup as asked is ``memory.<s>.fits``; the configuration the answer chose may be a
+    # variant of it (``ckpt.memory.<s>.fits``); a sentence naming a variant (checkpointing, LoRA,
+    # ...) may state any variant's verdict. Any other verdict contradicts the calculator.
+    chosen = next((row.variant for row in answer.sections.table if row.chosen and row.variant), "")
+    plain_prefixes = ("memory.", f"{chosen}.memory.") if chosen else ("memory.",)
+    for named, fits, variant in fits_claims(text):
+        verdicts = [v for k, v in answer.numbers.items() if k.endswith(".fits")
+                    and (k.startswith(plain_prefixes) or (variant and ".memory." in k))
+                    and _same(named, k.split(".")[-2])]
         if verdicts and fits not in verdicts:
             problems.append(f"says {named} {'fits' if fits else 'does not fit'}, the calculator says otherwise")
             break

@@ -1,0 +1,510 @@
+"""Reliability under hostile input and failing dependencies (issue 17), in bounded loops on loopback.
+
+    .venv/bin/python evals/bench_reliability.py [--quick] [--only fuzz,slack,faults,mcp,kills,store]
+
+What it measures, and what passing means:
+- fuzz:   >= 10,000 generated questions (setup prose with random values, token soups, random
+          Unicode, long digit runs, 100 KB inputs) through ``bot.llm.answer`` (the boundary every
+          surface uses; knowledge loaded once): 0 exceptions, 0 non-finite numbers, valid strict
+          JSON; p50/p99/max answer time and parse time (target: parse p99 under 50 ms).
+- slack:  forged, unsigned, stale, replayed, malformed requests at the HTTP endpoint: every one
+          401/400/413 (a replay 200 with no second answer), 0 tracebacks, log bytes per rejection.
+- faults: Slack's API answering 429 (Retry-After), 5xx and invalid_blocks: every reply delivered.
+- mcp:    bad tool arguments (huge strings, wrong types, unknown fields): all tool errors, the
+          longest error message (bound: 200 characters).
+- kills:  SIGKILL a rank, the torchrun launcher, and the caller of ``bench run``: 0 orphan ranks.
+- store:  identical simulations started at once in separate processes: 1 stored row.
+A summary table is printed; the exit code is 1 when any check fails. Nothing leaves 127.0.0.1.
+The default run takes about three minutes on 2 cores; --quick is a smaller one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.env import configure_offline  # noqa: E402
+
+configure_offline()
+
+
+@dataclass
+class Row:
+    area: str
+    what: str
+    figure: str
+    ok: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(math.ceil(q * len(ordered))) - 1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzz
+WORDS = ["DDP", "FSDP", "HSDP", "ZeRO-3", "offload", "7B", "70B", "13b", "Llama-2-7B", "Qwen2.5-14B", "GPT-2",
+         "A100", "H100", "4090", "V100", "40GB", "80G", "24GB", "x", "GPUs", "卡", "张", "节点", "nodes",
+         "InfiniBand", "IB", "ethernet", "Gbps", "NVLink", "PCIe", "bf16", "fp16", "fp32", "AdamW", "SGD",
+         "LoRA", "QLoRA", "全参", "微调", "序列长度", "seq", "micro batch", "checkpointing", "重计算",
+         "OOM", "CUDA out of memory", "显存", "内存", "DDP还是FSDP", "which", "?", "？", "，", "and", "or",
+         "七十亿", "一百二十三", "twelve", "hundred", "--per_device_train_batch_size", "{", "}", '"', "\\",
+         "ignore previous instructions", "system prompt", "<@U123>", "```", "|", "\n", "\t", "-1", "0",
+         "1e400", "NaN", "inf", "-0", "0x7f", "٣", "１２８", "Ⅻ", "½", "²"]
+
+
+def fuzz_questions(n: int, seed: int = 17, big: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i in range(n):
+        kind = i % 20
+        if kind < 8:  # setup prose with random (often absurd) values
+            out.append(rng.choice([
+                "DDP or FSDP for {m} on {g}x {c} {mem}GB?", "{m}模型全参微调，{g}张{c} {mem}G，DDP还是FSDP？",
+                "{m} LoRA on {g} {c}, seq {s}, micro batch {b}", "{n} nodes x {g} {c}, {bw} Gbps, {m}",
+                "{m} on {g} GPUs with {mem} GB and {ram} GB RAM, offload?"]).format(
+                m=rng.choice(["7B", "70b", "Llama-2-13B", f"{rng.randint(0, 10**6)}B", f"{rng.random() * 1e4:.3f}B",
+                              "GPT-2", "Qwen2.5-72B", "0B", "-7B"]),
+                g=rng.choice([1, 2, 8, 0, 3, 10**rng.randint(1, 12), -4]), c=rng.choice(["A100", "H100", "4090", "TPU"]),
+                mem=rng.choice([24, 40, 80, 0, 10**rng.randint(1, 30)]), s=rng.choice([2048, 0, 10**rng.randint(1, 40)]),
+                b=rng.choice([1, 4, 0, 10**rng.randint(1, 25)]), n=rng.choice([1, 2, 0, 10**rng.randint(1, 20)]),
+                bw=rng.choice([100, 0.5, 10**rng.randint(1, 30)]), ram=rng.choice([64, 10**rng.randint(1, 30)])))
+        elif kind < 15:  # token soup
+            out.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40))))
+        elif kind < 17:  # random Unicode (CJK, Cyrillic, symbols, controls)
+            out.append("".join(chr(rng.choice([rng.randint(1, 0x7F), rng.randint(0x4E00, 0x9FFF),
+                                               rng.randint(0x400, 0x4FF), rng.randint(0x2000, 0x2BFF),
+                                               rng.randint(0xFF00, 0xFFEF)])) for _ in range(rng.randint(1, 400))))
+        elif kind < 19:  # long digit runs in setup positions
+            digits = "9" * rng.choice([50, 400, 2000, 5000])
+            out.append(rng.choice([f"7B on {digits} A100", f"{digits}B model", f"{digits}B on 8x A100 40GB",
+                                   f"7B on 8x A100 {digits}GB", f"seq {digits} micro batch {digits}"]))
+        else:  # empty-ish
+            out.append(rng.choice(["", " ", "?", "\n\n", "DDP", "FSDP？", "[1]", "0"]))
+    for j in range(big):  # 100 KB inputs
+        rng2 = random.Random(seed + j)
+        if j % 3 == 0:
+            out.append("".join(rng2.choice(WORDS) + " " for _ in range(20_000))[:100_000])
+        elif j % 3 == 1:
+            out.append("".join(chr(rng2.randint(0x4E00, 0x9FFF)) for _ in range(100_000)))
+        else:
+            out.append("7B on 8 A100 " + "1" * 100_000)
+    return out
+
+
+def run_fuzz(n: int, big: int, budget_s: float) -> list[Row]:
+    """Every question through ``answer()``; parse time measured on its own for every fourth.
+    Stops at ``budget_s`` (checked between questions) and says so: a slow parser fails the row."""
+    from bot.llm import answer, non_finite_paths
+    from bot.parse import parse_conversation
+
+    answer("DDP or FSDP for 7B on 8x A100 40GB?", use_llm=False)  # knowledge and catalogs, loaded once
+    questions = fuzz_questions(n, big=0)
+    for j, q in enumerate(fuzz_questions(0, big=big)):  # the 100 KB inputs, spread through the run
+        questions.insert((j + 1) * len(questions) // (big + 1), q)
+    exceptions, non_finite, bad_json, errors = [], 0, 0, 0
+    times, parse_times, slow = [], [], []
+    started = time.perf_counter()
+    done = 0
+    for i, q in enumerate(questions):
+        if time.perf_counter() - started > budget_s:
+            break
+        if i % 4 == 0:
+            t0 = time.perf_counter()
+            try:
+                parse_conversation(q)
+            except Exception:  # noqa: BLE001, S110  (answer() below reports it; this only times)
+                pass
+            parse_times.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        try:
+            ans = answer(q, use_llm=False)
+        except Exception as err:  # noqa: BLE001  (the measurement)
+            exceptions.append(f"{type(err).__name__}: {q[:60]!r}")
+            continue
+        finally:
+            done += 1
+        t2 = time.perf_counter()
+        times.append(t2 - t1)
+        if t2 - t1 > 1.0:
+            slow.append(f"{t2 - t1:.1f}s for {len(q):,} chars {q[:30]!r}")
+        dumped = ans.model_dump()
+        if non_finite_paths(dumped):
+            non_finite += 1
+        try:
+            json.dumps(dumped, allow_nan=False)
+        except ValueError:
+            bad_json += 1
+        errors += ans.status == "error"
+    total = time.perf_counter() - started
+    p99_parse = _pct(parse_times, 0.99) * 1000
+    finished = done == len(questions)
+    reached_big = sum(len(q) >= 100_000 for q in questions[:done])
+    return [
+        Row("fuzz", f"{len(questions):,} questions ({big} of 100 KB) through answer()",
+            f"{len(exceptions)} exceptions, {non_finite} non-finite, {bad_json} invalid JSON", not exceptions
+            and not non_finite and not bad_json, exceptions[:3]),
+        Row("fuzz", f"finished within the {budget_s:.0f} s budget",
+            "yes" if finished else f"stopped after {done:,} questions ({reached_big} of 100 KB)", finished,
+            [] if finished else ["slow inputs below; parsing them is the understanding engineer's item"]),
+        Row("fuzz", "internal failures caught at the boundary (status=error)", f"{errors}", True,
+            ["each logged with its traceback; the cause is in the parser or setup checks"] if errors else []),
+        Row("fuzz", "answer time p50 / p99 / max", f"{_pct(times, .5) * 1000:.1f} / {_pct(times, .99) * 1000:.1f} / "
+            f"{max(times) * 1000:.0f} ms ({total:.0f} s total)", True, slow[:3]),
+        Row("fuzz", "parse time p99 (target < 50 ms)", f"{p99_parse:.1f} ms (max {max(parse_times) * 1000:.0f} ms)",
+            p99_parse < 50, []),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Slack: hostile requests and API faults
+TOKEN = "xoxb-0000-1111-reliabilitytoken"
+SECRET = "reliability-signing-secret-000"
+CHANNEL = "C0RELIAB"
+
+
+def _sample_answer(question: str):
+    from bot.answer import Answer, Recommendation
+
+    return Answer(language="en", recommendation=Recommendation(strategy="fsdp_full_shard", why=["fits [1]"]),
+                  numbers={"memory.fsdp_full_shard.total_gib": 21.3, "memory.fsdp_full_shard.fits": True},
+                  text=f"**Use FSDP full shard** for: {question[:50]}")
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s").format(record))
+
+
+def run_slack(rounds: int) -> list[Row]:
+    from bot.slack_app import build_slack_app
+    from tests.slack_mock import SlackMock, event_body, mention, running_bot, sign
+    from tests.slack_mock import post as slack_post
+
+    answered: list[str] = []
+    capture = _Capture()
+    root = logging.getLogger()
+    root.addHandler(capture)
+    levels = {name: logging.getLogger(name).level for name in ("", "shardwise", "slack_bolt", "slack_sdk")}
+    for name in levels:  # what a deployed bot logs (INFO), to measure what a rejection adds
+        logging.getLogger(name).setLevel(logging.INFO)
+    statuses: dict[str, list[int]] = {}
+    try:
+        with SlackMock() as slack:
+            app = build_slack_app(ask_fn=lambda q, history=None: answered.append(q) or _sample_answer(q),
+                                  token=TOKEN, signing_secret=SECRET, api_url=slack.api_url)
+            with running_bot(app) as url:
+                now = int(time.time())
+                big = json.dumps({"type": "event_callback", "padding": "A" * ((1 << 20) - 100)})
+                garbage = "\x00\xff{{{ not json" * 100
+
+                def case(name, body, **kwargs):
+                    status, _ = slack_post(url, body, secret=SECRET, **kwargs)
+                    statuses.setdefault(name, []).append(status)
+
+                for i in range(rounds):
+                    body = event_body(mention(f"q{i}", CHANNEL, ts=f"1700000{i:03d}.000100"), event_id=f"EvR{i}")
+                    case("forged signature", body, signature="v0=" + "0" * 64)
+                    case("unsigned", body, signature=None)
+                    case("stale (10 min)", body, timestamp=now - 600, signature=sign(body, now - 600, SECRET))
+                    case("wrong secret", body, signature=sign(body, now, "other-secret"), timestamp=now)
+                    case("tampered body", body.replace(f"q{i}", "leak"), timestamp=now,
+                         signature=sign(body, now, SECRET))
+                    case("non-numeric timestamp", garbage, timestamp="yesterday", signature="v0=" + "1" * 64)
+                    case("garbage, unsigned", garbage, signature=None)
+                    case("1 MiB forged", big, signature="v0=" + "2" * 64)
+                    form = urllib.parse.urlencode({"command": "/shardwise", "text": f"replay {i}", "user_id": "U1",
+                                                   "channel_id": CHANNEL, "team_id": "T1",
+                                                   "response_url": slack.response_url(f"r{i}")})
+                    signature = sign(form, now, SECRET)
+                    for _ in range(3):  # the first is answered, the replays are not
+                        case("signed slash command x3", form, timestamp=now, signature=signature,
+                             content_type="application/x-www-form-urlencoded")
+                slack.wait_for("response", rounds, timeout=20)
+                time.sleep(0.5)
+                responses = len(slack.calls_to("response"))
+    finally:
+        root.removeHandler(capture)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    rejected = {k: v for k, v in statuses.items() if k != "signed slash command x3"}
+    all_rejected = all(s in (400, 401, 413) for v in rejected.values() for s in v)
+    tracebacks = sum("Traceback" in line for line in capture.lines)
+    reject_lines = [line for line in capture.lines if "rejected Slack request" in line]
+    n_rejected = sum(len(v) for v in rejected.values())
+    bytes_per = sum(len(line) + 1 for line in reject_lines) / max(n_rejected, 1)
+    body_leaked = any("AAAAAAAAAA" in line or "not json" in line for line in capture.lines)
+    codes = ", ".join(f"{k}: {sorted(set(v))}" for k, v in rejected.items())
+    leaked_answers = [q for q in answered if not q.startswith("replay")]
+    return [
+        Row("slack", f"{n_rejected} forged/stale/malformed requests", "all 401/400/413" if all_rejected else codes,
+            all_rejected and not leaked_answers, [codes]),
+        Row("slack", f"{rounds} signed slash commands, each replayed twice", f"{responses} answers "
+            f"({len(answered)} asked)", responses == rounds and len(answered) == rounds, []),
+        Row("slack", "tracebacks in the log", str(tracebacks), tracebacks == 0, []),
+        Row("slack", "log growth per rejected request", f"{bytes_per:.0f} bytes (one line, no body)",
+            bytes_per < 300 and not body_leaked, []),
+    ]
+
+
+def run_faults(rounds: int) -> list[Row]:
+    from bot import slack_app
+    from bot.slack_app import build_slack_app
+    from tests.slack_mock import SlackMock, event_body, mention, running_bot
+    from tests.slack_mock import post as slack_post
+
+    rows = []
+    faults = {
+        "429 with Retry-After: 1": (429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}),
+        "503 (HTML body)": (503, "<html>Service Unavailable</html>", {}),
+        "500 internal_error": (500, {"ok": False, "error": "internal_error"}, {}),
+        "invalid_blocks": (200, {"ok": False, "error": "invalid_blocks"}, {}),
+    }
+    real_sleep = slack_app._sleep
+    for name, fault in faults.items():
+        delivered, waited, plain = 0, [], 0
+        with SlackMock() as slack:
+            app = build_slack_app(ask_fn=lambda q, history=None: _sample_answer(q), token=TOKEN,
+                                  signing_secret=SECRET, api_url=slack.api_url)
+            # 5xx backoff is 1, 2, 4 s; timed for real only for 429 (the Retry-After is what is measured)
+            if not name.startswith("429"):
+                slack_app._sleep = lambda s, waited=waited: (waited.append(s), real_sleep(0.01))
+            try:
+                with running_bot(app) as url:
+                    for i in range(rounds):
+                        slack.faults["chat.postMessage"] = [fault, fault] if name.startswith("5") else [fault]
+                        body = event_body(mention(f"fault {i}", CHANNEL, ts=f"1700001{i:03d}.000100"),
+                                          event_id=f"EvF{name[:3]}{i}")
+                        slack_post(url, body, secret=SECRET)
+                        deadline = time.monotonic() + 15
+                        while len(slack.delivered()) < i + 1 and time.monotonic() < deadline:
+                            time.sleep(0.05)
+                    delivered = len(slack.delivered())
+                    plain = sum("blocks" not in c.params for c in slack.delivered())
+                    calls = slack.calls_to("chat.postMessage")
+                    gaps = [b.at - a.at for a, b in zip(calls, calls[1:], strict=False) if a.faulted and not b.faulted]
+            finally:
+                slack_app._sleep = real_sleep
+        note = f"retried after {min(gaps):.2f}-{max(gaps):.2f} s" if name.startswith("429") and gaps else (
+            f"backoff {sorted(set(waited))} s" if waited else (f"{plain} sent as plain text" if plain else ""))
+        rows.append(Row("faults", f"chat.postMessage answers {name} ({rounds} replies)",
+                        f"{delivered}/{rounds} delivered", delivered == rounds, [note] if note else []))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# MCP bad arguments
+def mcp_bad_arguments(n: int, seed: int = 5) -> list[tuple[str, dict]]:
+    rng = random.Random(seed)
+    huge = ["M" * 1_000_000, "名" * 100_000, "x" * 5000, "\x00" * 1000]
+    junk = [True, False, "yes", "8", "", None, -1, 0, 1e308, -1e308, [], {}, [1, 2], {"a": 1}, "∞", 2**70]
+    cases: list[tuple[str, dict]] = []
+    fields = ["model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch",
+              "activation_checkpointing", "precision", "inter_node_gbps", "cpu_ram_gb", "mfu"]
+    for i in range(n):
+        which = i % 4
+        if which == 0:
+            args = {"params_b": 7, "gpu_memory_gb": 40, "gpu_count": 8}
+            args[rng.choice(fields)] = rng.choice(junk + huge)
+            cases.append(("estimate_memory", args))
+        elif which == 1:
+            cases.append(("estimate_memory", {rng.choice(fields + ["bogus", "Model", "gpuCount"]):
+                                              rng.choice(huge + junk) for _ in range(3)} | {"zzz_" + "k" * 3000: 1}))
+        elif which == 2:
+            cases.append(("simulate_memory", {"model": rng.choice(huge + ["tiny", "GPT-2"]), "gpu_count": rng.choice(junk),
+                                              "strategy": rng.choice(["zero9", "ddp" * 1000, True])}))
+        else:
+            cases.append(rng.choice([("ask", {"question": rng.choice(["Q" * 30_000, 123, None, ["a"]])}),
+                                     ("ask", {"question": "hi", "history": [{"role": "system", "content": "x"}] * 60}),
+                                     ("search_knowledge", {"query": "q" * 10_000, "k": rng.choice(junk)}),
+                                     ("no_such_tool", {"x": "y" * 5000})]))
+    return cases
+
+
+def run_mcp(n: int) -> list[Row]:
+    import anyio
+    from mcp import Client
+
+    from bot.mcp_server import MAX_ERROR_CHARS, build_mcp_server
+
+    cases = mcp_bad_arguments(n)
+    server = build_mcp_server(ask_fn=lambda q, history=None: _sample_answer(q))
+    results: list[tuple[bool, int]] = []
+
+    async def go():
+        async with Client(server) as client:
+            for tool, arguments in cases:
+                try:
+                    result = await client.call_tool(tool, arguments)
+                    text = result.content[0].text if result.content else ""
+                    results.append((bool(result.is_error), len(text)))
+                except Exception as err:  # noqa: BLE001  (a protocol error is bounded too)
+                    results.append((True, len(str(err))))
+
+    started = time.perf_counter()
+    anyio.run(go)
+    longest = max((length for is_error, length in results if is_error), default=0)
+    accepted = sum(not is_error for is_error, _ in results)  # e.g. model "" (not stated): valid after all
+    return [Row("mcp", f"{len(cases)} calls with bad arguments", f"{len(cases) - accepted} tool errors, longest "
+                f"{longest} chars ({time.perf_counter() - started:.1f} s)", longest <= MAX_ERROR_CHARS,
+                [f"{accepted} generated calls were valid (e.g. an empty model name) and answered"] if accepted else [])]
+
+
+# ---------------------------------------------------------------------------------------------
+# kills and the store
+def _workers(marker: str) -> int:
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        count += marker in text and "bot.bench.worker" in text and "torch.distributed.run" not in text
+    return count
+
+
+def _kill_case(victim: str, data: Path) -> tuple[int, str]:
+    """Start a long tiny-model DDP run, SIGKILL ``victim`` (rank0, rank1, launcher, caller);
+    returns (ranks left after 20 s, the run's error line)."""
+    import signal
+
+    from bot.bench.run import live_ranks
+
+    env = {**os.environ, "SHARDWISE_DATA_DIR": str(data)}
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "bench", "run", "--strategies", "ddp", "--steps",
+                             "1000", "--seq-len", "32", "--micro-batch", "1", "--timeout", "120"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 90
+    workdir, ranks = None, {}
+    while time.monotonic() < deadline and len(ranks) < 2:
+        for candidate in data.glob("bench-runs/*/ddp"):
+            workdir, ranks = candidate, live_ranks(candidate)
+        time.sleep(0.2)
+    if len(ranks) < 2:
+        proc.kill()
+        return -1, "ranks never started"
+    time.sleep(1.0)
+    if victim.startswith("rank"):
+        os.kill(ranks[int(victim[4:])], signal.SIGKILL)
+    elif victim == "launcher":
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text.split(" ")[1:3] == ["-m", "torch.distributed.run"] and str(workdir) in text:
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+    else:
+        proc.kill()
+    try:
+        output = proc.communicate(timeout=60)[0] or ""
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output = ""
+    deadline = time.monotonic() + 20
+    while _workers(str(data)) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    line = next((x for x in output.splitlines() if "failed" in x or "killed" in x), "")
+    return _workers(str(data)), line.replace("Error: ", "")[:110]
+
+
+def run_kills(quick: bool) -> list[Row]:
+    rows = []
+    victims = ["rank1", "launcher"] if quick else ["rank1", "rank0", "launcher", "caller"]
+    for victim in victims:
+        with tempfile.TemporaryDirectory(prefix="sw-rel-kill-") as tmp:
+            left, line = _kill_case(victim, Path(tmp))
+        named = victim == "caller" or (f"rank {victim[4:]} failed" in line if victim.startswith("rank")
+                                       else "launcher was killed" in line)
+        rows.append(Row("kills", f"SIGKILL the {victim} of a 2-rank DDP run", f"{left} orphan ranks",
+                        left == 0 and named, [line] if line else []))
+    return rows
+
+
+def run_store(copies: int) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="sw-rel-store-") as tmp:
+        env = {**os.environ, "SHARDWISE_DATA_DIR": tmp}
+        cmd = [sys.executable, "-m", "bot.cli", "bench", "simulate", "--model", "tiny", "--gpus", "2",
+               "--strategy", "ddp", "--seq-len", "32", "--json"]
+        started = time.perf_counter()
+        procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(copies)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        ids = {json.loads(o)["run_id"] for o, _ in outs if o.strip().startswith("{")}
+        from bot.bench.store import ResultStore
+
+        rows = ResultStore(Path(tmp) / "bench.sqlite").list(kind="simulate")
+    return [Row("store", f"{copies} identical simulations at once", f"{len(rows)} stored row(s), {len(ids)} id(s) "
+                f"returned ({time.perf_counter() - started:.0f} s)", len(rows) == 1 and len(ids) == 1, [])]
+
+
+# ---------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run (about a minute)")
+    parser.add_argument("--only", default="fuzz,slack,faults,mcp,kills,store",
+                        help="comma-separated parts to run")
+    args = parser.parse_args(argv)
+    parts = set(args.only.split(","))
+    os.environ.setdefault("SHARDWISE_DATA_DIR", str(Path(tempfile.gettempdir()) / "shardwise-reliability"))
+    logging.basicConfig(level=logging.CRITICAL)  # the fuzz logs caught errors; the table says how many
+    logging.getLogger().setLevel(logging.CRITICAL)
+    for noisy in ("mcp", "httpx", "shardwise", "bot", "slack_bolt", "slack_sdk"):
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    rows: list[Row] = []
+    started = time.perf_counter()
+    plan = [
+        ("fuzz", lambda: run_fuzz(1_000 if args.quick else 10_000, 1 if args.quick else 3,
+                                  30 if args.quick else 120)),
+        ("slack", lambda: run_slack(5 if args.quick else 20)),
+        ("faults", lambda: run_faults(2 if args.quick else 3)),
+        ("mcp", lambda: run_mcp(40 if args.quick else 120)),
+        ("kills", lambda: run_kills(args.quick)),
+        ("store", lambda: run_store(2 if args.quick else 3)),
+    ]
+    for name, fn in plan:
+        if name not in parts:
+            continue
+        t0 = time.perf_counter()
+        try:
+            got = fn()
+        except Exception as err:  # noqa: BLE001  (a broken part is a failed row, not a crash)
+            got = [Row(name, "part crashed", f"{type(err).__name__}: {str(err)[:80]}", False, [])]
+        rows += got
+        print(f"# {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    width = max(len(r.what) for r in rows)
+    print(f"\n{'area':<7} {'check':<{width}}  {'result':<58} ok")
+    print(f"{'-' * 7} {'-' * width}  {'-' * 58} --")
+    for r in rows:
+        print(f"{r.area:<7} {r.what:<{width}}  {r.figure:<58} {'yes' if r.ok else 'NO'}")
+        for note in r.notes:
+            if note:
+                print(f"{'':<7} {'':<{width}}    {note}")
+    failed = [r for r in rows if not r.ok]
+    print(f"\n{len(rows) - len(failed)}/{len(rows)} checks pass; {time.perf_counter() - started:.0f} s in all")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
