@@ -25,7 +25,7 @@ def ask(questions: tuple[str, ...], as_json: bool, llm: bool | None) -> None:
                                "shardwise ask \"DDP or FSDP for a 7B model on 8x A100 40GB?\"")
     from bot.env import configure_runtime
 
-    configure_runtime(threads=None)
+    configure_runtime(threads=None, level=logging.WARNING)  # stderr: warnings only, secrets redacted
     try:
         _ask(question, history, as_json, llm)
     except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):

@@ -4,13 +4,19 @@ What it owns:
 - ``build_slack_app``: a slack_bolt ``App`` answering ``app_mention`` events, direct messages and
   the ``/shardwise <question>`` slash command. Replies go in a thread; a follow-up inside a
   thread sends the thread's earlier messages (``conversations.replies``) to ``ask`` as history.
-- ``answer_message``: an ``Answer`` rendered as Block Kit (recommendation, per-GPU memory table,
-  what the forum said, sources as context links) with a plain-text fallback.
+- ``answer_message``: an ``Answer`` rendered as Block Kit from its structured ``sections``
+  (headline, setup as read, table, reasons, forum verdicts, what-ifs, how-to, questions; the older
+  text-based layout when an answer has none) with a plain-text fallback.
 - Slack's delivery rules: acknowledge within 3 s and answer on a worker thread (bolt's
   ``process_before_response=False``); a retried or duplicated event is answered once
   (``RecentKeys`` on ``event_id`` and on the message's channel+ts).
-- Secrets: request signatures are checked by bolt before anything runs (forged, unsigned or
-  stale requests get 401); ``SecretRedactor`` strips tokens from logs and from outgoing text.
+- Hostile requests: ``wsgi_app`` verifies the signature before anything parses the body (401 for
+  unsigned, forged or stale requests, 400 for a malformed timestamp, 413 over 1 MiB), logs one
+  line per rejection (never the body), and drops a replayed signed slash command.
+- Delivery: ``deliver``/``respond_reliably`` retry chat.postMessage and response_url (Retry-After
+  on 429, 1/2/4 s backoff on 5xx, plain text on invalid_blocks) and tell the user if it still fails.
+- Secrets: ``bot.env``'s one ``SecretRedactor`` strips tokens and keys from every log line and
+  from outgoing text. Mentions and messages from bots are ignored (no bot-to-bot loops).
 - ``shardwise slack``: Socket Mode when ``SLACK_APP_TOKEN`` is set, else HTTP on ``--host/--port``
   through a small threaded WSGI server (bolt's own dev server would bind every interface).
 
