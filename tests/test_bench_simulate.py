@@ -278,12 +278,23 @@ def test_catalog_configs_keep_the_cache_key_they_had_before_hf_configs():
     import hashlib
     from dataclasses import asdict
 
-    from bot.bench.simulate import SIM_METHOD_VERSION
+    from bot.bench.simulate import RUN_OPTION_DEFAULTS, SIM_METHOD_VERSION
 
     cfg = SimConfig("tiny", 4, "fsdp_full_shard", seq_len=128)
     old = {k: v for k, v in asdict(cfg.normalized()).items()
-           if k not in ("hf_config", "optimizer_impl", "ddp_bucket_view")}
+           if k not in ("hf_config", *RUN_OPTION_DEFAULTS)}  # run options at their defaults stay out
     payload = json.dumps({"config": old, "torch": "t", "method": SIM_METHOD_VERSION}, sort_keys=True)
     assert cfg.key("t") == hashlib.sha256(payload.encode()).hexdigest()
     # A catalog entry built with transformers (BERT) is keyed with the transformers method version.
     assert SimConfig("BERT-base", 4, "ddp", seq_len=128).key("t") != SimConfig("GPT-2", 4, "ddp", seq_len=128).key("t")
+
+
+def test_cli_with_a_hub_id_offline_says_what_to_do(tmp_path):
+    from click.testing import CliRunner
+
+    from bot.bench.cli import bench
+    from bot.catalog.hf_config import OFFLINE_MESSAGE
+
+    out = CliRunner().invoke(bench, ["simulate", "--config", "Qwen/Qwen3-30B-A3B", "--gpus", "8"],
+                             env={"SHARDWISE_DATA_DIR": str(tmp_path)})
+    assert out.exit_code != 0 and OFFLINE_MESSAGE in out.output
