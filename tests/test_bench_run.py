@@ -106,6 +106,8 @@ def test_a_hanging_rank_hits_the_timeout_and_every_process_is_reaped(tmp_path, m
     (dict(steps=-1), "steps"),
     (dict(warmup=1), "warmup"),
     (dict(model="gpt2", seq_len=5000), "learned positions"),
+    (dict(timeout=-1), "timeout"),
+    (dict(timeout=0), "timeout"),
 ])
 def test_configs_this_machine_cannot_run_are_refused_before_starting(overrides, message):
     with pytest.raises(BenchError, match=message):

@@ -106,6 +106,8 @@ def check_config(cfg: RunConfig) -> tuple[str, str]:
                                    ("micro_batch", cfg.micro_batch, 1, 4096)):
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
             raise BenchError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    if isinstance(cfg.timeout, bool) or not isinstance(cfg.timeout, (int, float)) or not 0 < cfg.timeout < 1e7:
+        raise BenchError(f"timeout must be a positive number of seconds, got {cfg.timeout!r}")
     if spec.arch != "llama" and cfg.seq_len > spec.max_positions:
         raise BenchError(f"{spec.name} has learned positions up to {spec.max_positions}; "
                          f"seq_len {cfg.seq_len} is longer")
