@@ -25,9 +25,9 @@ _INT_KEYS = {
     "seq_len": "seq_len", "seq_length": "seq_len", "sequence_len": "seq_len", "block_size": "seq_len",
     "context_length": "seq_len", "max_length": "seq_len", "maxlen": "seq_len", "max_len": "seq_len",
     "lora_rank": "lora_rank", "lora_r": "lora_rank",
-    "nproc_per_node": "gpus_per_node", "num_gpus": "gpu_count", "n_gpus": "gpu_count", "gpus": "gpu_count",
+    "nproc_per_node": "gpus_per_node", "num_gpus": "num_gpus", "n_gpus": "gpu_count", "gpus": "gpu_count",
     "gpu_count": "gpu_count", "num_processes": "gpu_count", "data_parallel_shard_degree": "gpu_count",
-    "world_size": "gpu_count", "devices": "gpu_count", "gpu": "gpu_count", "number_of_gpu": "gpu_count",
+    "world_size": "gpu_count", "devices": "gpu_count",
     "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes", "nodes": "nodes",
     "zero_stage": "zero_stage", "quantization_bit": "quant_bits",
 }
@@ -69,7 +69,7 @@ _KV = re.compile(r"(?<![A-Za-z0-9_\-./])[\"']?([A-Za-z_][A-Za-z0-9_.]{0,60})[\"'
 _INCLUDE = re.compile(r"--include[= ]+(?:localhost|[\w.\-]+):([\d,]+)")
 _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES\s*=\s*[\"']?([\d,]+)")
 _PATHISH = re.compile(r"[/\\]|\.(?:json|ya?ml|toml|py|sh)\b")
-_TRUE = {"true", "1", "yes", "on", "y", "t"}
+_TRUE = {"true", "1", "yes", "on", "y", "t", "auto"}  # "bf16: auto" (axolotl, HF): on where the card has it
 _FALSE = {"false", "0", "no", "off", "n", "f", "none", "null"}
 
 
@@ -156,6 +156,8 @@ def read_config(text: str) -> ConfigReading:
         role = _ALL[key]
         if role in ("micro_batch", "grad_accum_steps", "lora_rank", "gpu_count", "gpus_per_node", "nodes", "seq_len"):
             put(role, _as_int(value) if value else None, key)
+        elif role == "num_gpus":
+            pass  # deepspeed --num_gpus: per node with --num_nodes, else the total (one node); set below
         elif role == "batch":
             put("micro_batch", _as_int(value) if value else None, key)
         elif role == "zero_stage":
@@ -260,6 +262,8 @@ def read_config(text: str) -> ConfigReading:
             if key in raw and raw[key][1] and _as_int(raw[key][1]):
                 f["seq_len"], spans["seq_len"] = _as_int(raw[key][1]), raw[key][2]
                 break
+    if "num_gpus" in raw and raw["num_gpus"][1] and (n := _as_int(raw["num_gpus"][1])) is not None:
+        put("gpus_per_node" if "nodes" in f else "gpu_count", n, "num_gpus")
     # torchrun --nproc_per_node 8 --nnodes 2 -> 16 GPUs; accelerate num_processes is the total already
     if "gpus_per_node" in f and "nodes" in f and "gpu_count" not in f:
         if f["nodes"] > 0 and f["gpus_per_node"] > 0:

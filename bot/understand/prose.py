@@ -28,7 +28,7 @@ _EN_NUMBERS = {"one": 1, "single": 1, "a single": 1, "two": 2, "three": 3, "four
                "sixty-four": 64}
 _EN = "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
 # A count: digits, a small Chinese numeral (两, 十六) or an English word; never glued to a name.
-COUNT = (r"(?<![A-WYZa-wyz0-9_.])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d.])")
+COUNT = (r"(?<![A-WYZa-wyz0-9_.同第每])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d.])")
 
 
 def to_int(token: str) -> int | None:
@@ -92,7 +92,7 @@ def read_size(text: str, out: ProseReading) -> None:
 
 _MEM = re.compile(NUM + r"\s*(tb|t|gib|gb|g)(?![A-Za-z])(?!\s*/\s*s)", re.I | re.A)
 _RAM_BEFORE = re.compile(r"(cpu|内存|host|主机|\bram\b|dram|system memory|系统内存|\bmem\b)", re.I | re.A)
-_RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:cpu\s*|host\s*|system\s*)?(?:ram|dram|内存|memory on the host|主机内存|cpu mem)",
+_RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:(?:cpu|host|system)\s*(?:ram|memory|mem)\b|ram|dram|内存|memory on the host|主机内存)",
                         re.I | re.A)
 _NET = re.compile(r"(\bib\b|infiniband|以太网|ethernet|roce|网络|网卡|带宽|inter-?node|节点间|互联|\bnic\b)", re.I | re.A)
 _TOTAL_BEFORE = re.compile(r"(一共|总共|合计|总计|共计|共|总显存|total(?: of)?|in total|altogether|combined)\s*(?:有|是|为|约)?\s*$",
@@ -140,8 +140,8 @@ def read_memory(text: str, out: ProseReading) -> None:
             out.observed.setdefault("used_per_gpu_gib", value)
             continue
         if _CARD_NEAR.search(before[-8:]):
-            if card is None and value <= MAX_CARD_GB:
-                card = (value, span)
+            if card is None:
+                card = (value, span)  # "每张显存5000G" is the user's per-card figure: checked, not dropped
             continue
         if _USED_BEFORE.search(near) or re.search(r"(占用|只占用)[^\d\n]{0,8}$", before):
             out.observed.setdefault("used_per_gpu_gib", value)
@@ -151,12 +151,12 @@ def read_memory(text: str, out: ProseReading) -> None:
             continue
         if _NEED_BEFORE.search(before[-26:]):
             continue
+        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after):
+            _set(out, "cpu_ram_gb", int(value) if value.is_integer() else value, span)
+            continue
         if _TOTAL_BEFORE.search(before[-14:]) or _TOTAL_AFTER.match(after):
             if out.total_memory_gb is None:
                 out.total_memory_gb, out.total_span = value, span
-            continue
-        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after):
-            _set(out, "cpu_ram_gb", int(value) if value.is_integer() else value, span)
             continue
         if _NET.search(before[-8:]) or _NET.match(after.strip().removeprefix("的").strip()):
             continue
@@ -203,6 +203,7 @@ _GPU_COUNT = [
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
     re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
     re.compile(COUNT + r"\s*" + G + r"s\b"),
+    re.compile(r"(?:number of gpus?|gpu number|gpu count|num(?:ber)? of cards?|gpu数量|显卡数量|卡数)\s*[:：=]\s*(\d{1,6})", re.I | re.A),
 ]
 _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
                          r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
@@ -243,7 +244,9 @@ def read_counts(text: str, out: ProseReading) -> None:
         text = _blank(text, grid.span())
     nodes, node_span, node_text = _first(_NODES, text)
     for pattern, count_group, mem_group in ((_COUNT_BY_MEM, 1, 2), (_MEM_BY_COUNT, 2, 1)):
-        m = pattern.search(text)
+        m = next((g for g in pattern.finditer(text) if not re.search(
+            r"(?:内存|占用|ram|memory usage|used|uses|estimate)[^\n]{0,10}$", text[max(0, g.start() - 16): g.start()], re.I | re.A)),
+                 None)
         if m:
             count, mem = int(m.group(count_group)), float(m.group(mem_group))
             _set(out, "gpu_memory_gb", int(mem) if mem.is_integer() else mem, m.group(0))
@@ -272,9 +275,11 @@ def read_counts(text: str, out: ProseReading) -> None:
     single = next((m for m in _SINGLE_GPU.finditer(text) if not re.search(
         r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?\s*(?:an?\s*)?$",
         text[max(0, m.start() - 16): m.start()], re.I | re.A)), None)
-    if count is None and single and nodes is None and "gpu_count" not in out.fields and "gpus_per_node" not in out.fields:
+    if count is None and single and nodes is None and per_node is None and "gpu_count" not in out.fields \
+            and "gpus_per_node" not in out.fields:
         count, count_text = 1, single.group(0)
-    if nodes is None and (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
+    if nodes is None and not _search(r"多个节点|多节点|多机|multiple nodes|multi-?node|several nodes", text) and \
+            (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
                                         r"a single node|in one machine|on one machine|a machine with", text)):
         nodes, node_text = 1, m.group(0)
     if nodes is not None:

@@ -124,8 +124,9 @@ def read_turn(raw: object) -> Reading:
     if not models:
         for tok in _NAME_TOKEN.finditer(marked):
             value = tok.group(0)
-            if not re.search(r"[A-Za-z]{2}", value) or GPU in value:
-                continue
+            if not re.search(r"[A-Za-z]{2}", value) or GPU in value or "/" in value or \
+                    re.search(r"\.(?:sh|py|json|ya?ml|toml|txt)\b", value, re.I | re.A):
+                continue  # a script or file path names no model
             size = _size_from_name(value)
             if size and re.search(r"[A-Za-z]{2}.*\d", value[: value.find(size[1]) + 1] or value):
                 unknown_models.append(NameMention(tok.start(), tok.end(), value, None))
@@ -172,8 +173,10 @@ def read_turn(raw: object) -> Reading:
         memory = prose.fields.get("gpu_memory_gb") if g.memory_gb is None else g.memory_gb
         name = _resolve_gpu(g.raw, memory, g.form) if memory else g.name
         put("gpu", name or g.name, "stated", g.raw)
-        if g.form.startswith("pcie") or "pcie" in g.raw.lower():
-            put("intra_node_link", "pcie", "stated", g.raw)
+        pcie = next((x for x in gpus if (x.form.startswith("pcie") or "pcie" in x.raw.lower())
+                     and x.name and card_family(x.name) == card_family(name or g.name)), None)
+        if pcie is not None:
+            put("intra_node_link", "pcie", "stated", pcie.raw)
         if g.memory_gb is not None:
             put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
     elif unknown_cards:
@@ -197,8 +200,9 @@ def read_turn(raw: object) -> Reading:
         for key in ("gpu_count", "gpus_per_node", "nodes"):
             f.pop(key, None)
             prov.pop(key, None)
+    prose_counts = any(k in f for k in ("gpu_count", "gpus_per_node"))
     for key in ("gpu_count", "gpus_per_node", "nodes"):
-        if key in cfg.fields:
+        if key in cfg.fields and not (key == "gpu_count" and prose_counts and "nodes" not in cfg.fields):
             put(key, cfg.fields[key], "config", cfg.spans.get(key, ""))
     if logs.nodes and "nodes" not in f:
         put("nodes", logs.nodes, "log", logs.hw_span)

@@ -200,7 +200,7 @@ def model_params_b(name: str) -> float | None:
 
 # Cards the catalog may lack, by shape rather than by a list: an accelerator family word, or a
 # short letters+digits token written next to a count or a memory size.
-_ACCEL_FAMILY = re.compile(r"(?:ascend|昇腾)\s*-?\s*(910\s*[a-z]?\d?|310\s*[a-z]?)", re.I | re.A)
+_ACCEL_FAMILY = re.compile(r"(?:ascend|昇腾)\s*-?\s*((?:910|310)(?:pro)?[a-z]?\d?)(?![\da-z])", re.I | re.A)
 _CARD_SHAPE = r"(?:rtx\s*)?[A-Z][A-Za-z]{0,9}[-\s]?[A-Z]?\d{1,4}[A-Za-z]{0,3}"
 _UNKNOWN_CARD = [
     re.compile(r"(?<![A-Za-z0-9_.ǤḾ])\d{1,3}\s*(?:x|×|\*)\s*(" + _CARD_SHAPE + r"(?:\s+[A-Z][a-z]+)?)\s+(?:accelerators?|gpus?|cards?|npus?)",
