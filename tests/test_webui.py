@@ -255,7 +255,8 @@ def test_answer_html_collapses_long_parts_and_names_assumed_fields():
         reasons=["DDP does not fit [1]."], howto=[HowTo(title="Run", language="bash", code="torchrun a\n\nb")])
     out = answer_html(_answer(sections=sections), answer_id="x9")
     assert out.index("Use FSDP") < out.index("sw-assumed-line") < out.index("<table")
-    assert "sequence length <b>1024</b>" in out and "precision <b>bf16-mixed</b>" in out
+    assert "sequence length 1024</span>" in out and "precision bf16-mixed</span>" in out
+    assert "Setup: model GPT-2 XL</p>" in out
     assert '<details class="sw-more sw-howto-part"><summary>How to run it' in out
     assert "sw-sources-part" in out and "\n" not in out and "torchrun a&#10;&#10;b" in out
     assert 'lang="en"' in out and "sw-a-x9" in out

@@ -163,15 +163,26 @@ def _show_value(value: Any) -> str:
     return str(value)
 
 
+_SETUP_LINE = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes", "gpus_per_node",
+               "intra_node_link", "inter_node_link", "inter_node_gbps", "precision", "optimizer", "finetune",
+               "seq_len", "micro_batch", "activation_checkpointing", "cpu_ram_gb", "lora_rank")
+
+
 def stated_html(answer: Answer) -> str:
     """The setup as the user gave it (stated, from a config, a log or earlier turns)."""
     zh = answer.language == "zh"
-    items = [i for i in answer.sections.setup_read if i.source != "assumed"]
-    if not items:
+    given = {i.field: i for i in answer.sections.setup_read if i.source != "assumed"}
+    multi_node = (answer.setup.get("nodes") or 1) > 1
+    # The fields a reader checks first; sizes a named model/GPU defines and run options the
+    # answer only reports are left out (the table and the sources carry them).
+    order = [f for f in _SETUP_LINE if f in given
+             and not (f == "params_b" and "model" in given) and not (f == "gpu_memory_gb" and "gpu" in given)
+             and not (f in ("nodes", "gpus_per_node", "inter_node_link", "inter_node_gbps") and not multi_node)]
+    if not order:
         return ""
     text = "，".join if zh else ", ".join
-    shown = text(f"{FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0]} "
-                 f"<b>{html.escape(_show_value(i.value))}</b>" for i in items)
+    shown = text(f"{FIELD_NAMES.get(f, (f, f))[1 if zh else 0]} {html.escape(_show_value(given[f].value))}"
+                 for f in order)
     return f'<p class="sw-setup-line">{"设置：" if zh else "Setup:"} {shown}</p>'
 
 
@@ -188,7 +199,7 @@ def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
     chips = "".join(
         f'<span class="sw-chip" data-field="{html.escape(i.field)}">'
         f'{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
-        f"<b>{html.escape(_show_value(i.value))}</b></span>" for i in items)
+        f"{html.escape(_show_value(i.value))}</span>" for i in items)
     label = "假设（问题里没说）：" if zh else "Assumed (not stated):"
     return f'<div class="sw-assumed-line"><span>{label}</span> {chips}</div>'
 
