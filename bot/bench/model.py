@@ -28,7 +28,37 @@ from torch.utils.checkpoint import checkpoint
 from bot.bench.archs import supports
 from bot.catalog import ModelSpec
 
-__all__ = ["Decoder", "MoE", "build_model", "check_seq_len", "loss_fn", "supports"]
+__all__ = ["Decoder", "MoE", "build_model", "check_seq_len", "chunked_loss_fn", "loss_fn", "supports"]
+
+# Checkpointing policies (issue 14, calc engineer): "full" = every block; "every_k" = every k-th
+# block (fms-fsdp's ac_handler); "selective_op" = torchtitan's per-op policy, which saves the
+# outputs of every other matmul and of SDPA in each block and recomputes everything else.
+CHECKPOINT_POLICIES = ("full", "every_k", "selective_op")
+
+
+def _selective_op_context():
+    """torchtitan's op-level selective checkpointing policy for one block
+    (torchtitan/models/llama3/infra/parallelize.py ``_apply_ac_to_transformer_block``): a fresh
+    matmul count per block; SDPA outputs saved; every other matmul saved."""
+    from functools import partial
+
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    aten = torch.ops.aten
+    sdpa = {getattr(aten, name).default for name in (
+        "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention_for_cpu") if hasattr(aten, name)}
+    counts = {"forward": 0, "recompute": 0}
+
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func in (aten.mm.default, aten.addmm.default):
+            counts[mode] += 1
+            keep = counts[mode] % 2 == 1  # the 1st, 3rd, 5th, ... matmul of the block
+            return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+        return CheckpointPolicy.MUST_SAVE if func in sdpa else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(partial(policy))
 
 
 class RMSNorm(nn.Module):
@@ -186,6 +216,8 @@ class Decoder(nn.Module):
         super().__init__()
         self.spec = spec
         self.checkpoint_blocks = False
+        self.checkpoint_policy = "full"  # one of CHECKPOINT_POLICIES, used when checkpoint_blocks
+        self.checkpoint_every = 1
         self.embed = nn.Embedding(spec.vocab, spec.hidden)
         self.position_offset = 2 if spec.arch == "opt" else 0  # OPT's learned positions start at index 2
         self.positions = nn.Embedding(spec.positions, spec.hidden) if spec.positions else None
@@ -201,30 +233,48 @@ class Decoder(nn.Module):
         if self.positions is not None:
             pos = torch.arange(tokens.shape[1], device=tokens.device) + self.position_offset
             x = x + self.positions(pos)[None]
-        for block in self.layers:
-            if self.checkpoint_blocks and torch.is_grad_enabled():
-                # Per-block activation checkpointing: keep only each block's input, recompute the
-                # rest in backward (https://arxiv.org/abs/1604.06174).
-                x = checkpoint(block, x, use_reentrant=False)
+        for n, block in enumerate(self.layers):
+            policy = self.checkpoint_policy
+            if (self.checkpoint_blocks and torch.is_grad_enabled()
+                    and (policy != "every_k" or n % max(1, self.checkpoint_every) == 0)):
+                if policy == "selective_op":
+                    x = checkpoint(block, x, use_reentrant=False, context_fn=_selective_op_context)
+                else:
+                    # Per-block activation checkpointing: keep only each block's input, recompute the
+                    # rest in backward (https://arxiv.org/abs/1604.06174).
+                    x = checkpoint(block, x, use_reentrant=False)
             else:
                 x = block(x)
         return self.head(self.norm(x))
 
 
-def build_model(spec: ModelSpec, *, checkpoint_blocks: bool = False) -> Decoder:
+def build_model(spec: ModelSpec, *, checkpoint_blocks: bool = False, checkpoint_policy: str = "full",
+                checkpoint_every: int = 1) -> Decoder:
     """The decoder for ``spec`` in the current default dtype and device (no weights loaded).
     Raises ``ValueError`` for specs ``supports`` refuses."""
     why = supports(spec)
     if why:
         raise ValueError(f"{spec.name}: {why}")
+    if checkpoint_policy not in CHECKPOINT_POLICIES:
+        raise ValueError(f"checkpoint_policy {checkpoint_policy!r} is not one of {', '.join(CHECKPOINT_POLICIES)}")
     model = Decoder(spec)
     model.checkpoint_blocks = checkpoint_blocks
+    model.checkpoint_policy, model.checkpoint_every = checkpoint_policy, checkpoint_every
     return model
 
 
 def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Next-token cross entropy in fp32 (as Hugging Face causal LMs do: logits are upcast)."""
     return F.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
+
+
+def chunked_loss_fn(logits: torch.Tensor, labels: torch.Tensor, chunks: int = 8) -> torch.Tensor:
+    """The same loss computed over ``chunks`` slices of the sequence, each upcast on its own
+    (torchtune's CEWithChunkedOutputLoss): the fp32 copies exist one chunk at a time."""
+    total = logits.new_zeros((), dtype=torch.float32)
+    for part, target in zip(logits.chunk(chunks, dim=1), labels.chunk(chunks, dim=1), strict=True):
+        total = total + F.cross_entropy(part.float().flatten(0, 1), target.flatten(), reduction="sum")
+    return total / labels.numel()
 
 
 def check_seq_len(spec: ModelSpec, seq_len: int) -> None:

@@ -46,7 +46,9 @@ STRATEGIES = ("ddp", "fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
 OPTIMIZERS = ("adamw", "sgd")
 OPTIMIZER_IMPLS = ("foreach", "fused", "forloop")
-RUN_OPTION_DEFAULTS = {"optimizer_impl": "foreach", "ddp_bucket_view": False}
+RUN_OPTION_DEFAULTS = {"optimizer_impl": "foreach", "ddp_bucket_view": False, "checkpointing_policy": "full",
+                       "checkpoint_every": 1, "loss_impl": "standard"}
+LOSS_IMPLS = ("standard", "chunked")
 # A fake world beyond this is legal but takes long; nobody asks for 100k-GPU per-rank numbers.
 MAX_SIM_WORLD = 65_536
 MAX_TOKENS = 4_194_304  # micro_batch * seq_len per GPU; beyond this the answer is "no" anyway
@@ -76,6 +78,9 @@ class SimConfig:
     # gradient_as_bucket_view. At their defaults they stay out of the cache key (older entries hold).
     optimizer_impl: str = "foreach"
     ddp_bucket_view: bool = False
+    checkpointing_policy: str = "full"  # with activation_checkpointing: full | every_k | selective_op
+    checkpoint_every: int = 1
+    loss_impl: str = "standard"  # standard | chunked (torchtune's 8-chunk cross-entropy)
 
     @classmethod
     def from_hf_config(cls, source, **kwargs) -> SimConfig:
@@ -119,7 +124,10 @@ class SimConfig:
                    gpus_per_node=resolved.gpus_per_node, seq_len=s.seq_len, micro_batch=s.micro_batch,
                    precision=s.precision, activation_checkpointing=bool(s.activation_checkpointing),
                    optimizer=s.optimizer, optimizer_impl=getattr(s, "optimizer_impl", None) or "foreach",
-                   ddp_bucket_view=bool(getattr(s, "ddp_bucket_view", False)))
+                   ddp_bucket_view=bool(getattr(s, "ddp_bucket_view", False)),
+                   checkpointing_policy=getattr(s, "checkpointing_policy", None) or "full",
+                   checkpoint_every=getattr(s, "checkpoint_every", None) or 1,
+                   loss_impl=getattr(s, "loss_impl", None) or "standard")
 
     @classmethod
     def from_dict(cls, data: dict) -> SimConfig:
@@ -148,6 +156,10 @@ class SimConfig:
             problems.append(f"optimizer {self.optimizer!r} is not simulated; one of {', '.join(OPTIMIZERS)}")
         if self.optimizer_impl not in OPTIMIZER_IMPLS:
             problems.append(f"optimizer_impl {self.optimizer_impl!r} is not one of {', '.join(OPTIMIZER_IMPLS)}")
+        if self.checkpointing_policy not in ("full", "every_k", "selective_op"):
+            problems.append(f"checkpointing_policy {self.checkpointing_policy!r} is not full, every_k or selective_op")
+        if self.loss_impl not in LOSS_IMPLS:
+            problems.append(f"loss_impl {self.loss_impl!r} is not simulated; one of {', '.join(LOSS_IMPLS)}")
         for key, high in (("gpu_count", MAX_SIM_WORLD), ("seq_len", MAX_TOKENS), ("micro_batch", MAX_TOKENS)):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value > high:
@@ -173,7 +185,11 @@ class SimConfig:
         return SimConfig(name, self.gpu_count, self.strategy, per_node, self.seq_len, self.micro_batch,
                          self.precision, bool(self.activation_checkpointing), self.optimizer, self.hf_config,
                          optimizer_impl=self.optimizer_impl,
-                         ddp_bucket_view=bool(self.ddp_bucket_view) and self.strategy == "ddp")
+                         ddp_bucket_view=bool(self.ddp_bucket_view) and self.strategy == "ddp",
+                         checkpointing_policy=self.checkpointing_policy if self.activation_checkpointing else "full",
+                         checkpoint_every=(self.checkpoint_every if self.activation_checkpointing
+                                           and self.checkpointing_policy == "every_k" else 1),
+                         loss_impl=self.loss_impl)
 
     def key(self, torch_version: str) -> str:
         """Hash of the normalized config, the torch version and the method version (cache key)."""
@@ -320,7 +336,7 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     from bot.bench.archs import supports
-    from bot.bench.model import build_model, loss_fn
+    from bot.bench.model import build_model, chunked_loss_fn, loss_fn
 
     cfg = cfg.normalized()
     spec = cfg.spec()
@@ -359,7 +375,9 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
 
                 model = build_hf_model(hf_config, checkpoint_blocks=cfg.activation_checkpointing)
             else:
-                model = build_model(spec, checkpoint_blocks=cfg.activation_checkpointing)
+                model = build_model(spec, checkpoint_blocks=cfg.activation_checkpointing,
+                                    checkpoint_policy=cfg.checkpointing_policy,
+                                    checkpoint_every=cfg.checkpoint_every)
             if fsdp:
                 kwargs = {"mesh": mesh, "reshard_after_forward": cfg.strategy != "fsdp_shard_grad_op"}
                 if low is not None:
@@ -413,7 +431,7 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
                     say(f"iteration {step + 1}/2: forward", 0.2 + 0.4 * step)
                     with torch.autocast("cpu", dtype=low, enabled=(low is not None and not fsdp)):
                         logits = model(inputs)
-                    loss = loss_fn(logits, labels)
+                    loss = (chunked_loss_fn if cfg.loss_impl == "chunked" else loss_fn)(logits, labels)
                     del logits
                     say(f"iteration {step + 1}/2: backward", 0.3 + 0.4 * step)
                     loss.backward()
