@@ -115,6 +115,13 @@ def evaluate(rows: list[dict]) -> list[dict]:
                "source_repo": row["source"].get("repo") or row["source"]["url"]}
         if not row["expressible"]:
             out["why_inexpressible"] = row.get("why_inexpressible", "")
+            measured_gib = row["measured"].get("memory_gib")
+            try:  # the peers' rules still apply to what the source states
+                peers = peers_memory(row, resolve_row(row)) if measured_gib else {}
+            except Exception:  # the setup itself cannot be resolved: no peer figure either
+                peers = {}
+            out["peers"] = {name: {"gib": gib, "error_pct": error_pct(gib, measured_gib)}
+                            for name, gib in peers.items()}
             results.append(out)
             continue
         resolved = resolve_row(row)
@@ -182,7 +189,9 @@ def print_report(results: list[dict]) -> None:
     print("-" * len(header))
     for r in results:
         if not r["expressible"]:
-            print(f"{r['id']:38} inexpressible: {r['why_inexpressible']}")
+            peers = "; ".join(f"{name} {p['gib']:.1f} GiB ({p['error_pct']:+.0f} %)"
+                              for name, p in r.get("peers", {}).items())
+            print(f"{r['id']:38} inexpressible: {r['why_inexpressible']}" + (f" [peer: {peers}]" if peers else ""))
             continue
         mem, thr = r.get("memory"), r.get("throughput")
         peer = next(iter(mem["peers"].values()), None) if mem else None
