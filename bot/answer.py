@@ -9,7 +9,7 @@ every renderer reads. Renderers (markdown, Slack blocks, the page) never recompu
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -123,7 +123,7 @@ class Answer(BaseModel):
     status: Status = "ok"
     intent: Intent = "recommend"
     language: Literal["zh", "en"]
-    setup: dict = Field(default_factory=dict)
+    setup: dict[str, Any] = Field(default_factory=dict)
     # field name -> where it came from (FieldSource); fields absent here were not used
     provenance: dict[str, FieldSource] = Field(default_factory=dict)
     missing: list[str] = Field(default_factory=list)

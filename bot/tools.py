@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
@@ -81,7 +81,8 @@ def lookup_benchmarks(model: str | None = None, strategy: str | None = None) -> 
             pass
     if strategy is not None and strategy not in TRAINING_STRATEGIES:
         return [{"error": f"unknown strategy {strategy!r}"}]
-    runs = ResultStore().find_runs(model=model, strategy=strategy)[:10]
+    store: Any = ResultStore()
+    runs = store.find_runs(model=model, strategy=strategy)[:10]
     return [{"id": r.id, "kind": r.kind, "summary": r.summary(), "figures": r.figures} for r in runs]
 
 
