@@ -18,7 +18,8 @@ _I = re.I | re.A
 
 _INFERENCE = re.compile(r"vllm|\btgi\b|text-generation-inference|sglang|tensorrt|triton inference|\bserv(?:e|ing)\b|"
                         r"部署|推理|inference|\bdeploy|llama\.cpp|ollama|gguf|kv[- ]?cache|tokens? per second|"
-                        r"generat(?:e|ion) (?:speed|throughput)|max-model-len|gpu-memory-utilization", _I)
+                        r"generat(?:e|ion) (?:speed|throughput)|max-model-len|gpu-memory-utilization|tensor_parallel_size|"
+                        r"\bLLM\(|SamplingParams", _I)
 _TRAIN = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|pretrain|预训练|lora|grpo|ppo|dpo|rlhf|backward|"
                     r"optimizer|优化器|梯度|gradient", _I)
 _QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)|胡说八道|不收敛|效果(?:差|不好)", _I)
@@ -35,7 +36,7 @@ _DIST = re.compile(r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed
 _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|parrot|team|staff|voice|muscles?)|"
                         r"memory foam|mattress|床垫|recipe for (?:tomato|soup|cake|bread|pasta|chicken)|菜谱|"
                         r"怎么做.{0,6}(?:吃|菜|汤|肉)|红烧|天气|weather|股票|stock price|"
-                        r"horoscope|football|足球|电影|movie", _I)
+                        r"horoscope|football|足球|电影|movie|训练我的狗|训狗|我家的狗|狗狗|宠物|小狗", _I)
 
 _TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
                       r"fall(?:s)? to|drop(?:s|ped)? to|decreas|why my|为什么我|爆显存|显存不足|显存不够|显存溢出|超出显存|内存不够|溢出|跑不动|跑不起来|"
@@ -133,7 +134,8 @@ def intent_of(prose: str, *, has_setup: bool, oom: bool) -> str:
         return "troubleshoot" if oom else "recommend"
     train = bool(_TRAIN.search(text))
     if _OFF_TOPIC.search(text) and not re.search(r"fsdp|ddp|deepspeed|zero|gpu", text, _I) or \
-            _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam", text, _I):
+            _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam|"
+                                                  r"训练我的狗|训狗|狗狗|宠物", text, _I):
         return "out_of_scope"
     if _OTHER_STACK.search(text) or _QUALITY.search(text):
         return "out_of_scope"

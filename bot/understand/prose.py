@@ -55,6 +55,7 @@ class ProseReading:
     observed: dict = field(default_factory=dict)
     total_memory_gb: float | None = None
     total_span: str = ""
+    card_explicit: bool = False  # the card size was written as such ("单卡40G", "16*80G", "each 48GB")
 
 
 def _set(out: ProseReading, name: str, value, span: str) -> None:
@@ -142,6 +143,7 @@ def read_memory(text: str, out: ProseReading) -> None:
         if _CARD_NEAR.search(before[-8:]):
             if card is None:
                 card = (value, span)  # "每张显存5000G" is the user's per-card figure: checked, not dropped
+                out.card_explicit = True
             continue
         if _USED_BEFORE.search(near) or re.search(r"(占用|只占用)[^\d\n]{0,8}$", before):
             out.observed.setdefault("used_per_gpu_gib", value)
@@ -250,6 +252,7 @@ def read_counts(text: str, out: ProseReading) -> None:
         if m:
             count, mem = int(m.group(count_group)), float(m.group(mem_group))
             _set(out, "gpu_memory_gb", int(mem) if mem.is_integer() else mem, m.group(0))
+            out.card_explicit = True
             right_after_nodes = node_span is not None and bool(re.fullmatch(
                 r"\s*(?:,|with|of|each with|each)?\s*", text[node_span[1]: m.start()], re.I | re.A)) and m.start() >= node_span[1]
             _set(out, "gpus_per_node" if right_after_nodes else "gpu_count", count, m.group(0))
@@ -344,8 +347,8 @@ def read_training(text: str, out: ProseReading) -> None:
     elif negs:
         _set(out, "finetune", "full", text[negs[0].start(): negs[0].end()])
     if out.fields.get("finetune") in ("lora", "qlora"):
-        if m := _search(r"(?:lora\s*)?(?:rank|\br)\s*[=:]?\s*(\d{1,5})\b", low):
-            _set(out, "lora_rank", int(m.group(1)), m.group(0))
+        if (m := _search(r"lora[_\s-]*(?:rank|r)\s*[=:]?\s*(\d{1,5})\b|\brank\s+(\d{1,5})\b", low)) and int(m.group(1) or m.group(2)) > 0:
+            _set(out, "lora_rank", int(m.group(1) or m.group(2)), text[m.start(): m.end()])
         if m := _search(r"all[- _]?linear|all linear layers|lora_target:?\s*all\b", low):
             _set(out, "lora_targets", "all_linear", m.group(0))
         elif m := _search(r"q_proj\s*,\s*v_proj|q_proj,?\s*k_proj,?\s*v_proj|attention only|only attention", low):

@@ -106,6 +106,17 @@ def _size_from_name(value: str) -> tuple[float, str] | None:
     return (size, m.group(0)) if size > 0 else None
 
 
+def _catalog_memory(name: str | None) -> float | None:
+    if not name:
+        return None
+    try:
+        from bot.catalog import lookup_gpu
+
+        return float(lookup_gpu(name).memory_gb)
+    except Exception:  # noqa: BLE001 - a name the catalog lacks has no size to compare with
+        return None
+
+
 def read_turn(raw: object) -> Reading:
     prep = prepare(raw)
     text = prep.text
@@ -171,14 +182,29 @@ def read_turn(raw: object) -> Reading:
             g = next((x for x in gpus[1:] if x.memory_gb is not None and x.name and g.name
                       and card_family(x.name) == card_family(g.name)), g)
         memory = prose.fields.get("gpu_memory_gb") if g.memory_gb is None else g.memory_gb
-        name = _resolve_gpu(g.raw, memory, g.form) if memory else g.name
-        put("gpu", name or g.name, "stated", g.raw)
+        name = (_resolve_gpu(g.raw, memory, g.form) if memory else g.name) or g.name
+        catalog_gb = _catalog_memory(name)
+        if g.memory_gb is not None and catalog_gb and abs(g.memory_gb - catalog_gb) / catalog_gb > 0.03:
+            # "910b 32G" where the catalog only has the 64 GB card: a variant it lacks, so the card is
+            # unknown and the user's size stands (never a "contradiction" with our own catalog)
+            out.unknown_gpu = g.raw
+            put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
+        else:
+            put("gpu", name, "stated", g.raw)
+            if g.memory_gb is not None and catalog_gb and g.memory_gb != catalog_gb:
+                pass  # "H100 NVL 96GB" for the catalog's 94 GB card: the named card's size is used (assumed below)
+            elif g.memory_gb is not None:
+                put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
+            standalone = prose.fields.get("gpu_memory_gb")
+            if standalone is not None and catalog_gb and float(standalone) != catalog_gb and (
+                    abs(float(standalone) - catalog_gb) / catalog_gb <= 0.03 or not prose.card_explicit):
+                # "limited to 16GB" beside an A40 is not the card's size; "96G" beside an H100 NVL (94 GB)
+                # names that card: its catalog size is used
+                prose.fields.pop("gpu_memory_gb")
         pcie = next((x for x in gpus if (x.form.startswith("pcie") or "pcie" in x.raw.lower())
-                     and x.name and card_family(x.name) == card_family(name or g.name)), None)
+                     and x.name and card_family(x.name) == card_family(name)), None)
         if pcie is not None:
             put("intra_node_link", "pcie", "stated", pcie.raw)
-        if g.memory_gb is not None:
-            put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
     elif unknown_cards:
         out.unknown_gpu = unknown_cards[0].raw
     for key in ("gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",

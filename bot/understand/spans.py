@@ -181,7 +181,7 @@ def find_models(text: str) -> list[NameMention]:
 
 def card_family(gpu_name: str) -> str:
     """"A100 80GB SXM" -> "a100", "RTX 4090 24GB" -> "rtx 4090", "H100 NVL 94GB" -> "h100 nvl"."""
-    return re.split(r"\s+\d+(?:\.\d+)?\s*GB", gpu_name, maxsplit=1)[0].strip().lower()
+    return re.split(r"[\s_\-]+\d+(?:\.\d+)?\s*G(?:i?B)?(?![A-Za-z])", gpu_name, maxsplit=1, flags=re.I)[0].strip().lower()
 
 
 def model_params_b(name: str) -> float | None:
