@@ -19,21 +19,23 @@ from bot.strategies import TRAINING_STRATEGIES
 MAX_INLINE_SIM_PARAMS_B = 1.0
 
 
-def estimate_memory(**fields) -> dict:
-    """Per-GPU memory, communication and step time for every strategy, and the recommendation."""
-    from bot.advise import advise
-    from bot.calc import estimate
+def estimate_memory(**fields: Any) -> dict[str, Any]:
+    """Per-GPU memory, communication, step time and throughput for every strategy (and the
+    variants the advice weighs: activation checkpointing, DDP bucket view + fused AdamW), and the
+    recommendation of the decision ladder (docs/decision.md)."""
+    from bot.decide import decide
+    from bot.evidence import evidence_for_resolved
 
     setup = TrainingSetup(**{k: v for k, v in fields.items() if v is not None})
     try:
         resolved = resolve_setup(setup)
     except SetupError as err:
         return {"error": str(err), "problems": [str(p) for p in err.problems]}
-    est = estimate(resolved)
-    adv = advise(resolved, est)
-    return {"setup": resolved.setup.model_dump(), "numbers": est.numbers(),
-            "recommendation": {"strategy": adv.strategy, "alternatives": adv.alternatives,
-                               "confidence": adv.confidence}}
+    ev = evidence_for_resolved(resolved)
+    d = decide(ev)
+    return {"setup": resolved.setup.model_dump(), "numbers": ev.numbers(),
+            "recommendation": {"strategy": d.strategy, "variant": d.variant, "alternatives": d.alternatives,
+                               "confidence": d.confidence}}
 
 
 class SimulateArgs(BaseModel):
