@@ -194,6 +194,9 @@ def test_throughput_numbers_sit_next_to_step_time():
         assert speed.tokens_per_s_per_gpu == pytest.approx(2 * 2048 / e.time[s], rel=1e-6)
         assert 0 < speed.mfu < 1
     assert e.not_modelled == []
+    # one GPU, no communication: the step's MFU is the compute's MFU
+    one = est(gpu_count=1, micro_batch=2)
+    assert one.throughput["ddp"].mfu == pytest.approx(one.inputs["compute_mfu"], rel=1e-3)
 
 
 def test_active_params_of_a_mixture_of_experts_model_drive_flops():

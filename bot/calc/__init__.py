@@ -191,6 +191,9 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "mfu_source": "stated" if setup.mfu else ("calibrated HFU" if calibrated else "default"),
         "hfu": round(calibrated, 4) if calibrated and not setup.mfu else None,
         "compute_seconds": round(compute, 4),
+        # model FLOPs / (compute time x peak): the MFU of the compute alone, before communication
+        "compute_mfu": round(setup.micro_batch * setup.seq_len * flops / (compute * peak * 1e12), 4)
+        if compute > 0 else None,
         "headroom": f"{HEADROOM_FIXED_GIB:g} GiB + {HEADROOM_FRACTION:.0%} of capacity",
         "reserved_model": f"allocated + {RESERVED_TRANSIENT_FRACTION:.0%} of activations and buffers",
         "assumed": list(resolved.assumed),
