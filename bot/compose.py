@@ -29,7 +29,7 @@ from bot.answer import (
 from bot.decide import TOLERANCE, ZERO_TO_STRATEGY, Decision, Reason, checkpointing_on, deepspeed_user
 from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, Config, Evidence, variant_key
 from bot.render import fmt, notice_text, problem_text, question_text, render_markdown
-from bot.strategies import label, short_label
+from bot.strategies import label, optimizer_label, short_label
 
 DESIGN_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
                  "intra_node_link", "inter_node_link", "inter_node_gbps", "precision", "optimizer",
@@ -214,7 +214,7 @@ def calc_quote(resolved: Any) -> str:
     else:
         where = f"{resolved.gpu_count} x {gpu}, {resolved.intra_node_link}"
     ft = {"full": "full fine-tune", "lora": f"LoRA rank {s.lora_rank}", "qlora": f"QLoRA rank {s.lora_rank}"}
-    opt = {"adamw": "AdamW", "sgd": "SGD momentum", "adam8bit": "8-bit Adam"}.get(s.optimizer or "", str(s.optimizer))
+    opt = optimizer_label(s.optimizer)
     parts = [f"{name} {fmt(model.params_b)}B params" + (")" if model.approximate else ""), where, s.precision, opt,
              ft.get(s.finetune or "full", s.finetune), f"seq {s.seq_len}", f"micro-batch {s.micro_batch}",
              "activation checkpointing" if s.activation_checkpointing else "no activation checkpointing"]

@@ -17,6 +17,7 @@ import re
 
 from bot.answer import Answer, Citation, FigureRef, TableRow
 from bot.figures import _MARKER_GROUP, _THOUSANDS, numbers_in_text, strip_code_blocks
+from bot.strategies import finetune_label, optimizer_label
 
 # --------------------------------------------------------------------------------------------
 # Numbers
@@ -214,11 +215,10 @@ def _setup_line(answer: Answer, out: _Out) -> str:
     if s.get("precision"):
         bits.append((str(s["precision"]), "precision"))
     if s.get("optimizer"):
-        bits.append(({"adamw": "AdamW", "sgd": "SGD", "adam8bit": "8-bit Adam"}.get(s["optimizer"], s["optimizer"]),
-                     "optimizer"))
+        bits.append((optimizer_label(s["optimizer"]), "optimizer"))
     ft = s.get("finetune")
     if ft:
-        bits.append(({"full": _t(lang, "全参微调", "full fine-tune"), "lora": "LoRA", "qlora": "QLoRA"}[ft], "finetune"))
+        bits.append((finetune_label(ft, lang), "finetune"))
     if s.get("seq_len"):
         bits.append((_t(lang, f"序列长度 {s['seq_len']}", f"seq {s['seq_len']}"), "seq_len"))
     if s.get("micro_batch"):

@@ -1,4 +1,5 @@
-"""Strategy ids shared by every part (see DESIGN.md), with their display names."""
+"""Strategy ids shared by every part (see DESIGN.md), with their display names; also the display
+names of optimizers and fine-tuning modes (one home for each label)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,17 @@ SHORT_ZH = {"ddp": "DDP", "fsdp_full_shard": "FSDP 全分片", "fsdp_shard_grad_
 
 def short_label(strategy: str, language: str = "en") -> str:
     return (SHORT_ZH if language == "zh" else SHORT_EN).get(strategy) or label(strategy, language)
+
+
+OPTIMIZER_LABELS = {"adamw": "AdamW", "sgd": "SGD momentum", "adam8bit": "8-bit Adam"}
+FINETUNE_LABELS = {"full": ("全参微调", "full fine-tune"), "lora": ("LoRA", "LoRA"), "qlora": ("QLoRA", "QLoRA")}
+
+
+def optimizer_label(optimizer: str | None) -> str:
+    return OPTIMIZER_LABELS.get(optimizer or "", str(optimizer))
+
+
+def finetune_label(finetune: str | None, language: str = "en") -> str:
+    zh, en = FINETUNE_LABELS.get(finetune or "full", (str(finetune), str(finetune)))
+    return zh if language == "zh" else en
+

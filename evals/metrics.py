@@ -46,16 +46,17 @@ _EN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def detect_language(text: str) -> str:
-    """'zh' when Chinese characters outnumber English words, else 'en'.
+    """'zh' when Chinese characters outnumber English words, else 'en' — the bot's own rule
+    (``bot.parse.detect_language``), imported so the harness and the bot never disagree.
 
     Counting characters against words (not characters against characters) is deliberate: one
     Chinese character carries about as much as one English word, so "7B模型，8张A100，DDP还是FSDP"
     (7 characters, 2 words) is Chinese and "is 显存 the same as VRAM?" (2 characters, 4 words)
     is English.
     """
-    cjk = len(_CJK.findall(text))
-    words = len(_EN_WORD.findall(text))
-    return "zh" if cjk > 0 and cjk >= words else "en"
+    from bot.parse import detect_language as bot_rule
+
+    return bot_rule(text)
 
 
 def check_language(case: Case, answer: Answer) -> MetricResult:
@@ -413,7 +414,7 @@ def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
                 problems.append(f"{m.printed!r} is bound to {f.key!r} = {bound[:3]}, in “{m.context}”")
     else:
         problems += [f"{m.printed!r} has no source, in “{m.context}”" for m in mentions if not matches(m, values)]
-    for spelled in _spelled(answer.text):
+    for spelled in _spelled(_without_corpus_quotes(answer)):
         printed, candidates = spelled
         if not any(abs(abs(v) - c) <= 1e-6 * max(1.0, c) for c in candidates for v in values):
             problems.append(f"spelled-out figure {printed!r} has no source")
@@ -423,6 +424,16 @@ def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
         return MetricResult("number_traceability", False, f"{len(problems)} of {len(mentions)} figures: {shown}{more}")
     bound = sum(1 for f in figures if f.key != "unbound")
     return MetricResult("number_traceability", True, f"all {len(mentions)} figures traced ({bound} bound to keys)")
+
+
+def _without_corpus_quotes(answer: Answer) -> str:
+    """The answer text minus its verbatim forum/doc quotes: a number word inside a cited sentence
+    ("放进一张80 GB的卡") is the source's own wording, sourced by the citation itself."""
+    text = answer.text
+    for c in getattr(answer, "citations", None) or []:
+        if getattr(c, "kind", "") in ("forum", "doc") and getattr(c, "quote", None):
+            text = text.replace(c.quote, " ")
+    return text
 
 
 def _spelled(text: str) -> list[tuple[str, list[float]]]:
