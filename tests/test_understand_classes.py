@@ -299,3 +299,34 @@ def test_history_and_question_are_capped_with_a_notice():
     assert "history_truncated" in parsed.notices
     long = parse_conversation("7B模型 8卡A100 40G " + "很长的问题" * 5000)
     assert "truncated" in long.notices and long.setup.gpu_count == 8
+
+
+# --- found on the gold thread cases ---------------------------------------------------------------
+
+def test_a_card_variant_the_catalog_lacks_is_unknown_not_a_contradiction():
+    parsed = parse_conversation("910b qwen72b lora微调OOM\n训练环境： 2 * 910b 32G显卡")
+    assert parsed.setup.gpu_memory_gb == 32 and parsed.unknown_gpu and not parsed.problems
+    nvl = parse_conversation("一张H100显卡，96G显存，全参数微调32B")
+    assert nvl.setup.gpu == "H100 NVL 94GB" and not nvl.problems  # the named card's catalog size is used
+
+
+def test_a_stray_figure_beside_a_named_card_is_not_its_size():
+    parsed = parse_conversation("LLama3-8B FSDP + QLORA OOM with 4 A40's. CPU: Xeon E5-2630 v2 but limited to 16GB")
+    assert parsed.setup.gpu == "A40 48GB" and not parsed.problems
+
+
+def test_an_explicit_per_card_figure_is_kept_and_checked():
+    parsed = parse_conversation("8张卡，每张显存5000G，训练7B模型，用哪个？")
+    assert parsed.setup.gpu_memory_gb == 5000 and any(p.field == "gpu_memory_gb" for p in parsed.problems)
+
+
+@pytest.mark.parametrize("text, field, value", [
+    ("The node with 8*A100 has a total of 1024GB of CPU memory.", "cpu_ram_gb", 1024),
+    ("多个节点，每个节点8张40G A100，能不能把参数只分到同一节点内", "nodes", None),
+    ("FORCE_TORCHRUN=1 NNODES=2 RANK=0 lora 微调", "lora_rank", None),
+    ("deepspeed --num_gpus 8 --num_nodes 2 --hostfile=host.txt train.py", "gpu_count", 16),
+    ("deepspeed --num_gpus 4 src/train_bash.py", "gpu_count", 4),
+    ("初始化Actor后，每个节点的内存占用综合大概45G * 4", "gpu_count", None),
+])
+def test_roles_found_on_real_threads(text, field, value):
+    assert setup_of(text).get(field) == value

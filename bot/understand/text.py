@@ -23,6 +23,9 @@ MAX_DIGITS = 12       # 999,999,999,999 is already absurd for any setup field
 
 _FULLWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+# What replaces text a stage consumed or refused: not whitespace, so no rule's "\s*" bridges it
+# ("seq <refused digits> 7B" must not read as seq 7).
+GAP = "\u2591"
 # Sign-free ASCII number: a minus only counts when it does not join two words ("A100-40G" is 40).
 NUM = r"(?<![A-Za-z0-9_.ǤḾ])(-?\d+(?:\.\d+)?)"
 UNSIGNED = r"(?<![A-Za-z0-9_.\-ǤḾ])(\d+(?:\.\d+)?)"
@@ -75,15 +78,16 @@ def prepare(text: object, limit: int = MAX_CHARS) -> Prepared:
         out.problems.append(("", f"a number with more than {MAX_DIGITS} digits is not a usable value; "
                                  "it was ignored"))
         out.notices.append("long_number_ignored")
-        cleaned = _LONG_DIGITS.sub(lambda m: " " * len(m.group(0)), cleaned)
+        cleaned = _LONG_DIGITS.sub(lambda m: GAP * len(m.group(0)), cleaned)
     out.text = cleaned
     return out
 
 
-def blank(text: str, spans: list[tuple[int, int]], fill: str = " ") -> str:
+def blank(text: str, spans: list[tuple[int, int]], fill: str = "") -> str:
     """``text`` with each span overwritten by ``fill`` (length kept, so later spans stay valid)."""
     if not spans:
         return text
+    fill = fill or GAP
     chars = list(text)
     for start, end in spans:
         for i in range(max(0, start), min(len(chars), end)):
