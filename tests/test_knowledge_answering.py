@@ -136,7 +136,7 @@ def test_claims_without_setup_depend_on_their_condition():
         assert item.quote in corpus_text(item.forum_id)
         if item.condition_data:
             assert item.judgement == "depends" and not item.applies
-            assert item.condition.startswith("depends on")
+            assert item.condition_note.startswith("depends on")
 
 
 def test_claims_judged_only_where_the_condition_holds():
@@ -209,6 +209,7 @@ def test_full_finetune_setup_gets_the_threshold_claim_corrected():
     item = items["forum-03-c1"]
     assert item.judgement == "does_not_hold" and not item.applies
     assert "16字节" in item.correction and "LoRA" in item.condition
+    assert item.condition_note.startswith("对这个配置不成立")
 
 
 def test_lora_setup_sees_the_same_claim_hold():
@@ -219,4 +220,5 @@ def test_lora_setup_sees_the_same_claim_hold():
 def test_no_setup_says_what_the_claim_depends_on():
     items = {i.claim_id: i for i in applicable_claims(None, topics=[], language="en", limit=4)}
     assert items["forum-03-c1"].judgement == "depends"
-    assert items["forum-03-c1"].condition == "depends on: LoRA or QLoRA"
+    assert items["forum-03-c1"].condition == "LoRA or QLoRA"
+    assert items["forum-03-c1"].condition_note == "depends on: LoRA or QLoRA"

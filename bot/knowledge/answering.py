@@ -57,7 +57,7 @@ class ApplicableClaim:
     claim_id: str  # "forum-03-c1"
     quote: str  # verbatim substring of the forum answer
     verdict: str  # corpus verdict: supported | holds_only_when | misleading | contradicted | unverifiable
-    condition: str  # the claim's condition in the answer's language ("" when unconditional)
+    condition: str  # the claim's condition in the answer's language ("" when unconditional), no prefix
     applies: bool  # the setup meets the condition (False also when the setup does not say)
     correction: str  # the correct statement in the answer's language (figures from the corpus sources)
     doc_ids: list[str]  # docs the verdict rests on
@@ -70,6 +70,23 @@ class ApplicableClaim:
     topic: str = ""
     calc_checked: bool = False  # the verdict also rests on the calculator
     assumed: tuple[str, ...] = ()  # condition keys decided by assumed (default) setup values
+
+    @property
+    def condition_note(self) -> str:
+        """What to print beside the claim: "depends on: X", "holds only when X", "not for this
+        setup: holds only when X", or "" when the verdict applies as is."""
+        lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in self.condition) else "en"
+        if not self.condition:
+            return ""
+        if self.judgement == "depends":
+            return conditions.depends_text(self.condition_data, lang)
+        if self.judgement == "does_not_hold":
+            return f"对这个配置不成立：仅当{self.condition}时成立" if lang == "zh" else \
+                f"does not hold for this setup: holds only when {self.condition}"
+        if self.judgement == "holds":
+            return f"对这个配置成立（仅当{self.condition}）" if lang == "zh" else \
+                f"holds for this setup (only when {self.condition})"
+        return ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,7 +363,8 @@ def applicable_claims(setup: Any = None, *, topics: Sequence[str] = (), language
       ``judgement="does_not_hold"`` (the claim is wrong for this setup; the correction says why).
     - Any other claim whose condition the setup fails: left out (not judged against it).
     - No setup, or one silent on a fact the condition needs: ``applies=False``,
-      ``judgement="depends"``, ``condition`` = "depends on: ...".
+      ``judgement="depends"``; ``condition_note`` = "depends on: ..." (``condition`` is the bare
+      condition text, for renderers that add their own wording).
     Order: wrong claims first, then conditional ones, then right ones (within each, those judged
     for this setup before those that depend on it); one claim per forum answer; at most two per
     corpus topic."""
@@ -412,16 +430,16 @@ def _judge(answer, claim, setup: Any, lang: str) -> ApplicableClaim | None:
         judgement, applies = "does_not_hold", False
     else:
         return None  # the verdict speaks about setups unlike this one
-    if judgement == "depends":
-        condition_text = conditions.depends_text(claim.condition, lang)
-    else:
-        condition_text = conditions.describe(claim.condition, lang)
+    condition_text = conditions.describe(claim.condition, lang)
+    # The citation's title names the claim's condition, so a figure in the condition ("at least 8
+    # GPUs") traces to the cited corpus entry like any other figure.
+    title = f"{answer.title} ({claim.id}: {condition_text})" if condition_text else answer.title
     return ApplicableClaim(
         forum_id=answer.id, claim_id=claim.id, quote=claim.quote, verdict=claim.verdict,
         condition=condition_text, applies=applies,
         correction=claim.correct_zh if lang == "zh" else claim.correct,
         doc_ids=[s for s in claim.verdict_source if s.startswith("doc-")], judgement=judgement,
-        condition_data=dict(claim.condition), title=answer.title, url=answer.url, topic=claim.topic,
+        condition_data=dict(claim.condition), title=title, url=answer.url, topic=claim.topic,
         calc_checked="calc" in claim.verdict_source,
         assumed=tuple(outcome.assumed) if outcome is not None and outcome.met is not None else (),
     )
