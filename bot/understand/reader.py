@@ -28,7 +28,7 @@ from bot.understand.spans import (
     find_models,
     find_unknown_cards,
 )
-from bot.understand.text import blank, prepare
+from bot.understand.text import GAP, blank, prepare
 
 # A command, config or code line (language is read from the other lines). No nested whitespace
 # quantifiers: a line of 8,000 spaces must cost one pass, not millions of backtracking steps.
@@ -83,9 +83,17 @@ def _origin(span: str, marked: str, text: str) -> str:
     if not span:
         return ""
     i = marked.find(span)
-    if i < 0:
-        return span
-    return text[i: i + len(span)].strip()
+    found = span if i < 0 else text[i: i + len(span)]
+    return _gap_free(found)
+
+
+def _gap_free(span: str) -> str:
+    """The part of a span the user wrote: text a stage consumed or refused (the gap) is cut out."""
+    if GAP not in span:
+        return span.strip()
+    parts = [p.strip() for p in re.split(GAP + "+", span) if p.strip()]
+    with_digit = [p for p in parts if re.search(r"\d", p)]
+    return (with_digit or parts or [""])[-1]
 
 
 def _mark(text: str, mentions: list[NameMention], char: str) -> str:
@@ -299,6 +307,7 @@ def read_turn(raw: object) -> Reading:
     if algo or len(roles) >= 2 or {"actor", "critic"} & set(roles) or "deepspeed chat" in low:
         obs.models = tuple(dict.fromkeys([*(_RL_ALGOS.get(algo or "", ())), *roles])) or ("actor", "critic", "reference", "reward")
 
+    prov = {k: (Provenance(v.source, _gap_free(v.span), v.confidence) if GAP in v.span else v) for k, v in prov.items()}
     out.fields, out.provenance, out.observed = f, prov, obs
     lines = [ln for ln in own.splitlines()
              if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
