@@ -222,3 +222,16 @@ def test_no_setup_says_what_the_claim_depends_on():
     assert items["forum-03-c1"].judgement == "depends"
     assert items["forum-03-c1"].condition == "LoRA or QLoRA"
     assert items["forum-03-c1"].condition_note == "depends on: LoRA or QLoRA"
+
+
+def test_resolved_setup_marks_assumed_facts():
+    from bot.setup import TrainingSetup, resolve_setup
+
+    resolved = resolve_setup(TrainingSetup(params_b=7, gpu="A100 80GB SXM", gpu_count=8))
+    outcome = conditions.evaluate({"finetune": "full", "optimizer_state": "fp32_adam"}, resolved)
+    assert outcome.met is True and set(outcome.assumed) == {"finetune", "optimizer_state"}
+    stated = resolve_setup(TrainingSetup(params_b=7, gpu="A100 80GB SXM", gpu_count=8, finetune="lora"))
+    assert conditions.evaluate({"finetune": "full"}, stated).met is False
+    items = {i.claim_id: i for i in applicable_claims(resolved, topics=[], language="en", limit=4)}
+    assert all(i.judgement != "depends" or i.condition_data for i in items.values())
+    assert items["forum-03-c1"].judgement == "does_not_hold" and "finetune" in items["forum-03-c1"].assumed
