@@ -403,7 +403,7 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
     if code == "single_gpu":
         return say.done("只有一张卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
                         "With a single GPU there is nothing to shard across; DDP vs FSDP only matters with several GPUs.")
-    if cfg is None and code not in ("lora_ddp_fits", "finetune_fits", "capacity", "link_assumed"):
+    if cfg is None and code not in ("lora_ddp_fits", "finetune_fits", "capacity", "link_assumed", "observed_oom"):
         return ""
     if code == "ddp_fits":
         assert cfg is not None
@@ -485,6 +485,18 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
                             f"inside a node: HSDP shards within each node and only all-reduces gradients across "
                             f"nodes; est. {say.cfg(cfg, 'time', 'step_seconds')} s per step vs "
                             f"{say.cfg(fs, 'time', 'step_seconds')} s for full shard across all GPUs{c}.")
+    if code == "accumulate":
+        assert cfg is not None
+        return say.done(f"你要的 micro-batch {say.field('micro_batch')} 放不下，{label(cfg.strategy, lang)} 最多到 "
+                        f"{say.cfg(cfg, 'memory', 'max_micro_batch')}：用这个 micro-batch 加梯度累积，保持全局 batch 不变{c}。",
+                        f"Micro-batch {say.field('micro_batch')} does not fit; {label(cfg.strategy, lang)} fits up to "
+                        f"{say.cfg(cfg, 'memory', 'max_micro_batch')}: use that with gradient accumulation to keep "
+                        f"your global batch{c}.")
+    if code == "observed_oom":
+        name = label(v["strategy"], lang)
+        return say.done(f"你报告 {name} 已经 OOM，所以不再推荐原样的 {name}（估算没覆盖到实际的峰值）。",
+                        f"You report {name} running out of memory, so it is not recommended as it was (the "
+                        f"estimate missed the real peak).")
     if code == "tight":
         assert cfg is not None
         return say.done(f"余量很小（{say.cfg(cfg, 'memory', 'total_gib')} / {say.cfg(cfg, 'memory', 'usable_gib')} GiB），"

@@ -137,12 +137,25 @@ def _ladder(ev: Evidence) -> Decision:
     r = ev.resolved
     assert r is not None
     weighed = [c for c in ev.configs if c.strategy in GPU_RESIDENT]
+    reasons: list[Reason] = []
+    ran = observed_run(ev)
+    if ran is not None:  # the user ran this and it ran out of memory: not recommended as it was
+        failed = [c for c in weighed if c.strategy == ran and not (c.variant in (CKPT, BUCKET_FUSED_CKPT)
+                                                                   and checkpointing_on(ev, c))]
+        if failed:
+            weighed = [c for c in weighed if c not in failed]
+            reasons.append(Reason("observed_oom", {"strategy": ran}))
     with_margin = [c for c in weighed if fits_with_margin(c)]
     tight = [c for c in weighed if c.fits and not fits_with_margin(c)]
     candidates = with_margin or tight
+    accumulate = False
+    if not candidates and r.gpu_count > 1:
+        # Nothing fits at the asked micro-batch: a smaller one plus gradient accumulation keeps
+        # the global batch (before CPU offload, which is far slower).
+        candidates = [c for c in weighed if not c.fits and c.max_micro_batch >= 1]
+        accumulate = bool(candidates)
     base_ddp = ev.config("ddp")
     assert base_ddp is not None
-    reasons: list[Reason] = []
     d = Decision("ok", ev.parsed.intent, "none")
 
     if r.gpu_count == 1:
@@ -153,7 +166,7 @@ def _ladder(ev: Evidence) -> Decision:
         chosen, rival = pick(ev, candidates)
         d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
         reasons += _memory_reasons(ev, chosen, base_ddp)
-        reasons.append(Reason("throughput", {"config": chosen}))
+        reasons.append(Reason("accumulate" if accumulate else "throughput", {"config": chosen}))
         if rival is not None:
             reasons.append(Reason("simpler_within_tolerance", {"config": chosen, "faster": rival,
                                                                "tolerance": TOLERANCE}))
@@ -164,7 +177,7 @@ def _ladder(ev: Evidence) -> Decision:
             reasons.append(Reason("comm_cost", {"config": chosen}))
         if chosen.strategy == "fsdp_hybrid_shard" and slow_link(ev):
             reasons.append(Reason("slow_inter_node", {"config": chosen}))
-        if not with_margin:
+        if not with_margin and not accumulate:
             reasons.append(Reason("tight", {"config": chosen}))
         ddp_choices = [c for c in candidates if c.strategy == chosen.strategy]
         others = sorted({c.strategy for c in candidates if c.strategy != chosen.strategy},
@@ -199,6 +212,21 @@ def _ladder(ev: Evidence) -> Decision:
     d.rows = _rows(ev, d)
     d.what_ifs = _what_ifs(ev, d)
     return d
+
+
+def observed_run(ev: Evidence) -> str | None:
+    """The strategy the user reports running out of memory with (a log, a DeepSpeed stage, or
+    plain training on one GPU), or None."""
+    obs = ev.parsed.observed
+    if not obs.oom:
+        return None
+    if obs.fsdp_strategy in GPU_RESIDENT:
+        return obs.fsdp_strategy
+    if obs.zero_stage in ZERO_TO_STRATEGY and not obs.zero_offload:
+        return ZERO_TO_STRATEGY[obs.zero_stage]
+    if ev.resolved is not None and ev.resolved.gpu_count == 1:
+        return "ddp"
+    return None
 
 
 def _scenario_pick(s: Any) -> str:

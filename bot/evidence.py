@@ -68,8 +68,8 @@ class Config:
     max_micro_batch: int
     step_seconds: float  # at the asked micro-batch
     vs_ddp: float  # communication time relative to DDP
-    throughput_mb: int  # the micro-batch tokens/s is measured at (0 when nothing fits)
-    tokens_per_s_per_gpu: float  # at ``throughput_mb``; 0 when it does not fit
+    throughput_mb: int  # the micro-batch tokens/s is measured at (0 when not even 1 fits)
+    tokens_per_s_per_gpu: float  # at ``throughput_mb``; 0 when not even micro-batch 1 fits
     comm_share: float  # communication's share of the step at the asked micro-batch (0..1)
 
     def key(self, kind: str, name: str) -> str:
@@ -277,7 +277,9 @@ def _configs(ev: Evidence) -> list[Config]:
         for s in strategies:
             mem, comm = est.memory[s], est.comm[s]
             step = est.time[s]
-            best = min(mem.max_micro_batch, max(mb, MB_TARGET)) if mem.fits else 0
+            # a configuration that fits only below the asked micro-batch keeps the global batch
+            # with gradient accumulation: its throughput is measured at the micro-batch it takes
+            best = min(mem.max_micro_batch, max(mb, MB_TARGET)) if mem.fits else mem.max_micro_batch
             tps = 0.0
             if best:
                 if best not in at_mb:

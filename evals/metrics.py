@@ -454,10 +454,26 @@ def check_calc_citations(case: Case, answer: Answer) -> MetricResult:
     calc = [c for c in answer.citations if c.kind == "calc"]
     if not calc:
         return _na("calc_citations", "no calc citation")
+    inference = any(k.startswith("inference.") for k in answer.numbers)
+    # answer.setup may carry both a catalog model and its size; the model name is what was
+    # resolved, so recomputing without the size is the same reading of the same setup
+    readings = [answer.setup]
+    if answer.setup.get("model") and answer.setup.get("params_b") is not None:
+        readings.append({k: v for k, v in answer.setup.items() if k != "params_b"})
+    first_problems: list[str] | None = None
+    for setup in readings:
+        problems = _calc_problems(answer, calc, setup, inference)
+        if not problems:
+            return MetricResult("calc_citations", True, f"{len(calc)} calc citations recomputed")
+        first_problems = first_problems or problems
+    return MetricResult("calc_citations", False, "; ".join((first_problems or [])[:6]))
+
+
+def _calc_problems(answer: Answer, calc: list[Any], setup: dict[str, Any], inference: bool) -> list[str]:
     try:
-        base = _recomputed(answer.setup)
+        base = _recomputed_inference(setup) if inference else _recomputed(setup)
     except Exception as err:  # the setup cannot be recomputed: the citation cannot be verified
-        return MetricResult("calc_citations", False, f"cannot recompute the calculator for answer.setup: {err}")
+        return [f"cannot recompute the calculator for answer.setup: {err}"]
     problems: list[str] = []
     for key, value in answer.numbers.items():
         if key in base.numbers and not isinstance(value, bool) and isinstance(value, int | float):
@@ -469,19 +485,27 @@ def check_calc_citations(case: Case, answer: Answer) -> MetricResult:
         gpu = c.title.split("shardwise calculator: ", 1)[1] if "shardwise calculator: " in c.title else None
         if gpu:
             try:
-                ref = _recomputed({**answer.setup, "gpu": gpu, "gpu_memory_gb": None})
+                ref = _recomputed({**setup, "gpu": gpu, "gpu_memory_gb": None})
             except Exception as err:
                 problems.append(f"[{c.n}] cannot recompute for {gpu}: {err}")
                 continue
-        allowed = ref.values
         for match in _ANY_NUMBER.finditer(_THOUSANDS.sub("", unicodedata.normalize("NFKC", c.quote or ""))):
             printed = match.group(0)
             mention = NumberMention(printed, float(printed), len(printed.split(".")[1]) if "." in printed else 0, "")
-            if not matches(mention, allowed):
+            if not matches(mention, ref.values):
                 problems.append(f"[{c.n}] calc quote figure {printed!r} is not the calculator's for this setup")
-    if problems:
-        return MetricResult("calc_citations", False, "; ".join(problems[:6]))
-    return MetricResult("calc_citations", True, f"{len(calc)} calc citations recomputed")
+    return problems
+
+
+def _recomputed_inference(setup: dict[str, Any]) -> _Recomputed:
+    from bot.calc.inference import inference_estimate
+    from bot.setup import TrainingSetup
+
+    fields = {k: v for k, v in setup.items() if k in TrainingSetup.model_fields and v is not None}
+    est = inference_estimate(TrainingSetup(**fields))
+    numbers = est.numbers()
+    values = list(_numbers_in_value(numbers)) + list(_numbers_in_value(setup)) + list(_numbers_in_value(est.quote()))
+    return _Recomputed(numbers, values)
 
 
 @dataclass(frozen=True)

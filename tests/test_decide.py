@@ -36,9 +36,11 @@ def check_consistent(ev, d) -> None:
         # within the band, nothing simpler was passed over
         band = [c for c in fitting if c.tokens_per_s_per_gpu >= (1 - TOLERANCE) * best]
         assert simplicity(ev, d.chosen) == min(simplicity(ev, c) for c in band)
-    # checkpointing (any GPU-resident row) comes before CPU offload
+    # checkpointing and gradient accumulation (any GPU-resident row) come before CPU offload
     if d.strategy == "fsdp_full_shard_offload":
         assert not [c for c in ev.configs if c.strategy in GPU_RESIDENT and c.fits]
+        assert ev.resolved.gpu_count == 1 or not [c for c in ev.configs if c.strategy in GPU_RESIDENT
+                                                  and c.max_micro_batch >= 1]
     # "DDP communicates the least" never sits beside a fitting row that communicates less
     if "comm_least" in codes:
         assert all(c.vs_ddp >= 1.0 for c in fitting if c.strategy != "ddp")
@@ -165,6 +167,20 @@ def test_no_model_size_never_recommends_ddp(question):
     a = ask(question)
     assert a.status in ("needs_info", "ok") and a.recommendation.strategy != "ddp"
     assert "params_b" in a.questions
+
+
+def test_a_reported_oom_is_not_recommended_as_it_ran():
+    from bot.parse import Parsed
+    from bot.understand import Observed
+
+    resolved = resolve_setup(TrainingSetup(model="Llama-2-7B", gpu="A100 80GB SXM", gpu_count=8))
+    ev = evidence_for_resolved(resolved)
+    plain = decide(ev)
+    ev.parsed = Parsed(setup=resolved.setup, language="en", observed=Observed(oom=True, zero_stage=2))
+    d = decide(ev)
+    assert "observed_oom" in {r.code for r in d.reasons}
+    assert not (d.strategy == "fsdp_shard_grad_op" and d.variant == "")
+    assert plain.strategy == "fsdp_shard_grad_op" or d.strategy == plain.strategy
 
 
 def test_an_internal_error_is_status_error_not_a_strategy(monkeypatch, caplog):

@@ -32,6 +32,7 @@ class InferenceEstimate:
     weights_gib: float
     kv_cache_gib: float
     assumed: tuple[str, ...]
+    named: bool = True  # the model is a catalog entry (else a bare parameter count)
 
     @property
     def total_gib(self) -> float:
@@ -43,8 +44,12 @@ class InferenceEstimate:
                 "inference.batch": self.batch}
 
     def setup(self) -> dict[str, Any]:
-        return {"model": self.model, "params_b": round(self.params / 1e9, 3), "seq_len": self.context_len,
-                "micro_batch": self.batch}
+        """The inputs, as TrainingSetup fields (``inference_estimate`` of this gives this back)."""
+        out: dict[str, Any] = {"model": self.model} if self.named else {"params_b": round(self.params / 1e9, 3)}
+        out.update(seq_len=self.context_len, micro_batch=self.batch)
+        if "dtype" not in self.assumed:
+            out["precision"] = {"fp16": "fp16-mixed", "fp32": "fp32"}.get(self.dtype, "bf16-mixed")
+        return out
 
     def quote(self) -> str:
         return (f"{self.model}, {round(self.params / 1e9, 2)}B params in {self.dtype}, context {self.context_len}, "
@@ -56,7 +61,8 @@ def inference_estimate(setup: Any, dtype: str | None = None) -> InferenceEstimat
     it names no model size."""
     from bot.catalog import generic_model, lookup_model
 
-    if getattr(setup, "model", None):
+    named = bool(getattr(setup, "model", None))
+    if named:
         model = lookup_model(setup.model)
     elif getattr(setup, "params_b", None):
         model = generic_model(float(setup.params_b))
@@ -77,4 +83,5 @@ def inference_estimate(setup: Any, dtype: str | None = None) -> InferenceEstimat
     head = model.attn_head_dim or model.hidden // model.n_heads
     kv_bytes = 2.0 if bytes_per < 2 else bytes_per  # the cache stays 16-bit under weight quantization
     kv = 2 * model.n_layers * model.n_kv_heads * head * context * batch * kv_bytes / GIB
-    return InferenceEstimate(model.name, int(model.params), dtype, int(context), int(batch), weights, kv, tuple(assumed))
+    return InferenceEstimate(model.name, int(model.params), dtype, int(context), int(batch), weights, kv, tuple(assumed),
+                             named=named and not model.approximate)
