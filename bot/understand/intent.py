@@ -51,7 +51,7 @@ _TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom\b|unable to|cannot (
 # a question about how something works, even if it also mentions a slowdown or memory
 _CONCEPT_STRONG = re.compile(r"原理|what(?:'s| is) the difference|区别是什么|有什么区别|why do we need|what does .{1,40} do\b|"
                              r"how does .{1,40} work|how is .{1,60} achieved|如何实现|是什么意思|会慢多少|慢多少|"
-                             r"switch between|what is\b|what are\b", _I)
+                             r"switch between|what is\b|what are\b|有啥意义|有什么意义|有什么用|what'?s the point|为什么推荐|why (?:is|do you) recommend", _I)
 _STRATEGY_ENOUGH = re.compile(r"(?:ddp|fsdp|zero[- ]?\d?|deepspeed)\s*(?:够吗|够不够|够用吗|enough|行吗|可以吗|就够了吗)", _I)
 _CAPACITY = re.compile(r"how many (?:gpus?|cards?|a100s?|h100s?|nodes?|blocks|machines)|how much (?:gpu |training )?"
                        r"(?:memory|vram|resources?|显存)|minimum (?:number|gpu|requirement|hardware)|minimum requirements?|"

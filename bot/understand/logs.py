@@ -31,7 +31,8 @@ _OOM_WORDS = re.compile(r"out of memory|OutOfMemoryError|\boom\b|爆显存|显�
                         r"outofmemory|memory is insufficient|not enough (?:gpu )?memory|gpu is not enough|显存会不够|溢出|"
                         r"(?<![a-z])oom(?![a-z])|爆了|内存不足|显存占满", re.I | re.A)
 # "会OOM吗", "will it OOM?": a question about the future, not a failure that happened
-_OOM_HYPOTHETICAL = re.compile(r"(?:会不会|是否会|will (?:it|this|i) |would (?:it|this) )\s*(?:oom|爆显存|out of memory)|"
+_OOM_HYPOTHETICAL = re.compile(r"(?:会不会|是否会|will (?:it|this|i) |would (?:it|this) |unless you (?:encounter|hit|get) |"
+                               r"if you (?:encounter|hit|get) |除非|如果遇到)\s*(?:oom|爆显存|out of memory)|"
                                r"(?:oom|爆显存|out of memory)\s*(?:吗|么)", re.I | re.A)
 # nvidia-smi: "| 78000MiB / 81920MiB |"
 _SMI = re.compile(r"(\d{3,6})\s*MiB\s*/\s*(\d{4,6})\s*MiB", re.I | re.A)
@@ -121,7 +122,7 @@ def read_logs(text: str) -> LogReading:
         out.spans.append(m.span())
     for m in _LOG_LINE.finditer(text):
         out.spans.append(m.span())
-    if any(not _OOM_HYPOTHETICAL.search(text[max(0, m.start() - 14): m.end() + 3]) for m in _OOM_WORDS.finditer(text)):
+    if any(not _OOM_HYPOTHETICAL.search(text[max(0, m.start() - 24): m.end() + 3]) for m in _OOM_WORDS.finditer(text)):
         obs.oom = True
     for m in _DS_HW.finditer(text):
         out.nodes, out.gpus_per_node, out.hw_span = int(m.group(1)), int(m.group(2)), m.group(0)
