@@ -253,16 +253,16 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
             f"Roughly: weights {say.num('inference.weights_gib')} GiB ({inf.dtype}), KV cache "
             f"{say.num('inference.kv_cache_gib')} GiB (context {say.num('inference.context_len')}, batch "
             f"{say.num('inference.batch')}), about {say.num('inference.total_gib')} GiB in all{say.c()}.")
-        sec.reasons.append(_t(lang, "放不进一张卡时用张量并行（tensor parallelism）切分权重；部署用 vLLM、SGLang、"
+        sec.reasons.append(_t(lang, "单卡放不下时用张量并行（tensor parallelism）切分权重；部署用 vLLM、SGLang、"
                                     "TensorRT-LLM 这类推理引擎，而不是 DDP/FSDP。",
-                              "When it does not fit one GPU, split the weights with tensor parallelism and serve "
+                              "When it does not fit a single GPU, split the weights with tensor parallelism and serve "
                               "with an inference engine (vLLM, SGLang, TensorRT-LLM), not DDP/FSDP."))
         return
     if "inference" in topics:
-        sec.headline = _t(lang, "这是推理/部署的问题，DDP/FSDP 是训练用的。放不进一张卡时用张量并行，部署用 vLLM、"
+        sec.headline = _t(lang, "这是推理/部署的问题，DDP/FSDP 是训练用的。单卡放不下时用张量并行，部署用 vLLM、"
                                 "SGLang 这类推理引擎；告诉我模型和上下文长度，我可以估算权重和 KV cache。",
                           "This is about inference/serving; DDP and FSDP are for training. When a model does not "
-                          "fit one GPU use tensor parallelism, and serve with an engine such as vLLM or SGLang; "
+                          "fit a single GPU use tensor parallelism, and serve with an engine such as vLLM or SGLang; "
                           "name the model and context length and I will size the weights and KV cache.")
         return
     if {"tpu", "jax"} & {w.lower() for w in ev.question.replace("/", " ").split()} or "TPU" in ev.question:
@@ -276,9 +276,9 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
                       "That is outside what I can help with. I answer questions about PyTorch distributed training "
                       f"(DDP, FSDP, HSDP, GPU memory, communication), for example: \"{_EXAMPLE_EN}\"")
     if "earlier_setup_kept" in ev.parsed.notices:
-        sec.reasons.append(_t(lang, "你之前说的训练配置我还记着，可以接着问，比如：“换成两台机器呢？”",
+        sec.reasons.append(_t(lang, "你之前说的训练配置我还记着，可以接着问，比如：“换成多台机器呢？”",
                               "I still have the setup from earlier in this conversation; you can ask a follow-up "
-                              "about it, e.g. \"what about two nodes?\""))
+                              "about it, e.g. \"what about several nodes?\""))
 
 
 def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
@@ -401,7 +401,7 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
     cfg: Config | None = v.get("config")
     code = r.code
     if code == "single_gpu":
-        return say.done("只有一张卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
+        return say.done("只有单卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
                         "With a single GPU there is nothing to shard across; DDP vs FSDP only matters with several GPUs.")
     if cfg is None and code not in ("lora_ddp_fits", "finetune_fits", "capacity", "link_assumed", "observed_oom"):
         return ""
@@ -619,11 +619,11 @@ def _what_if_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noq
         if not v["single_fits"]:
             return say.done(f"单机放不下（{label(s, lang)} 每卡 {say.num(f'single_node.memory.{s}.total_gib')} GiB），"
                             f"所以确实需要多机{c}。",
-                            f"One node alone does not fit ({label(s, lang)} needs "
+                            f"A single node does not fit ({label(s, lang)} needs "
                             f"{say.num(f'single_node.memory.{s}.total_gib')} GiB per GPU), so the nodes are needed{c}.")
         return say.done(f"和单机比：单机 {label(s, lang)} 每步 {say.num(f'single_node.time.{s}.step_seconds')} 秒，"
-                        f"两机方案每步 {say.cfg(cfg, 'time', 'step_seconds')} 秒{c}；每步时间差不多甚至更长时，多机只是在等网络。",
-                        f"Compared with one node: {label(s, lang)} on one node takes "
+                        f"多机方案每步 {say.cfg(cfg, 'time', 'step_seconds')} 秒{c}；每步时间差不多甚至更长时，多机只是在等网络。",
+                        f"Compared with a single node: {label(s, lang)} there takes "
                         f"{say.num(f'single_node.time.{s}.step_seconds')} s per step, the multi-node setup "
                         f"{say.cfg(cfg, 'time', 'step_seconds')} s{c}; when a step is not much shorter, the extra "
                         f"nodes mostly wait on the network.")

@@ -390,6 +390,9 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
         out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:
         out.append(Reason("why_multi_node_slow", {"config": d.chosen}))
+    if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out
+            and ev.resolved is not None and ev.resolved.nodes > 1 and d.chosen.comm_share >= COMM_HEAVY):
+        out.append(Reason("why_multi_node_slow", {"config": d.chosen}))  # "why is it slow?" across nodes
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": d.strategy, "stage": ev.parsed.observed.zero_stage,
                                            "offload": ev.parsed.observed.zero_offload}))
@@ -418,6 +421,10 @@ def _need_checkpointing(ev: Evidence) -> Reason:
     fits_without = [c for c in ev.configs if c.fits and c.strategy in GPU_RESIDENT and not checkpointing_on(ev, c)
                     and c.variant in (BASE, CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT)]
     fits_with = [c for c in ev.configs if c.fits and c.strategy in GPU_RESIDENT and checkpointing_on(ev, c)]
+    if not fits_without and not fits_with:  # only offload can work: the same question for it
+        offload = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.fits]
+        fits_without = [c for c in offload if not checkpointing_on(ev, c)]
+        fits_with = [c for c in offload if checkpointing_on(ev, c)]
     best_without = max(fits_without, key=lambda c: c.tokens_per_s_per_gpu, default=None)
     best_with = max(fits_with, key=lambda c: c.tokens_per_s_per_gpu, default=None)
     return Reason("need_checkpointing", {"needed": best_without is None and best_with is not None,
