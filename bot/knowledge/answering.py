@@ -34,6 +34,8 @@ MAX_QUOTE_CHARS = 360  # a quote is one or two sentences: enough to answer, shor
 MIN_QUOTE_CHARS = 30  # shorter "sentences" are headings in disguise ("Stage" is DeepSpeed's word.)
 _CANDIDATES = 10  # search hits examined for a quotable sentence
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
+# A sentence that opens by pointing back ("这正是...", "This is why...") is quoted with the one before.
+_ANAPHORA = re.compile(r"^(这|那|此|它|其|这些|因此|所以|This\b|That\b|These\b|Those\b|It\b|So\b|Thus\b)")
 
 
 @dataclass(frozen=True)
@@ -333,6 +335,14 @@ def best_quote(entry_id: str, weights: dict[str, float]) -> str:
         return ""
     _, _, best = max(scored)
     quote = units[best][0]
+    if _ANAPHORA.match(quote) and best > 0:
+        # "This is why ..." needs the sentence it points back to: quote both when they are adjacent
+        prev = units[best - 1][0]
+        start = text.find(quote)
+        if start > 0 and text.rfind(prev, 0, start) >= 0:
+            gap = text[text.rfind(prev, 0, start) + len(prev):start]
+            if gap in ("", " ") and len(prev) + len(gap) + len(quote) <= MAX_QUOTE_CHARS:
+                return prev + gap + quote
     if best + 1 < len(units):
         nxt = units[best + 1][0]
         start = text.find(quote)
