@@ -424,7 +424,7 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
             return say.done(f"DDP 每张卡都放一份完整的模型（冻结的基座权重加适配器）：每卡约 {tot} GiB，超过可用的 {use} GiB{c}。",
                             f"DDP keeps a full copy of the model (the frozen base weights plus the adapters) on every "
                             f"GPU: about {tot} GiB per GPU, more than the {use} GiB usable{c}.")
-        buf = ev.numbers().get(cfg.key("memory", "buffers_gib"), 0) or 0
+        buf = say.numbers.get(cfg.key("memory", "buffers_gib"), 0) or 0
         extra_zh = extra_en = ""
         if buf >= 1:
             b = say.cfg(cfg, "memory", "buffers_gib")
