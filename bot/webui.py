@@ -847,6 +847,83 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
 
 
 # ----------------------------------------------------------------------------------------------
+# Strategy x precision
+# ----------------------------------------------------------------------------------------------
+
+PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
+
+
+def precision_table(answer: Answer) -> tuple[str, str] | None:
+    """Per-GPU GiB for every strategy (rows) x precision (columns) of the answer's setup, from the
+    calculator (``bot.calc.estimate``, one run per precision), as an HTML table and the calc
+    citation's quote; ``None`` when the setup cannot be computed. The page asks for this
+    explicitly: it is a new calculation, not a re-rendering of the answer."""
+    from bot.calc import estimate
+
+    fields = TrainingSetup.model_fields
+    base = {k: v for k, v in answer.setup.items() if k in fields and v is not None}
+    columns: dict[str, dict] = {}
+    for precision in PRECISIONS:
+        try:
+            numbers = estimate(resolve_setup(TrainingSetup(**{**base, "precision": precision}))).numbers()
+        except (SetupError, ValueError):
+            continue  # e.g. bf16 on a card without bf16: that column is left out, said below
+        columns[precision] = numbers
+    if not columns:
+        return None
+    zh = answer.language == "zh"
+    strategies = [s for s in TRAINING_STRATEGIES if any(f"memory.{s}.total_gib" in n for n in columns.values())]
+    head = "".join(f"<th>{html.escape(p)}</th>" for p in columns)
+    rows = []
+    for strategy in strategies:
+        cells = []
+        for numbers in columns.values():
+            total, fits = numbers.get(f"memory.{strategy}.total_gib"), numbers.get(f"memory.{strategy}.fits")
+            mark = "" if fits is None else (" ✓" if fits else " ✗")
+            cells.append("<td>–</td>" if total is None else f"<td>{float(total):.1f}{mark}</td>")
+        rows.append(f"<tr><td>{html.escape(label(strategy, answer.language))}</td>{''.join(cells)}</tr>")
+    skipped = [p for p in PRECISIONS if p not in columns]
+    caption = ("每卡显存 GiB（✓ 放得下，✗ 放不下）" if zh else "Per-GPU GiB (✓ fits, ✗ does not fit)")
+    if skipped:
+        caption += ("；此卡不支持：" if zh else "; not possible on this card: ") + ", ".join(skipped)
+    table = (f"<p><b>{caption}</b></p>" + view._SCROLL
+             + f"<table><thead><tr><th>{'策略' if zh else 'strategy'}</th>{head}</tr></thead>"
+             + f"<tbody>{''.join(rows)}</tbody></table></div>")
+    quote = "precision in " + ", ".join(columns) + "; other inputs as the answer: " + setup_summary(base)
+    return table, quote
+
+
+def compare_precisions(request: gr.Request):
+    """The strategy x precision table for the last answer's setup, as its own chat entry."""
+    conv = store.get(request.session_hash if request else None)
+    if not conv.answer:
+        return gr.skip()
+    answer = Answer.model_validate(conv.answer)
+    zh = answer.language == "zh"
+    ex = Exchange(kind="simulate", user_html="", payload=None)  # answered here, not by the worker
+    ex.user_html = user_message_html("按精度比较各策略" if zh else "Compare strategies across precisions", ex.id,
+                                     kind="compare")
+    conv.add(ex)
+    try:
+        result = precision_table(answer)
+    except Exception:  # noqa: BLE001
+        log.exception("precision table failed")
+        result = None
+    if result is None:
+        body = "<p>" + ("这个设置还算不出来。" if zh else "This setup cannot be computed yet.") + "</p>"
+    else:
+        table, quote = result
+        n = max((c.n for c in answer.citations), default=0) + 1
+        citation = Citation(n=n, id="calc", kind="calc", title=("shardwise 显存计算器" if zh else
+                                                                  "shardwise memory calculator"), quote=quote)
+        body = table + f"<p>[{n}]</p>" + view.sources_html([citation], answer.language)
+    with conv.lock:
+        ex.answer_html = (f'<div class="sw-answer sw-compare sw-a-{ex.id}" lang="{view.html_lang(answer.language)}">'
+                          f"{body}</div>")
+    return conv.messages()
+
+
+# ----------------------------------------------------------------------------------------------
 # Downloads
 # ----------------------------------------------------------------------------------------------
 
@@ -932,6 +1009,7 @@ def build_demo():
                 chart_note = gr.Markdown("", elem_id="sw-chart-note")
                 sim = gr.Button("Simulate exact memory", elem_id="sw-simulate", interactive=False)
                 sim_note = gr.Markdown("", elem_id="sw-sim-note")
+                compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
                     fields = _panel_components(list_models(), list_gpus())
@@ -946,12 +1024,15 @@ def build_demo():
 
         answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share]
         downloads = [dl_md, dl_json, dl_png, dl_svg]
-        work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private"}
-        fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple"}
+        # No progress overlays: one over the message box or the panel would swallow the next click
+        # or keystroke while an answer is pending (the chat shows its own pending dots).
+        work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
+                "show_progress": "minimal"}
+        fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple", "show_progress": "hidden"}
 
         def answered(event):
             (event.then(process, None, [chat, *answer_outputs], **work)
-             .then(make_downloads, None, downloads, api_visibility="private", queue=False)
+             .then(make_downloads, None, downloads, api_visibility="private", queue=False, show_progress="hidden")
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
         for trigger in (msg.submit, send.click):
@@ -959,6 +1040,8 @@ def build_demo():
         answered(chat.example_select(pick_example, None, [chat, msg, hint], **fast))
         answered(again.click(submit_edit_button, fields, [chat], **fast))
         answered(upload.upload(upload_config, [upload], [chat], **fast))
+        compare.click(compare_precisions, None, [chat], api_visibility="private", concurrency_id="answer",
+                      concurrency_limit=CHAT_CONCURRENCY)
         for comp in fields:  # choices re-answer at once; numbers on Enter or the button
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
             answered(event(submit_edit, fields, [chat], **fast))

@@ -34,8 +34,19 @@ MICRO_BATCHES = (1, 2, 4)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
-# Old and new page: an answer is a .sw-answer block (new) or a bot message (before issue 16).
-ANSWERS = "#sw-chat .sw-answer, #sw-chat .message.bot"
+# An answer is a .sw-answer block; before issue 16 (for before/after timing) a bot message.
+ANSWERS_NEW, ANSWERS_OLD = "#sw-chat .sw-answer", "#sw-chat .message.bot"
+
+
+async def answers_selector(page) -> str:
+    return ANSWERS_NEW if await page.locator(".sw-narrow").count() else ANSWERS_OLD
+
+
+def answered_js(selector: str) -> str:
+    """True once an answer with real text is shown (a pending bot bubble is empty or says
+    "Loading content")."""
+    return (f"() => [...document.querySelectorAll({selector!r})].some(e => e.innerText.trim().length > 40 "
+            "&& !/Loading content/.test(e.innerText))")
 
 
 def cases(n: int) -> list[tuple[str, str, int, int]]:
@@ -80,13 +91,13 @@ async def tab_session(browser, url: str, case, timeout_ms: int) -> tuple[float |
         page = await context.new_page()
         await page.goto(url, wait_until="domcontentloaded")
         await page.wait_for_selector("#sw-msg textarea", timeout=timeout_ms)
+        answers = await answers_selector(page)
         await page.fill("#sw-msg textarea", question)
         started = time.perf_counter()
         await page.click("#sw-send")
-        await page.wait_for_function(f"() => document.querySelectorAll({ANSWERS!r}).length >= 1",
-                                     timeout=timeout_ms)
+        await page.wait_for_function(answered_js(answers), timeout=timeout_ms)
         elapsed = time.perf_counter() - started
-        text = await page.locator(ANSWERS).last.inner_text()
+        text = await page.locator(answers).last.inner_text()
         return elapsed, model in text
     except Exception as err:  # noqa: BLE001
         print(f"  lost tab: {question!r}: {err}", file=sys.stderr)
@@ -162,11 +173,11 @@ async def timing_run(url: str, repeats: int):
             await page.goto(url, wait_until="domcontentloaded")
             await page.wait_for_selector("#sw-msg textarea", timeout=120_000)
             loads.append(time.perf_counter() - started)
+            answers_css = await answers_selector(page)
             await page.fill("#sw-msg textarea", question)
             started = time.perf_counter()
             await page.click("#sw-send")
-            await page.wait_for_function(f"() => document.querySelectorAll({ANSWERS!r}).length >= 1",
-                                         timeout=120_000)
+            await page.wait_for_function(answered_js(answers_css), timeout=120_000)
             answers.append(time.perf_counter() - started)
             await context.close()
         await browser.close()

@@ -340,3 +340,17 @@ def test_model_box_hub_id_offline_says_what_to_do(monkeypatch, tmp_path):
     with pytest.raises(Exception) as err:
         webui.model_from_box("some-org/never-cached-model")
     assert "config" in str(err.value).lower()
+
+
+def test_strategy_by_precision_table_comes_from_the_calculator():
+    from bot.assistant import answer_for_setup
+    from bot.calc import estimate
+    from bot.setup import TrainingSetup, resolve_setup
+
+    answer = answer_for_setup(TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4), "en",
+                              with_knowledge=False)
+    table, quote = webui.precision_table(answer)
+    fp32 = estimate(resolve_setup(TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4,
+                                                precision="fp32", seq_len=answer.setup["seq_len"]))).numbers()
+    assert f"{fp32['memory.ddp.total_gib']:.1f}" in table
+    assert "<th>fp32</th>" in table and "<th>bf16-mixed</th>" in table and "fp32" in quote

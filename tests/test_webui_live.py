@@ -498,3 +498,18 @@ def test_model_from_an_uploaded_config_json(desktop, tmp_path):
     assert any(name in answer for name in STRATEGY_NAMES), answer[:300]
     assert tab.field("params_b") == "6.738"
     tab.assert_clean()
+
+
+@pytest.mark.browser
+def test_strategy_by_precision_view(desktop):
+    """Beyond: one table of per-GPU GiB for each strategy x precision, cited to the calculator."""
+    tab, page = desktop, desktop.page
+    tab.ask(GPT2XL)
+    before = len(tab.bot_messages())
+    page.click("#sw-compare")
+    table = tab.wait_answers(before + 1)[-1]
+    for precision in ("bf16-mixed", "fp16-mixed", "fp32"):
+        assert precision in table, table[:300]
+    assert "DDP" in table and "✓" in table and "✗" in table
+    assert page.locator("#sw-chat .sw-compare .sw-kind", has_text="calc").count() == 1
+    tab.assert_clean()

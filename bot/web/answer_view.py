@@ -177,7 +177,8 @@ def stated_html(answer: Answer) -> str:
     # answer only reports are left out (the table and the sources carry them).
     order = [f for f in _SETUP_LINE if f in given
              and not (f == "params_b" and "model" in given) and not (f == "gpu_memory_gb" and "gpu" in given)
-             and not (f in ("nodes", "gpus_per_node", "inter_node_link", "inter_node_gbps") and not multi_node)]
+             and not (f in ("nodes", "gpus_per_node", "inter_node_link", "inter_node_gbps") and not multi_node)
+             and not (f == "lora_rank" and answer.setup.get("finetune") not in ("lora", "qlora"))]
     if not order:
         return ""
     text = "，".join if zh else ", ".join
