@@ -174,16 +174,24 @@ def active_intermediate(model: ModelSpec) -> int:
 
 def linear_params_per_layer(model: ModelSpec) -> int:
     """Weights of the matmuls in one block (what QLoRA quantizes; norms and biases stay 16 bit)."""
-    h, i, kv = model.hidden, model.intermediate, model.kv_dim
+    h, i, kv, q = model.hidden, model.intermediate, model.kv_dim, model.q_dim
     if model.arch == "llama":
-        return 2 * h * h + 2 * h * kv + 3 * h * i  # q,o: h x h; k,v: h x kv; SwiGLU gate/up/down
-    return 4 * h * h + 2 * h * i  # GPT-2/OPT: q,k,v,o h x h; fc1/fc2 h x i
+        # q, o: h x q_dim (n_heads x head_dim); k, v: h x kv; SwiGLU gate/up/down. MoE: every
+        # expert's three matrices, the shared experts' and the router's (h x E).
+        attn = 2 * h * q + 2 * h * kv
+        if model.is_moe:
+            widths = model.n_experts * model.moe_intermediate + model.n_shared_experts * model.moe_intermediate
+            return attn + 3 * h * (widths + model.shared_expert_intermediate) + h * model.n_experts
+        return attn + 3 * h * i
+    return 2 * h * h + 2 * h * q + 2 * h * i  # GPT-2/OPT: q,o h x q_dim, k,v h x h; fc1/fc2 h x i
 
 
 def lora_shapes(model: ModelSpec) -> dict[str, tuple[int, int]]:
-    """(in, out) of each matmul LoRA can target in one block."""
-    h, kv, i = model.hidden, model.kv_dim, model.intermediate
-    shapes = {"q": (h, h), "k": (h, kv), "v": (h, kv), "o": (h, h)}
+    """(in, out) of each matmul LoRA can target in one block; q and o are n_heads x head_dim wide
+    (q_dim: 2 x hidden for Qwen3-30B-A3B, less than hidden for Gemma 2), as the checkpoints' q_proj
+    and o_proj are (transformers' Qwen3Attention, GemmaAttention)."""
+    h, kv, i, q = model.hidden, model.kv_dim, model.intermediate, model.q_dim
+    shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h)}
     if model.arch == "llama":
         shapes.update(gate=(h, i), up=(h, i), down=(i, h))
     else:  # GPT-2/OPT: fc1 (h -> i) and fc2 (i -> h); "gate" has no counterpart
@@ -197,6 +205,19 @@ def lora_params(model: ModelSpec, rank: int, targets: str = "attention") -> int:
     or "all_linear" (plus the MLP's matmuls)."""
     shapes = lora_shapes(model)
     names = [t for t in LORA_TARGET_SETS[targets] if t in shapes]
+    if model.is_moe:
+        # MoE: "all-linear" reaches every expert's gate/up/down, each h x moe_intermediate, and
+        # the shared experts and the router (h x E), since transformers 4.x builds each of them as
+        # an nn.Linear and PEFT's "all-linear" excludes only the output layer
+        # (https://huggingface.co/docs/peft/developer_guides/lora "all-linear").
+        attn = sum(rank * (shapes[t][0] + shapes[t][1]) for t in names if t in ("q", "k", "v", "o"))
+        mlp_names = [t for t in names if t in ("gate", "up", "down")]
+        widths = [model.moe_intermediate] * model.n_experts
+        widths += [model.moe_intermediate] * model.n_shared_experts
+        widths += [model.shared_expert_intermediate] if model.shared_expert_intermediate else []
+        mlp = sum(len(mlp_names) * rank * (model.hidden + w) for w in widths)
+        router = rank * (model.hidden + model.n_experts) if mlp_names else 0
+        return model.n_layers * (attn + mlp + router)
     return model.n_layers * sum(rank * (shapes[t][0] + shapes[t][1]) for t in names)
 
 
@@ -241,22 +262,26 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
     sbh(34 + 5as/h) per layer for GPT with stored attention scores and dropout; we adapt it to
     SDPA/flash attention (no s x s scores: only q, k, v, the output and a fp32 logsumexp per head),
     no dropout, SwiGLU, GQA (k, v expanded to all heads before SDPA), RMSNorm's fp32 internals.
-    h hidden, i intermediate, c compute bytes, n_h heads, d head dim:
+    h hidden, q = n_h x d the attention width (q_dim: 2h for Qwen3-30B-A3B, < h for Gemma 2),
+    i intermediate, c compute bytes, n_h heads, d head dim:
 
     llama, pure dtype: 2 norms x (fp32 input + fp32 normalised = 8h, rstd 4 B) + norm outputs 2ch
-      + RoPE cos/sin 2dc + q, k, v, SDPA output 4ch + logsumexp 4 n_h + o's input copy ch
-      + SwiGLU gate out, silu out, up out, product 4ic          = 16h + 7ch + 8 + 2dc + 4n_h + 4ic
+      + RoPE cos/sin 2dc + q, k, v (expanded to n_h heads), SDPA output 4cq + logsumexp 4 n_h
+      + o's input copy cq + SwiGLU gate out, silu out, up out, product 4ic
+                                                          = 16h + 2ch + 5cq + 8 + 2dc + 4n_h + 4ic
     llama, autocast: norm outputs stay fp32 and q,k,v,gate,up each save a bf16 cast (5 x 2h)
-                                                                = 36h + 8 + 4d + 4n_h + 8i
-    gpt2/opt, pure: 2 LayerNorms x (input ch + mean/rstd 2c + output ch) + q,k,v,out 4ch
+                                                                = 26h + 10q + 8 + 4d + 4n_h + 8i
+    gpt2/opt, pure: 2 LayerNorms x (input ch + mean/rstd 2c + output ch) + q,k,v,out 4cq
       + logsumexp 4 n_h + MLP (GELU: input and output 2ic; ReLU saves only its output: ic)
-    gpt2/opt, autocast: LayerNorm inputs fp32 4h + 8 B each, casts 4 x 2h, q,k,v,out 8h
+    gpt2/opt, autocast: LayerNorm inputs fp32 4h + 8 B each, casts 4 x 2h, q,k,v,out 8q
     frozen (LoRA): norms save fp32 input + rstd, norm output saved once for the q/k/v adapters,
       frozen MLP matmuls save no inputs, each adapter saves its r-wide intermediate.
+    Plus the per-architecture parts (``extra_block_bytes_per_token``): q/k norms (Qwen3,
+    Gemma 3), the sandwich norms (Gemma 2/3) and the routed-expert path of an MoE block.
     """
     # MoE: a token's activations go through the experts it is routed to (active_intermediate)
     h, i, c = model.hidden, active_intermediate(model), mode.compute
-    d, heads = model.head_dim, model.n_heads
+    d, heads, q = model.head_dim, model.n_heads, model.q_dim
     lse = 4 * heads
     targets = LORA_TARGET_SETS[mode.lora_targets]
     adapters = len(targets) * mode.lora_rank * c
@@ -265,6 +290,7 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
     mlp_adapter_input = i * c if "down" in targets else 0
     if mode.compiled and not mode.autocast and not mode.frozen:
         return compiled_block_bytes_per_token(model, c)
+    extra = extra_block_bytes_per_token(model, mode)
     if model.arch == "llama":
         rope = 2 * d * c
         # Each RMSNorm: eager PyTorch saves the fp32 copy of its input and the fp32 normalised
@@ -272,17 +298,79 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
         norm_internal = (c * h + 4) if mode.fused_norm else (8 * h + 4)
         if mode.frozen:
             frozen_norm = (c * h + 4) if mode.fused_norm else (4 * h + 4)
-            return (2 * frozen_norm + c * h + rope + 4 * c * h + lse + c * h + 3 * i * c + adapters
-                    + mlp_adapter_input)
+            return (2 * frozen_norm + c * h + rope + 4 * c * q + lse + c * q + 3 * i * c + adapters
+                    + mlp_adapter_input + extra)
         if mode.autocast:
-            return 36 * h + 8 + 4 * d + lse + 8 * i
-        return 2 * norm_internal + 7 * c * h + rope + lse + 4 * i * c
+            return 26 * h + 10 * q + 8 + 4 * d + lse + 8 * i + extra
+        return 2 * norm_internal + 2 * c * h + 5 * c * q + rope + lse + 4 * i * c + extra
     mlp_saved = 2 if model.arch == "gpt2" else 1  # GELU saves input and output, ReLU its output
     if mode.frozen:
-        return 7 * c * h + 4 * c + lse + i * c + adapters + mlp_adapter_input
+        return 3 * c * h + 4 * c * q + 4 * c + lse + i * c + adapters + mlp_adapter_input + extra
     if mode.autocast:
-        return 24 * h + 16 + lse + 2 * mlp_saved * i
-    return 8 * c * h + 4 * c + lse + mlp_saved * i * c
+        return 16 * h + 8 * q + 16 + lse + 2 * mlp_saved * i + extra
+    return 4 * c * h + 4 * c * q + 4 * c + lse + mlp_saved * i * c + extra
+
+
+def extra_block_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
+    """Per-token saved bytes of the block parts only some architectures have, counted on
+    ``bot/bench/model.py``'s block with saved-tensor hooks (every term below matched the hooks'
+    count exactly for Qwen3-0.6B, Qwen3-30B-A3B, Gemma-2-2B, Gemma-3-1B, Mixtral-8x7B and
+    Qwen1.5-MoE-A2.7B in bf16, fp32 and autocast; docs/calc.md "MoE and attention width").
+
+    q/k norms (Qwen3, Gemma 3: RMSNorm over each head's q and k, https://huggingface.co/Qwen/Qwen3-8B
+    config ``head_dim``; transformers' Qwen3Attention): an eager RMSNorm saves the fp32 copy of its
+    input and the fp32 normalised tensor plus a fp32 rstd per row (one row per head): 8q + 4 n_h
+    for q and 8 kv + 4 n_kv for k; a fused kernel saves its input (c per value) + rstd; frozen (no
+    weight gradient) the fp32 input + rstd.
+
+    Sandwich norms (Gemma 2/3, ``norms_per_layer`` 4): each extra RMSNorm on a branch output
+    saves what a block norm saves (8h + 4 eager; ch + 4 fused; 4h + 4 frozen).
+
+    Routed experts (``bot/bench/model.py`` ``MoE``: top-k routing with the token copies laid out
+    for one grouped matmul, as torchtitan's and megablocks' grouped GEMMs do,
+    https://arxiv.org/abs/2211.15841 sec. 5; Mixtral's routing, https://arxiv.org/abs/2401.04088
+    sec. 2.1), beyond the dense MLP of width k x moe_intermediate the calculator already counts:
+      - each token's k dispatched copies, saved as the grouped matmul's input: k h c;
+      - the k expert outputs, saved by the routing-weight multiply for the weights' gradient: k h c;
+      - the router's fp32 softmax output 4E, top-k indices 8k (int64), the renormalisation's
+        saved fp32 top-k values and their sum 4k + 4, and the cast routing weights k c.
+      Under autocast (fp32 residual) the copies are fp32 and each of the two grouped matmuls saves
+      its own bf16 cast (2 x 2kh), the router saves a cast of its input (2h) instead of the dense
+      gate/up's two (4h), and the routing weights stay fp32 (4k). Frozen (LoRA): the expert matmuls
+      save no inputs, the routing-weight multiply still saves the expert outputs.
+      Qwen-MoE's gated shared expert: the sigmoid gate's output and the shared expert's output
+      saved by their product (ch + c; autocast: a cast of the input 2h + 2h + 2).
+    The simulator lays the copies out as E equal groups of ceil(Tk/E) rows; the padding (< E rows
+    a micro-batch) is left out. Leading dense layers (DeepSeek's first_k_dense) are counted as MoE.
+    """
+    h, c, q, kv = model.hidden, mode.compute, model.q_dim, model.kv_dim
+    total = 0.0
+    if model.qk_norm:
+        rows = model.n_heads + model.n_kv_heads
+        if mode.fused_norm:
+            total += c * (q + kv) + 4 * rows
+        elif mode.frozen:
+            total += 4 * (q + kv) + 4 * rows
+        else:
+            total += 8 * (q + kv) + 4 * rows
+    extra_norms = max(0, model.norms_per_layer - 2)
+    if extra_norms:
+        per_norm = (c * h + 4) if mode.fused_norm else (4 * h + 4) if mode.frozen else (8 * h + 4)
+        total += extra_norms * per_norm
+    if model.is_moe:
+        k, e = model.experts_per_token, model.n_experts
+        router = 4 * e + 8 * k + 4 * k + 4  # softmax out, top-k indices, top-k values + their sum
+        gated_shared = bool(model.shared_expert_intermediate)
+        if mode.autocast:
+            dense_casts = 0 if (gated_shared or model.n_shared_experts) else 4 * h
+            total += 2 * h - dense_casts + 4 * k * h + 2 * k * h + router + 4 * k
+            if gated_shared:
+                total += 4 * h + 2
+        elif mode.frozen:
+            total += k * h * c + router + k * c + (c * h + c if gated_shared else 0)
+        else:
+            total += 2 * k * h * c + router + k * c + (c * h + c if gated_shared else 0)
+    return total
 
 
 def compiled_block_bytes_per_token(model: ModelSpec, c: int) -> float:
@@ -292,11 +380,16 @@ def compiled_block_bytes_per_token(model: ModelSpec, c: int) -> float:
     torch/_functorch/partitioners.py ``min_cut_rematerialization_partition``). What stays saved:
     each norm's input + rstd, the q/k/v SDPA reads and its output + logsumexp, and the MLP's two
     i-wide matmul outputs (SwiGLU's silu and product, GELU's output, are recomputed).
-    Llama: 2 (ch + 4) + 3ch + ch + 4n_h + 2ic.  GPT-2/OPT: 2 (ch + 8) + 4ch + 4n_h + ic."""
-    h, i, heads = model.hidden, active_intermediate(model), model.n_heads
+    Llama: 2 (ch + 4) + 3cq + cq + 4n_h + 2ic.  GPT-2/OPT: 2 (ch + 8) + 4cq + 4n_h + ic
+    (q = n_h x d, the attention width). The architecture parts (q/k and sandwich norms as fused
+    norms; the MoE routing copies, which sit beside matmuls Inductor does not fuse) are added as
+    ``extra_block_bytes_per_token`` counts them; not checked against a compiled run."""
+    h, i, heads, q = model.hidden, active_intermediate(model), model.n_heads, model.q_dim
+    extra = extra_block_bytes_per_token(model, ActivationMode(compute=c, autocast=False, frozen=False,
+                                                              fused_norm=True))
     if model.arch == "llama":
-        return 2 * (c * h + 4) + 4 * c * h + 4 * heads + 2 * i * c
-    return 2 * (c * h + 8) + 4 * c * h + 4 * heads + i * c
+        return 2 * (c * h + 4) + 4 * c * q + 4 * heads + 2 * i * c + extra
+    return 2 * (c * h + 8) + 4 * c * q + 4 * heads + i * c + extra
 
 
 def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -305,12 +398,17 @@ def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> floa
     https://github.com/pytorch/torchtitan/blob/main/torchtitan/models/llama3/infra/parallelize.py
     ``_apply_ac_to_transformer_block``). Llama's matmuls run q, k, v, o, w1, w3, w2, so q, v, w1
     and w2 are saved; plus the SDPA output + fp32 logsumexp and the checkpoint's input:
-    c (h + h + kv + h + i + h) + 4 n_h."""
-    h, i, c, kv = model.hidden, active_intermediate(model), mode.compute, model.kv_dim
+    c (h + q + kv + q + i + h) + 4 n_h with q = n_h x d the attention width (q and the SDPA
+    output are q wide). MoE blocks (``bot/bench/model.py``): the policy counts plain matmuls, so
+    of q, k, v, o and the router it saves q, v and the router's logits (E wide); the experts'
+    batched matmuls are recomputed: c (h + q + kv + q + E + h) + 4 n_h (not checked against a
+    simulated run)."""
+    h, i, c, kv, q = model.hidden, active_intermediate(model), mode.compute, model.kv_dim, model.q_dim
     lse = 4 * model.n_heads
     if model.arch == "llama":
-        return c * (4 * h + kv + i) + lse
-    return c * (4 * h + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
+        mlp = model.n_experts if model.is_moe else i
+        return c * (2 * h + 2 * q + kv + mlp) + lse
+    return c * (2 * h + 2 * q + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
 
 
 def final_norm_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
