@@ -11,7 +11,7 @@ module only assembles them. No torch import: an estimate takes well under a mill
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from bot.calc.comm import (
     MFU,
@@ -37,6 +37,7 @@ from bot.calc.memory import (
     lora_params,
     memory_estimate,
 )
+from bot.catalog import ModelSpec
 from bot.setup import ResolvedSetup, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -203,6 +204,27 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
 
 
 def estimate_setup(setup: TrainingSetup, default_gpu: str | None = None,
-                   default_gpu_count: int | None = None) -> Estimate:
-    """Resolve ``setup`` (raises ``bot.setup.SetupError`` listing every problem) and estimate it."""
-    return estimate(resolve_setup(setup, default_gpu=default_gpu, default_gpu_count=default_gpu_count))
+                   default_gpu_count: int | None = None, model_spec: ModelSpec | None = None) -> Estimate:
+    """Resolve ``setup`` (raises ``bot.setup.SetupError`` listing every problem) and estimate it.
+
+    ``model_spec``: a model the catalog lacks, e.g. read from a Hugging Face config.json
+    (``bot.catalog.hf_config.model_from_hf_config``); it replaces ``setup.model``/``params_b``."""
+    if model_spec is None:
+        return estimate(resolve_setup(setup, default_gpu=default_gpu, default_gpu_count=default_gpu_count))
+    return estimate(resolve_with_model(setup, model_spec, default_gpu=default_gpu,
+                                       default_gpu_count=default_gpu_count))
+
+
+def resolve_with_model(setup: TrainingSetup, model_spec: ModelSpec, default_gpu: str | None = None,
+                       default_gpu_count: int | None = None) -> ResolvedSetup:
+    """``resolve_setup`` with the model given as a shape: resolve the rest of the setup around
+    its parameter count, then put the real shape in (so GQA, q width, experts and vocabulary are
+    the config's, not a generic model's of that size)."""
+    sized = setup.model_copy(update={"model": None, "params_b": round(model_spec.params_b, 3)})
+    resolved = resolve_setup(sized, default_gpu=default_gpu, default_gpu_count=default_gpu_count)
+    data = resolved.setup
+    if ("seq_len" in resolved.assumed and model_spec.arch != "llama"
+            and (data.seq_len or 0) > model_spec.max_positions):
+        # An assumed length must fit the model's learned position table (resolve_setup's rule).
+        data = data.model_copy(update={"seq_len": model_spec.max_positions})
+    return replace(resolved, model=model_spec, setup=data)

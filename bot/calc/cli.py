@@ -47,6 +47,8 @@ def _fail(problems: list[Problem]) -> None:
 
 @click.command(name="calc")
 @click.option("--model", help="Catalog model or alias (llama2-7b, Llama-2-7b-hf, qwen2.5-7b, 7b).")
+@click.option("--config", "config_source", help="A Hugging Face config.json instead of --model: a file, a folder "
+              "holding one, or a Hub id (config only; offline it must be cached).")
 @click.option("--params-b", type=float, help="Model size in billions of parameters (no catalog model needed).")
 @click.option("--gpu", help="GPU name or alias (a100-80gb, 'A100 80G', h100, 4090).")
 @click.option("--gpu-memory-gb", type=float, help="GPU memory in GB when the GPU is not in the catalog.")
@@ -88,7 +90,7 @@ def _fail(problems: list[Problem]) -> None:
 @click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
 @click.option("--context-parallel", type=int, help="CP degree (not modelled; named in the output).")
 @click.option("--json", "as_json", is_flag=True, help="Print a flat JSON object instead of tables.")
-def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, seq_len, micro_batch,
+def calc(model, config_source, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, seq_len, micro_batch,
          precision, optimizer, finetune, lora_rank, activation_checkpointing, intra_node, inter_node,
          cpu_ram_gb, optimizer_impl, ddp_bucket_view, checkpointing_policy, checkpoint_every, torch_compile,
          loss_impl, grad_accum_steps, lora_targets, base_dtype, float8, norm_impl, mfu, tensor_parallel,
@@ -98,6 +100,11 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
     Example: shardwise calc --model llama2-7b --gpu a100-80gb --gpus 8
     """
     problems: list[Problem] = []
+    spec = None
+    if config_source is not None:
+        if model or params_b:
+            _fail([Problem("config", "pass either --config or --model/--params-b, not both")])
+        spec = model_from_config(config_source)
     inter_link = inter_gbps = None
     if inter_node is not None:
         inter_link, inter_gbps, problems = parse_inter_node(inter_node)
@@ -119,7 +126,7 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
     from bot.calc import estimate_setup
 
     try:
-        est = estimate_setup(setup)
+        est = estimate_setup(setup, model_spec=spec)
     except SetupError as err:
         _fail(err.problems)
     except (ValueError, LookupError) as err:  # a catalog or formula refusing a value
@@ -129,10 +136,27 @@ def calc(model, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, s
         data = dict(est.numbers())
         data["setup"] = est.resolved.setup.model_dump()
         data["assumed"] = list(est.resolved.assumed)
+        if spec is not None:  # the setup names no catalog model: say which shape was used
+            data["model_from_config"] = {"source": config_source, "name": spec.name, "params": spec.params,
+                                         "kind": spec.kind, "caveats": list(spec.caveats)}
         data["not_modelled"] = list(est.not_modelled)
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    _print_tables(est)
+    _print_tables(est, config_source)
+
+
+def model_from_config(source: str):
+    """The ``ModelSpec`` of a config.json path/folder or Hub id (``bot.catalog.hf_config``); a
+    config it cannot read, or a Hub id offline ("no network: paste the config.json or pass
+    --config PATH"), exits 2 with the reader's message."""
+    from bot.catalog.hf_config import ConfigError, model_from_hf_config
+
+    try:
+        return model_from_hf_config(source)
+    except ConfigError as err:
+        _fail([Problem("config", str(err))])
+    except (ValueError, OSError) as err:  # unreadable file, a config of an unknown shape
+        _fail([Problem("config", f"cannot read {source!r}: {err}")])
 
 
 def _gib(value: float) -> str:
@@ -140,7 +164,7 @@ def _gib(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
-def _print_tables(est) -> None:
+def _print_tables(est, config_source: str | None = None) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -156,6 +180,11 @@ def _print_tables(est) -> None:
         f"{_ckpt(inp)}{_options(inp)}")
     if inp["assumed"]:
         console.print(f"[dim]assumed (not stated): {', '.join(inp['assumed'])}[/]")
+    model = est.resolved.model
+    if config_source:
+        console.print(f"[dim]model from config {config_source}: {model.describe()}[/]")
+    for caveat in getattr(model, "caveats", ()):
+        console.print(f"[yellow]note: {caveat}[/]")
 
     table = Table(title="Per-GPU peak memory (GiB)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   padding=(0, 1), collapse_padding=True, show_edge=False)
