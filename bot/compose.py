@@ -253,16 +253,18 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
             f"Roughly: weights {say.num('inference.weights_gib')} GiB ({inf.dtype}), KV cache "
             f"{say.num('inference.kv_cache_gib')} GiB (context {say.num('inference.context_len')}, batch "
             f"{say.num('inference.batch')}), about {say.num('inference.total_gib')} GiB in all{say.c()}.")
-        sec.reasons.append(_t(lang, "单卡放不下时用张量并行（tensor parallelism）切分权重；部署用 vLLM、SGLang、"
+        sec.reasons.append(_t(lang, "单卡放不下时先考虑量化权重（int8/int4，如 AWQ、GPTQ），或用张量并行（tensor parallelism）切分权重；部署用 vLLM、SGLang、"
                                     "TensorRT-LLM 这类推理引擎，而不是 DDP/FSDP。",
-                              "When it does not fit a single GPU, split the weights with tensor parallelism and serve "
+                              "When it does not fit a single GPU, quantize the weights (int8/int4: AWQ, GPTQ) or split them with "
+                              "tensor parallelism, and serve "
                               "with an inference engine (vLLM, SGLang, TensorRT-LLM), not DDP/FSDP."))
         return
     if "inference" in topics:
-        sec.headline = _t(lang, "这是推理/部署的问题，DDP/FSDP 是训练用的。单卡放不下时用张量并行，部署用 vLLM、"
+        sec.headline = _t(lang, "这是推理/部署的问题，DDP/FSDP 是训练用的。单卡放不下时先量化权重（int8/int4，如 AWQ），或用张量并行，部署用 vLLM、"
                                 "SGLang 这类推理引擎；告诉我模型和上下文长度，我可以估算权重和 KV cache。",
                           "This is about inference/serving; DDP and FSDP are for training. When a model does not "
-                          "fit a single GPU use tensor parallelism, and serve with an engine such as vLLM or SGLang; "
+                          "fit a single GPU quantize the weights (int8/int4, e.g. AWQ) or use tensor parallelism, and serve "
+                          "with an engine such as vLLM or SGLang; "
                           "name the model and context length and I will size the weights and KV cache.")
         return
     if {"tpu", "jax"} & {w.lower() for w in ev.question.replace("/", " ").split()} or "TPU" in ev.question:
@@ -675,10 +677,14 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                             f"{label(winner, lang)}: {label(other, lang)} does not fit, {label(winner, lang)} needs "
                             f"about {say.cfg(wc, 'memory', 'total_gib')} GiB per GPU{c}.")
         return say.done(f"选 {label(winner, lang)}：估计每卡 {say.cfg(wc, 'throughput', 'tokens_per_s_per_gpu')} tokens/s，"
-                        f"{label(other, lang)} 是 {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')}{c}。",
+                        f"{label(other, lang)} 是 {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')}；每卡显存 "
+                        f"{say.cfg(wc, 'memory', 'total_gib')} 对 {say.cfg(oc, 'memory', 'total_gib')} GiB，通信时间是 DDP 的 "
+                        f"{say.cfg(wc, 'comm', 'vs_ddp')} 倍对 {say.cfg(oc, 'comm', 'vs_ddp')} 倍{c}。",
                         f"{label(winner, lang)}: an estimated {say.cfg(wc, 'throughput', 'tokens_per_s_per_gpu')} "
                         f"tokens/s per GPU vs {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')} for "
-                        f"{label(other, lang)}{c}.")
+                        f"{label(other, lang)}; {say.cfg(wc, 'memory', 'total_gib')} vs "
+                        f"{say.cfg(oc, 'memory', 'total_gib')} GiB per GPU, communication "
+                        f"{say.cfg(wc, 'comm', 'vs_ddp')}x vs {say.cfg(oc, 'comm', 'vs_ddp')}x DDP's time{c}.")
     if code == "need_checkpointing":
         without: Config | None = v["without"]
         withc: Config | None = v["with"]
