@@ -439,19 +439,13 @@ def resolved_for(answer: Answer):
 
 
 def howto_code(answer: Answer) -> str:
-    """The how-to for the recommended strategy: the answer's ``sections.howto`` when the pipeline
-    filled it; else the snippet for the resolved setup (older pipelines)."""
+    """The how-to for the recommended strategy, from the answer's ``sections.howto`` (the page
+    never re-resolves or recomputes an answer to build it)."""
     if answer.sections.howto:
         return "\n\n".join(f"**{h.title}**\n\n```{h.language}\n{h.code}\n```" for h in answer.sections.howto)
-    strategy = answer.recommendation.strategy
-    if strategy not in TRAINING_STRATEGIES:
+    if answer.recommendation.strategy not in TRAINING_STRATEGIES:
         return "*Ask about a training setup first: the snippet follows the recommended strategy.*"
-    resolved = resolved_for(answer)
-    if resolved is None:
-        return "*Fill in the highlighted setup fields to get a runnable snippet.*"
-    from bot.render import howto_snippet
-
-    return howto_snippet(strategy, resolved)
+    return "*Fill in the highlighted setup fields to get a runnable snippet.*"
 
 
 def simulation_config(answer: Answer):
@@ -618,18 +612,18 @@ HINT = "Type a question first (the model, the GPUs and how many). / 请先输入
 
 
 def submit_message(message: str | None, request: gr.Request):
-    """Append the message to the tab's conversation and clear the box; never waits."""
+    """Append the message to the tab's conversation (the box was emptied in the browser); never waits."""
     conv = store.get(request.session_hash if request else None)
     text, notice = prepare_message(message)
     if not text:
         with conv.lock:
             recent = conv.exchanges and time.monotonic() - conv.exchanges[-1].at < 2.0
         # An empty box right after a send is the second click of a double click: nothing to say.
-        return gr.skip(), gr.skip(), ("" if recent else HINT)
+        return gr.skip(), ("" if recent else HINT)
     ex = Exchange(kind="ask", user_html="", payload=(text, notice), raw=text)
     ex.user_html = user_message_html(text if notice is None else (message or "").strip(), ex.id)
     conv.add(ex)
-    return conv.messages(), "", ""
+    return conv.messages(), ""
 
 
 def pick_example(evt: gr.SelectData, request: gr.Request):
@@ -997,6 +991,7 @@ def build_demo():
                                      max_lines=8, scale=5, elem_id="sw-msg", autofocus=False)
                     send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="sw-send")
                 hint = gr.Markdown("", elem_id="sw-hint")
+                sent = gr.Textbox(visible="hidden", elem_id="sw-sent")
                 with gr.Row():
                     share = gr.Textbox(visible="hidden", elem_id="sw-share-query")
                     dl_md = gr.DownloadButton("Answer (.md)", visible=False, size="sm", elem_id="sw-dl-md")
@@ -1035,9 +1030,12 @@ def build_demo():
              .then(make_downloads, None, downloads, api_visibility="private", queue=False, show_progress="hidden")
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
+        # The box is emptied in the browser at once (a reply from the server would land later
+        # and erase what the user typed meanwhile); the text travels through a hidden holder.
         for trigger in (msg.submit, send.click):
-            answered(trigger(submit_message, [msg], [chat, msg, hint], **fast))
-        answered(chat.example_select(pick_example, None, [chat, msg, hint], **fast))
+            answered(trigger(None, [msg], [sent, msg], js="(m) => [m, '']", **fast)
+                     .then(submit_message, [sent], [chat, hint], **fast))
+        answered(chat.example_select(pick_example, None, [chat, hint], **fast))
         answered(again.click(submit_edit_button, fields, [chat], **fast))
         answered(upload.upload(upload_config, [upload], [chat], **fast))
         compare.click(compare_precisions, None, [chat], api_visibility="private", concurrency_id="answer",

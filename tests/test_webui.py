@@ -354,3 +354,12 @@ def test_strategy_by_precision_table_comes_from_the_calculator():
                                                 precision="fp32", seq_len=answer.setup["seq_len"]))).numbers()
     assert f"{fp32['memory.ddp.total_gib']:.1f}" in table
     assert "<th>fp32</th>" in table and "<th>bf16-mixed</th>" in table and "fp32" in quote
+
+
+def test_howto_comes_from_the_answer_sections_only():
+    from bot.answer import HowTo, Sections
+
+    answer = _answer(sections=Sections(headline="x", howto=[HowTo(title="Launch", language="bash",
+                                                                   code="torchrun --nproc_per_node 8 train.py")]))
+    assert "torchrun --nproc_per_node 8 train.py" in webui.howto_code(answer)
+    assert "Fill in" in webui.howto_code(_answer())  # no sections.howto: nothing is recomputed
