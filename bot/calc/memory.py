@@ -511,6 +511,13 @@ def loss_bytes_per_logit(inputs: MemoryInputs, compute: int) -> tuple[float, flo
       model eager (torchtitan compiled only the blocks until Feb 2025);
     chunked: the upcast and its temporaries happen one of LOSS_CHUNKS chunks at a time, the fp32
       log-probs of every chunk stay saved (torchtune CEWithChunkedOutputLoss);
+    chunked + torch.compile: torchtune compiles each chunk's upcast + cross-entropy whenever the
+      model is compiled (torchtune/training/_compile.py ``compile_loss``, at commit 30b8519e; the
+      loss's docstring: "The CE and upcasting have to be compiled together"). Inductor's partition
+      then saves the 16-bit logits chunk and a fp32 max/logsumexp per row instead of fp32
+      log-probs (checked with saved-tensor hooks on a compiled ``F.cross_entropy(x.float(), y)``
+      on CPU: one bf16 tensor of the logits' size, shared with the input, and two (rows, 1) fp32);
+      the backward's fp32 buffer is one chunk's;
     fused: one fused cross-entropy kernel over the materialised logits (a torch.compile'd loss as
       torchtitan builds it since Feb 2025, Liger's fused CrossEntropy): it saves the 16-bit
       logits and its backward writes the logits' gradient through one fp32 buffer (4 B/logit).
@@ -520,6 +527,8 @@ def loss_bytes_per_logit(inputs: MemoryInputs, compute: int) -> tuple[float, flo
     """
     if inputs.loss_impl == "fused":
         return float(compute), 4.0, float(compute)
+    if inputs.loss_impl == "chunked" and inputs.torch_compile:
+        return float(compute), 4.0 / LOSS_CHUNKS, float(compute)
     if inputs.loss_impl == "chunked":
         return LOSS_SAVED_BYTES_PER_LOGIT, LOSS_TEMP_BYTES_PER_LOGIT / LOSS_CHUNKS, compute
     return LOSS_SAVED_BYTES_PER_LOGIT, LOSS_TEMP_BYTES_PER_LOGIT, compute
