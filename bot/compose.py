@@ -823,11 +823,19 @@ def _forum(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations)
     for claim in ev.claims:
         n = cites.add(claim.forum_id, "forum", claim.title or claim.forum_id, claim.url or None, claim.quote)
         words = _VERDICT_WORDS.get(claim.verdict, (claim.verdict, claim.verdict))
-        applies = bool(getattr(claim, "applies", True)) and getattr(claim, "judgement", "judged") == "judged"
-        if not applies:
+        judgement = getattr(claim, "judgement", "judged")
+        applies = bool(getattr(claim, "applies", True)) and judgement in ("judged", "holds", "does_not_hold")
+        note = str(getattr(claim, "condition_note", "") or "")
+        if not applies or judgement in ("holds", "does_not_hold"):
+            # the claim judged against its condition: the knowledge layer's wording; the condition's
+            # figures are in the forum citation's title, so they are bound to it
             cond = claim.condition or _t(lang, "配置", "the setup")
-            text = _t(lang, f"取决于：{cond}。", f"depends on {cond}.")
-            text = say.done(text, text)
+            text = (note.rstrip("。.") + _t(lang, "。", ".")) if note else _t(lang, f"取决于：{cond}。", f"depends on {cond}.")
+            from bot.figures import numbers_in_text
+
+            count = len(numbers_in_text(text))
+            if count:
+                say.figure_keys[text] = [f"cite.{n}"] * count
         else:
             text = say.done(f"判定：{words[0]}。", f"verdict: {words[1]}.")
             extra = _claim_check(ev, claim, say, cites)
