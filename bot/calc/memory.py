@@ -401,13 +401,14 @@ def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> floa
     c (h + q + kv + q + i + h) + 4 n_h with q = n_h x d the attention width (q and the SDPA
     output are q wide). MoE blocks (``bot/bench/model.py``): the policy counts plain matmuls, so
     of q, k, v, o and the router it saves q, v and the router's logits (E wide); the experts'
-    batched matmuls are recomputed: c (h + q + kv + q + E + h) + 4 n_h (not checked against a
-    simulated run)."""
+    batched matmuls (w2's output among them) are recomputed: c (h + q + kv + q + E) + 4 n_h (not
+    checked against a simulated run)."""
     h, i, c, kv, q = model.hidden, active_intermediate(model), mode.compute, model.kv_dim, model.q_dim
     lse = 4 * model.n_heads
     if model.arch == "llama":
-        mlp = model.n_experts if model.is_moe else i
-        return c * (2 * h + 2 * q + kv + mlp) + lse
+        if model.is_moe:
+            return c * (h + 2 * q + kv + model.n_experts) + lse
+        return c * (2 * h + 2 * q + kv + i) + lse
     return c * (2 * h + 2 * q + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
 
 
