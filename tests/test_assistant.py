@@ -388,3 +388,14 @@ def test_no_model_size_is_needs_info_and_concepts_are_answered_from_passages():
     assert b.intent == "concept"
     if b.sections.passages or b.sections.direct_answer:  # the corpus answers it: no setup asked first
         assert b.status == "ok" and any(c.kind in ("doc", "forum") for c in b.citations)
+
+
+def test_status_contract():
+    bad = answer_for_setup(TrainingSetup(params_b=7, gpu_memory_gb=0, gpu_count=8), "en")
+    assert bad.status == "invalid" and bad.recommendation.strategy == "none" and bad.numbers == {}
+    off = ask("What's the capital of France?")
+    assert off.status == "out_of_scope" and off.intent == "out_of_scope"
+    ok = ask("Llama-2-7B full fine-tune on 8x A100 80GB")
+    assert ok.status == "ok" and ok.sections.table and ok.sections.setup_read
+    assert {i.field: i.source for i in ok.sections.setup_read}["gpu_count"] == "stated"
+    assert ok.provenance.get("optimizer") == "assumed"
