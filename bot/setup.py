@@ -8,7 +8,7 @@ rarely states everything; ``check_setup`` reports bad values one clear line per 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -205,7 +205,7 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
     return problems
 
 
-def validate_setup(data: dict) -> TrainingSetup:
+def validate_setup(data: dict[str, Any]) -> TrainingSetup:
     """Build and check a setup from a plain dict; raises ``SetupError`` with every problem."""
     from pydantic import ValidationError
 
@@ -255,7 +255,7 @@ RUN_OPTION_DEFAULTS = {
 DEFAULT_CHECKPOINT_EVERY = 2
 
 
-def _resolve_run_options(data: dict, assumed: list[str]) -> None:
+def _resolve_run_options(data: dict[str, Any], assumed: list[str]) -> None:
     """Fill the run options with PyTorch's defaults (see RUN_OPTION_DEFAULTS), in place."""
     for key, value in RUN_OPTION_DEFAULTS.items():
         if data[key] is None:
@@ -301,9 +301,40 @@ class ResolvedSetup:
     inter_node_gbps: float
     assumed: tuple[str, ...]
 
+    # The fields ``resolve_setup`` always fills, typed without ``None`` for the calculator.
     @property
-    def precision(self) -> str:
-        return self.setup.precision  # type: ignore[return-value]
+    def precision(self) -> Precision:
+        return _filled(self.setup.precision, "precision")
+
+    @property
+    def optimizer(self) -> Optimizer:
+        return _filled(self.setup.optimizer, "optimizer")
+
+    @property
+    def finetune(self) -> Finetune:
+        return _filled(self.setup.finetune, "finetune")
+
+    @property
+    def lora_rank(self) -> int:
+        return _filled(self.setup.lora_rank, "lora_rank")
+
+    @property
+    def seq_len(self) -> int:
+        return _filled(self.setup.seq_len, "seq_len")
+
+    @property
+    def micro_batch(self) -> int:
+        return _filled(self.setup.micro_batch, "micro_batch")
+
+
+_T = TypeVar("_T")
+
+
+def _filled(value: _T | None, name: str) -> _T:
+    """A field ``resolve_setup`` fills from DEFAULTS; ``None`` means the setup was not resolved."""
+    if value is None:
+        raise ValueError(f"{name} is unset: the setup was not filled by resolve_setup")
+    return value
 
 
 def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
@@ -348,6 +379,8 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
         # card, marked approximate (issue 13).
         from bot.catalog import custom_gpu
 
+        if setup.gpu_memory_gb is None:
+            raise  # a default GPU name the catalog lacks, with no memory to build a custom card from
         gpu = custom_gpu(setup.gpu_memory_gb, setup.gpu)
     if "precision" in assumed and gpu is not None and not gpu.supports_bf16:
         # No bf16 on this card (V100, T4): the default is fp16 autocast with a loss scaler.

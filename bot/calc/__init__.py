@@ -12,6 +12,7 @@ module only assembles them. No torch import: an estimate takes well under a mill
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from bot.calc.comm import (
     MFU,
@@ -60,7 +61,7 @@ class Estimate:
     memory: dict[str, MemoryEstimate]
     comm: dict[str, CommEstimate]
     time: dict[str, float]  # seconds per optimizer step: compute + non-overlapped comm (+ offload)
-    inputs: dict  # the resolved inputs, quoted by the answer's calc citation
+    inputs: dict[str, Any]  # the resolved inputs, quoted by the answer's calc citation
     resolved: ResolvedSetup
     throughput: dict[str, Throughput] = field(default_factory=dict)
     # What the setup asks for that the calculator does not model (named, never silently dropped).
@@ -83,7 +84,8 @@ class Estimate:
         return out
 
 
-def _clean(value):
+def _clean(value: Any) -> Any:
+    """A record's field for ``numbers()``: floats rounded to 4 decimals, ints and bools as they are."""
     return round(value, 4) if isinstance(value, float) else value
 
 
@@ -112,9 +114,9 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
     setup = resolved.setup
     return MemoryInputs(
         model=resolved.model, gpu_memory_gb=resolved.gpu_memory_gb, gpu_count=resolved.gpu_count,
-        gpus_per_node=resolved.gpus_per_node, precision=setup.precision, optimizer=setup.optimizer,
-        finetune=setup.finetune, lora_rank=setup.lora_rank, seq_len=setup.seq_len,
-        micro_batch=setup.micro_batch, activation_checkpointing=bool(setup.activation_checkpointing),
+        gpus_per_node=resolved.gpus_per_node, precision=resolved.precision, optimizer=resolved.optimizer,
+        finetune=resolved.finetune, lora_rank=resolved.lora_rank, seq_len=resolved.seq_len,
+        micro_batch=resolved.micro_batch, activation_checkpointing=bool(setup.activation_checkpointing),
         cpu_ram_gb=setup.cpu_ram_gb, optimizer_impl=setup.optimizer_impl or "foreach",
         ddp_bucket_view=bool(setup.ddp_bucket_view), checkpointing_policy=setup.checkpointing_policy,
         checkpoint_every=setup.checkpoint_every or 1, torch_compile=bool(setup.torch_compile),
@@ -130,8 +132,8 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         model=resolved.model, gpu=resolved.gpu, gpu_count=resolved.gpu_count,
         gpus_per_node=resolved.gpus_per_node, nodes=resolved.nodes,
         intra_node_link=resolved.intra_node_link, inter_node_gbps=resolved.inter_node_gbps,
-        precision=setup.precision, finetune=setup.finetune, lora_rank=setup.lora_rank,
-        seq_len=setup.seq_len, micro_batch=setup.micro_batch,
+        precision=resolved.precision, finetune=resolved.finetune, lora_rank=resolved.lora_rank,
+        seq_len=resolved.seq_len, micro_batch=resolved.micro_batch,
         activation_checkpointing=bool(setup.activation_checkpointing),
         checkpointing_policy=setup.checkpointing_policy, checkpoint_every=setup.checkpoint_every or 1,
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
@@ -151,8 +153,8 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
     time = {s: optimizer_step_seconds(comm_in, s, compute, comm[s].seconds_per_step) for s in TRAINING_STRATEGIES}
     time["fsdp_full_shard_offload"] += offload_seconds(comm_in)
     accum = setup.grad_accum_steps or 1
-    tokens_per_step = setup.micro_batch * setup.seq_len * accum  # per GPU
-    peak = peak_tflops(resolved.gpu, setup.precision)
+    tokens_per_step = resolved.micro_batch * resolved.seq_len * accum  # per GPU
+    peak = peak_tflops(resolved.gpu, resolved.precision)
     flops = model_flops_per_token(comm_in)
     throughput = {}
     for s, seconds in time.items():
@@ -162,7 +164,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
     bw = links(comm_in)
     gpu = resolved.gpu
     targets = setup.lora_targets or "attention"
-    trainable = model.params if setup.finetune == "full" else lora_params(model, setup.lora_rank, targets)
+    trainable = model.params if setup.finetune == "full" else lora_params(model, resolved.lora_rank, targets)
     calibrated = hfu(comm_in)
     inputs = {
         "model": model.name, "params": model.params, "params_b": round(model.params_b, 3),
@@ -184,7 +186,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "checkpoint_every": setup.checkpoint_every if setup.checkpointing_policy == "every_k" else None,
         "optimizer_impl": setup.optimizer_impl, "ddp_bucket_view": setup.ddp_bucket_view,
         "torch_compile": setup.torch_compile, "loss_impl": setup.loss_impl,
-        "grad_accum_steps": accum, "global_batch": setup.micro_batch * accum * resolved.gpu_count,
+        "grad_accum_steps": accum, "global_batch": resolved.micro_batch * accum * resolved.gpu_count,
         "lora_targets": setup.lora_targets, "base_dtype": setup.base_dtype, "float8": setup.float8,
         "norm_impl": setup.norm_impl, "cpu_ram_gb": setup.cpu_ram_gb,
         "peak_tflops": peak, "peak_tflops_assumed": gpu is None,
@@ -193,7 +195,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "hfu": round(calibrated, 4) if calibrated and not setup.mfu else None,
         "compute_seconds": round(compute, 4),
         # model FLOPs / (compute time x peak): the MFU of the compute alone, before communication
-        "compute_mfu": round(setup.micro_batch * setup.seq_len * flops / (compute * peak * 1e12), 4)
+        "compute_mfu": round(resolved.micro_batch * resolved.seq_len * flops / (compute * peak * 1e12), 4)
         if compute > 0 else None,
         "headroom": f"{HEADROOM_FIXED_GIB:g} GiB + {HEADROOM_FRACTION:.0%} of capacity",
         "reserved_model": f"allocated + {RESERVED_TRANSIENT_FRACTION:.0%} of activations and buffers",
