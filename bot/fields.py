@@ -10,7 +10,7 @@ a line here fails ``tests/test_mcp.py`` (every field needs a description).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional, Union, get_args
+from typing import Annotated, Any, Optional, Union, cast, get_args
 
 from pydantic import Field
 from pydantic.fields import FieldInfo
@@ -87,5 +87,7 @@ def tool_fields(*, strict: bool = True) -> dict[str, tuple[Any, FieldInfo]]:
         if base is float:
             constraints["allow_inf_nan"] = False
         inner = Annotated[base, Field(**constraints)] if constraints else base
-        out[name] = (Optional[inner], Field(default=None, description=describe(name)))  # noqa: UP045
+        annotation: Any = Optional[inner]  # noqa: UP045  (a type built at run time)
+        # Field() is typed as returning its default (for ``x: int = Field(...)``); it is a FieldInfo.
+        out[name] = (annotation, cast(FieldInfo, Field(default=None, description=describe(name))))
     return out

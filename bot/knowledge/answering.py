@@ -347,11 +347,11 @@ def best_quote(entry_id: str, weights: dict[str, float]) -> str:
         nxt = units[best + 1][0]
         start = text.find(quote)
         joined_at = text.find(nxt, start + len(quote))
-        gap = text[start + len(quote):joined_at] if start >= 0 and joined_at >= 0 else None
+        after = text[start + len(quote):joined_at] if start >= 0 and joined_at >= 0 else None
         nxt_score = sum(weights.get(t, 0.0) for t in units[best + 1][1])
-        if gap is not None and gap in ("", " ") and nxt_score > 0 \
-                and len(quote) + len(gap) + len(nxt) <= MAX_QUOTE_CHARS and len(quote) < 160:
-            quote = quote + gap + nxt
+        if after is not None and after in ("", " ") and nxt_score > 0 \
+                and len(quote) + len(after) + len(nxt) <= MAX_QUOTE_CHARS and len(quote) < 160:
+            quote = quote + after + nxt
     return quote
 
 
