@@ -220,6 +220,12 @@ def validate_setup(data: dict[str, Any]) -> TrainingSetup:
     return setup
 
 
+# inter_node_gbps is one node's total NIC bandwidth. Defaults when only the link kind is known are
+# conservative single-NIC builds: one 200 Gb/s InfiniBand HDR port, or 25 Gb/s Ethernet (state
+# yours to refine). The one home of these figures: the advisor's what-ifs and the knowledge tags
+# import them.
+DEFAULT_INTER_NODE_GBPS: dict[str, float] = {"infiniband": 200.0, "ethernet": 25.0, "none": 0.0}
+
 # More GPUs than this with no node layout stated are assumed to span nodes of (up to) 8 GPUs.
 MAX_GPUS_PER_NODE_ASSUMED = 8
 
@@ -426,9 +432,7 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
                                                      "infiniband or ethernet (with its speed in Gb/s)")])
     if setup.inter_node_link is None and nodes > 1:
         assumed.append("inter_node_link")
-    # inter_node_gbps is one node's total NIC bandwidth. Defaults are conservative single-NIC
-    # builds: one 200 Gb/s InfiniBand HDR port, or 25 Gb/s Ethernet (state yours to refine).
-    default_gbps = {"infiniband": 200.0, "ethernet": 25.0, "none": 0.0}[inter]
+    default_gbps = DEFAULT_INTER_NODE_GBPS[inter]
     gbps = setup.inter_node_gbps or default_gbps
     if setup.inter_node_gbps is None and nodes > 1:
         assumed.append("inter_node_gbps")

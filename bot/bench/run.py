@@ -26,6 +26,7 @@ from pathlib import Path
 
 from bot.bench.store import ResultStore, config_hash
 from bot.bench.worker import RESULT_SCHEMA, WORKER_STRATEGIES, content_hash
+from bot.calc.memory import model_states_bytes
 from bot.catalog import UnknownNameError, lookup_model
 from bot.env import data_dir, free_port
 
@@ -38,7 +39,6 @@ _DIE_WITH_PARENT_EXEC = (
     "except (OSError, AttributeError):\n pass\n"
     "if os.getppid() != int(sys.argv[1]):\n sys.exit(3)\n"
     "os.execv(sys.argv[2], sys.argv[2:])\n")
-BYTES_PER_PARAM_TRAINING = 16  # fp32 params + grads + two AdamW moments (ZeRO paper sec. 3.1)
 MAX_STEPS = 1000
 # Relative loss difference allowed between strategies. fp32: only reduction order differs.
 LOSS_TOLERANCE = {"fp32": 1e-4, "bf16-mixed": 2e-2, "fp16-mixed": 2e-2, "bf16": 2e-2}
@@ -120,8 +120,9 @@ def check_config(cfg: RunConfig) -> tuple[str, str]:
     if cfg.nproc > max(2, cores):
         raise BenchError(f"this machine has {cores} CPU cores and no GPU; at most {max(2, cores)} "
                          f"processes, not {cfg.nproc}. Use `shardwise bench script` for a cluster.")
-    # Each CPU process holds a full fp32 training state in the worst case (DDP).
-    need = cfg.nproc * spec.params * BYTES_PER_PARAM_TRAINING
+    # Each CPU process holds a full fp32 training state in the worst case (DDP): the calculator's
+    # model states, params + grads + two AdamW moments (16 B/param, ZeRO paper sec. 3.1).
+    need = cfg.nproc * model_states_bytes(spec, "fp32", "adamw")
     avail = _available_ram_bytes()
     if need > avail // 2:
         raise BenchError(

@@ -65,9 +65,12 @@ def _model(params_b: float):
 
 def _comm_inputs(precision: str, gpus: int, nodes: int = 1, accum: int = 1, params_b: float = 7.0):
     from bot.calc.comm import CommInputs
+    from bot.setup import DEFAULT_INTER_NODE_GBPS
 
+    # Several nodes: resolve_setup's default link (InfiniBand at its default speed).
+    gbps = DEFAULT_INTER_NODE_GBPS["infiniband"] if nodes > 1 else 0.0
     return CommInputs(model=_model(params_b), gpu=None, gpu_count=gpus, gpus_per_node=gpus // nodes,
-                      nodes=nodes, intra_node_link="nvlink", inter_node_gbps=200.0 if nodes > 1 else 0.0,
+                      nodes=nodes, intra_node_link="nvlink", inter_node_gbps=gbps,
                       precision=precision, finetune="full", lora_rank=16, seq_len=2048, micro_batch=1,
                       activation_checkpointing=False, grad_accum_steps=accum)
 
