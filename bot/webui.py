@@ -25,13 +25,9 @@ from __future__ import annotations
 import html
 import json
 import logging
-import os
 import re
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -1139,31 +1135,3 @@ def serve(host: str = "127.0.0.1", port: int = 7860) -> None:
 def app_command(host: str, port: int) -> None:
     """Start the Gradio chat page."""
     serve(host, port)
-
-
-def start_subprocess(port: int, host: str = "127.0.0.1", env: dict[str, str] | None = None,
-                     timeout: float = 300.0, log_path: str | None = None) -> subprocess.Popen:
-    """Run ``app.py`` in a child process and wait until the page answers (tests, load benchmark).
-
-    A fresh interpreter, not a fork: the parent may already hold torch threads.
-    """
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, str(repo_root() / "app.py"), "--host", host, "--port", str(port)],
-                            cwd=str(repo_root()), env={**os.environ, **(env or {})},
-                            stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://{host}:{port}/"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app.py exited with {proc.returncode} before serving (log: {log_path})")
-        try:
-            with _no_proxy.open(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise TimeoutError(f"app.py did not serve {url} within {timeout:.0f}s (log: {log_path})")
-
-
-_no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot import webui  # noqa: E402  (sets the offline switches gradio_client needs)
 from bot.env import free_port  # noqa: E402
+from tests.webserver import start_subprocess  # noqa: E402
 
 MODELS = (("Llama-2-7B", "A100 80GB"), ("Llama-2-13B", "H100 80GB"), ("Mistral-7B", "A100 40GB"),
           ("GPT-2 XL", "RTX 4090 24GB"), ("Qwen2.5-14B", "H200"), ("Llama-3.1-8B", "L40S 48GB"))
@@ -206,7 +207,7 @@ def main() -> None:
     if not url:
         port = free_port()
         print(f"starting app.py on 127.0.0.1:{port} ...", flush=True)
-        proc = webui.start_subprocess(port, timeout=600)
+        proc = start_subprocess(port, timeout=600)
         url = f"http://127.0.0.1:{port}/"
     try:
         if args.timing:

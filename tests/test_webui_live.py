@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import webui
+from bot import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
 from bot.env import free_port, repo_root
 from bot.strategies import LABELS_EN, LABELS_ZH, TRAINING_STRATEGIES
+from tests.webserver import start_subprocess
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def server_url(tmp_path_factory):
         return
     port = free_port()
     log_path = tmp_path_factory.mktemp("webui") / "server.log"
-    proc = webui.start_subprocess(port, timeout=600, log_path=str(log_path))
+    proc = start_subprocess(port, timeout=600, log_path=str(log_path))
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
