@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from bot.fields import describe
 from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -36,6 +37,19 @@ def estimate_memory(**fields: Any) -> dict[str, Any]:
     return {"setup": resolved.setup.model_dump(), "numbers": ev.numbers(),
             "recommendation": {"strategy": d.strategy, "variant": d.variant, "alternatives": d.alternatives,
                                "confidence": d.confidence}}
+
+
+def setup_args_model() -> type[BaseModel]:
+    """``estimate_memory``'s arguments: ``TrainingSetup``'s own fields (names, types, allowed
+    values) with the descriptions and units of ``bot.fields`` -- the fields MCP's estimate_memory
+    shows, described once. Validation is ``TrainingSetup``'s: ranges are checked by
+    ``check_setup`` inside the tool, so a value out of range comes back as ``{"error", "problems"}``
+    naming every problem rather than as a schema exception. A field without a description in
+    ``bot.fields.FIELD_DOCS`` raises KeyError here (tests/test_tool_schemas.py)."""
+    fields: dict[str, Any] = {name: (info.annotation, Field(default=None, description=describe(name)))
+                              for name, info in TrainingSetup.model_fields.items()}
+    return create_model("EstimateMemoryArgs", __config__=ConfigDict(extra="forbid"),
+                        __doc__="A (possibly partial) training setup; unknown fields are left out.", **fields)
 
 
 class SimulateArgs(BaseModel):
@@ -109,7 +123,7 @@ class BenchArgs(BaseModel):
 
 def make_tools() -> list[StructuredTool]:
     return [
-        StructuredTool.from_function(estimate_memory, name="estimate_memory", args_schema=TrainingSetup,
+        StructuredTool.from_function(estimate_memory, name="estimate_memory", args_schema=setup_args_model(),
                                      description=estimate_memory.__doc__),
         StructuredTool.from_function(simulate_memory, name="simulate_memory", args_schema=SimulateArgs,
                                      description=simulate_memory.__doc__),

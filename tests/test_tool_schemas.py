@@ -1,0 +1,46 @@
+"""The LangChain tools (``bot.tools``, for the agent in ``bot.llm``) and the MCP server describe the
+same setup fields: both come from ``TrainingSetup`` and ``bot.fields``, nothing re-declared."""
+
+from __future__ import annotations
+
+import anyio
+from mcp import Client
+
+from bot.fields import FIELD_DOCS, describe
+from bot.mcp_server import build_mcp_server
+from bot.setup import TrainingSetup
+from bot.tools import make_tools
+
+
+def _mcp_estimate_schema() -> dict:
+    async def listing():
+        async with Client(build_mcp_server()) as client:
+            return (await client.list_tools()).tools
+
+    return next(t for t in anyio.run(listing) if t.name == "estimate_memory").input_schema
+
+
+def _langchain_estimate_schema() -> dict:
+    tool = next(t for t in make_tools() if t.name == "estimate_memory")
+    return tool.args_schema.model_json_schema()
+
+
+def test_mcp_and_langchain_estimate_memory_take_the_same_fields_with_the_same_descriptions():
+    mcp = _mcp_estimate_schema()["properties"]
+    lc = _langchain_estimate_schema()["properties"]
+    assert set(mcp) == set(lc) == set(TrainingSetup.model_fields)
+    for name in TrainingSetup.model_fields:
+        assert mcp[name]["description"] == lc[name]["description"] == describe(name), name
+    # the unit the calculator means (issue 15: MCP once described it as per GPU)
+    assert "one NODE" in lc["inter_node_gbps"]["description"] and "Gb/s" in lc["inter_node_gbps"]["description"]
+
+
+def test_every_setup_field_has_a_description():
+    assert set(TrainingSetup.model_fields) <= set(FIELD_DOCS)
+
+
+def test_langchain_estimate_memory_still_reports_every_problem_as_an_error():
+    tool = next(t for t in make_tools() if t.name == "estimate_memory")
+    out = tool.invoke({"params_b": -1, "gpu_memory_gb": 40, "gpu_count": 8})
+    assert "error" in out and any("params_b" in p for p in out["problems"])
+    assert tool.args_schema.model_json_schema().get("additionalProperties") is False  # a typo is not dropped
