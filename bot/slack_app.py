@@ -92,7 +92,8 @@ class RecentKeys:
 
 # ---------------------------------------------------------------------------------------------
 # Rendering: Answer -> Block Kit. Numbers come only from answer.numbers, as everywhere else.
-_LABELS = {
+# language -> label key -> text ("conf_values": confidence -> text)
+_LABELS: dict[str, dict[str, Any]] = {
     "en": {"rec": "Recommendation", "conf": "confidence", "alt": "Alternatives",
            "mem": "Per-GPU memory (GiB)", "strategy": "strategy", "total": "GiB/GPU", "fits": "fits",
            "batch": "max mb", "step": "step s", "yes": "yes", "no": "no",
@@ -292,7 +293,7 @@ def sections_blocks(answer: Answer) -> list[dict]:
 def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str | None = None) -> list[dict]:
     """Block Kit blocks for an Answer (see module docstring for the layout)."""
     if answer.sections.headline:  # the structured answer: render its parts, scrape nothing
-        blocks = []
+        blocks: list[dict[str, Any]] = []
         if asked_by and question:
             blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
                 f"<@{asked_by}> {_LABELS[answer.language]['asked']}: {_escape(question)}", 2000)}]})
@@ -301,7 +302,7 @@ def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str 
         return blocks[:50]
     words = _LABELS[answer.language]
     rec = answer.recommendation
-    blocks: list[dict] = []
+    blocks = []
     if asked_by and question:  # slash commands: others in the channel did not see the question
         blocks.append({"type": "context", "elements": [
             {"type": "mrkdwn", "text": _clip(f"<@{asked_by}> {words['asked']}: {_escape(question)}", 2000)}]})
@@ -335,7 +336,7 @@ def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str 
     else:
         forum = [c for c in answer.citations if c.kind == "forum" and c.quote]
         if forum:
-            quotes = [f"[{c.n}] > {_escape(_clip(' '.join(c.quote.split()), 280))}" for c in forum[:3]]
+            quotes = [f"[{c.n}] > {_escape(_clip(' '.join((c.quote or '').split()), 280))}" for c in forum[:3]]
             blocks.append(_section(f"*{words['forum']}*\n" + "\n".join(quotes)))
 
     change_text = text_section(answer.text, _CHANGE_HEADINGS) if headline else None
@@ -554,7 +555,7 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
     app = App(signing_secret=signing_secret, client=client, token_verification_enabled=False,
               process_before_response=False, name="shardwise", logger=bolt_log)
     if not socket_mode:
-        app.shardwise_signing_secret = signing_secret  # wsgi_app verifies before bolt parses
+        setattr(app, "shardwise_signing_secret", signing_secret)  # noqa: B010  (wsgi_app verifies before bolt parses)
 
     def answer(question: str, history: list[dict[str, str]] | None) -> Answer:
         return (ask_fn or default_ask)(question[:MAX_QUESTION_CHARS], history=history or None)
