@@ -9,8 +9,12 @@ page): ``ask_with_llm`` when configured, else the deterministic ``bot.ask``.
 
 ``ask_with_llm`` always computes the deterministic answer first (``bot.assistant``), then runs a
 LangChain agent (``langchain.agents.create_agent``) with the tools of ``bot.tools``. When the
-agent's ``estimate_memory`` call states a setup the rule-based parser missed, the answer is
-recomputed for that setup (the LLM parses; the calculator computes). The guard: every number in
+agent's ``estimate_memory`` call proposes a setup, each proposed field is checked against the
+text (``bot.understand.proposal.accept_llm_setup``): it is used only where the reader found the
+same value or the user's text states it (a span such as "80G", "8张", a named model or card);
+fields the reader missed are then computed with (the LLM parses; the calculator computes). A
+rejected proposal is never used for numbers: the answer names it in a notice, asks for the field
+(``needs_info`` when it is essential) and keeps the deterministic text. The guard: every number in
 the LLM's text must trace to the answer's numbers, setup, cited quotes or the user's turns
 (``bot.render.untraceable_numbers``), every ``[n]`` must resolve, and no configured secret may
 appear; otherwise the deterministic answer is returned and the reason is logged.
@@ -23,15 +27,22 @@ import logging
 import math
 import os
 import re
+from dataclasses import replace
 
 from bot.answer import Answer, Recommendation
-from bot.assistant import answer_for_setup
+from bot.assistant import answer_parsed
 from bot.assistant import ask as ask_deterministic
 from bot.numwords import candidate_values, spelled_numbers
-from bot.parse import parse_conversation, parse_turn, user_turns
+from bot.parse import Parsed, parse_conversation, parse_turn, user_turns
+from bot.parse import _missing as parse_missing
 from bot.render import dangling_markers, fmt, prose, untraceable_numbers
-from bot.setup import TrainingSetup
+from bot.setup import TrainingSetup, check_setup
 from bot.strategies import TRAINING_STRATEGIES
+from bot.understand.proposal import (
+    accept_llm_setup,  # noqa: F401  (re-exported: bot.llm.accept_llm_setup)
+    check_llm_setup,
+    essential_rejections,
+)
 
 log = logging.getLogger(__name__)
 
@@ -339,6 +350,51 @@ def check_llm_text(text: str, answer: Answer, user_turns: list[str]) -> list[str
     return problems
 
 
+def _tool_proposal(messages) -> dict | None:
+    """The raw arguments of the agent's last ``estimate_memory`` call, if any (checked field by
+    field by ``accept_llm_setup``, so one hostile value does not hide the others)."""
+    for message in reversed(messages):
+        for call in getattr(message, "tool_calls", None) or []:
+            if call.get("name") == "estimate_memory":
+                args = call.get("args")
+                return dict(args) if isinstance(args, dict) else {}
+    return None
+
+
+def _rejection_notice(rejected: dict[str, str], zh: bool) -> str:
+    """One line naming each rejected proposal and why, in the answer's language."""
+    items = "; ".join(f"{name}: {reason}" for name, reason in sorted(rejected.items()))
+    if zh:
+        return f"语言模型提出的部分配置与问题原文不符，未采用（{items}）；这些数值没有用于计算。"
+    return f"Parts of the language model's reading are not in your question and were not used ({items})."
+
+
+def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, proposal: dict) -> tuple[Answer, bool]:
+    """The answer after checking the LLM's proposed setup against the text (``accept_llm_setup``):
+    accepted fields the reader missed are computed with (provenance: the span that states them);
+    rejected ones are named in a notice and, when essential and still missing, asked for with
+    ``status="needs_info"``. Returns (answer, whether anything was rejected)."""
+    text = "\n".join([*user_turns(history), question])
+    check = check_llm_setup(proposal, parsed, text)
+    if check.rejected:
+        log.warning("LLM setup proposal rejected: %s", check.rejected)
+    if not check.filled and not check.rejected:
+        return draft, False
+    zh = parsed.language == "zh"
+    fields = {k: v for k, v in check.setup.model_dump().items() if v is not None}
+    reading_problems = [p for p in parsed.problems if p not in check_setup(parsed.setup)]
+    notices = list(parsed.notices) + ([_rejection_notice(check.rejected, zh)] if check.rejected else [])
+    updated = replace(parsed, setup=check.setup, provenance=check.provenance, missing=parse_missing(fields),
+                      problems=reading_problems + check_setup(check.setup), notices=notices)
+    result = answer_parsed(updated, question=question)
+    essential = essential_rejections(check)
+    ask_for = [f for f in essential if f not in result.questions]
+    if essential and result.status == "ok":  # computed for assumed scenarios: still ask first
+        result = result.model_copy(update={"status": "needs_info", "questions": [*result.questions, *ask_for],
+                                           "missing": list(dict.fromkeys([*result.missing, *essential]))})
+    return result, bool(check.rejected)
+
+
 def _tool_setup(messages) -> TrainingSetup | None:
     """The setup of the agent's last ``estimate_memory`` call, if any."""
     for message in reversed(messages):
@@ -387,12 +443,12 @@ def ask_with_llm(question: str, history=None, *, model=None) -> Answer:
         return draft
 
     final = draft
-    tool_setup = _tool_setup(out_messages)
-    if tool_setup is not None and draft.missing:
-        merged = parsed.setup.merged(tool_setup)
-        candidate = answer_for_setup(merged, parsed.language)
-        if candidate.numbers:  # the LLM's reading gave a computable setup
-            final = candidate
+    proposal = _tool_proposal(out_messages)
+    if proposal is not None:
+        # The LLM parses only where the text agrees (bot.understand.proposal); the calculator computes.
+        final, rejected = _with_proposal(question, history, parsed, draft, proposal)
+        if rejected:  # its phrasing was written from a setup we did not accept: not used
+            return final
     problems = check_llm_text(text, final, [question, *user_turns(history)])
     if problems:
         log.warning("LLM answer rejected (%s); using the deterministic answer", "; ".join(problems))

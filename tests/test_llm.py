@@ -409,3 +409,151 @@ def test_one_redactor_covers_every_logger_and_token_shape(monkeypatch, capsys):
     later.addHandler(handler)  # a logger with its own handler, made after install_redaction
     later.warning("failed with %s", "abc-very-secret-key")
     assert "abc-very-secret-key" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# The LLM's proposed setup is used only where the text states it (issue 11, last item)
+# --------------------------------------------------------------------------------------------
+class _ToolCallingStub(_Stub):
+    """An OpenAI-compatible endpoint that first calls ``estimate_memory`` with ``args`` (a JSON
+    string, so hostile literals such as 1e400 reach the client as written), then says ``content``."""
+
+    def __init__(self, args_json: str, content: str):
+        super().__init__(content)
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                stub.requests.append({"path": self.path, "body": body})
+                if len(stub.requests) == 1:
+                    message = {"role": "assistant", "content": None, "tool_calls": [{
+                        "id": "call_1", "type": "function",
+                        "function": {"name": "estimate_memory", "arguments": args_json}}]}
+                    finish = "tool_calls"
+                else:
+                    message, finish = {"role": "assistant", "content": stub.content}, "stop"
+                data = json.dumps({"id": "chatcmpl-stub", "object": "chat.completion", "created": 0,
+                                   "model": body.get("model", "stub"),
+                                   "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+                                   "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server.RequestHandlerClass = Handler
+
+
+NO_COUNT_Q = "DDP or FSDP for a 7B model on A100 80G?"
+EIGHT_Q = "DDP or FSDP for a 7B model on 8 x A100 80G?"
+
+
+def test_invented_gpu_count_is_rejected_and_the_answer_asks(stub_env, caplog):
+    draft = ask(NO_COUNT_Q)
+    assert "gpu_count" in draft.questions  # the reader found no count: it must not come from the LLM
+    args = json.dumps({"params_b": 7, "gpu_memory_gb": 80, "gpu_count": 64})
+    with _ToolCallingStub(args, "Use FSDP full shard on your 64 GPUs [1].") as stub, \
+            caplog.at_level(logging.WARNING, logger="bot.llm"):
+        stub_env(stub)
+        answer = ask_with_llm(NO_COUNT_Q)
+        assert len(stub.requests) == 2  # the tool call, then the phrasing
+    assert answer.status == "needs_info" and "gpu_count" in answer.questions and "gpu_count" in answer.missing
+    assert answer.setup.get("gpu_count") != 64 and "64" not in answer.text.replace("64-", "")
+    assert any("gpu_count" in n and "not used" in n for n in answer.sections.notices), answer.sections.notices
+    assert "gpu_count" in answer.text  # the notice is rendered
+    assert "rejected" in caplog.text and "gpu_count" in caplog.text
+
+
+def test_a_proposal_that_agrees_with_the_text_is_accepted(stub_env):
+    draft = ask(EIGHT_Q)
+    args = json.dumps({"params_b": 7, "gpu_memory_gb": 80, "gpu_count": 8})
+    with _ToolCallingStub(args, draft.text) as stub:
+        stub_env(stub)
+        answer = ask_with_llm(EIGHT_Q)
+    assert answer.status == draft.status == "ok" and answer.setup["gpu_count"] == 8
+    assert answer.numbers == draft.numbers and answer.recommendation == draft.recommendation
+    assert answer.provenance == draft.provenance  # the reader's provenance stands
+    assert not any("not used" in n for n in answer.sections.notices)
+    assert answer.text == draft.text  # the endpoint's phrasing (the draft itself) passes the guard
+
+
+def test_accept_llm_setup_keeps_agreeing_fields_and_rejects_invented_ones():
+    from bot.llm import accept_llm_setup
+    from bot.parse import parse_conversation
+
+    parsed = parse_conversation(EIGHT_Q)
+    setup, rejected = accept_llm_setup(TrainingSetup(params_b=7, gpu_memory_gb=80, gpu_count=8), parsed, EIGHT_Q)
+    assert rejected == {} and setup == parsed.setup
+    setup, rejected = accept_llm_setup(TrainingSetup(gpu_count=16, seq_len=4096), parsed, EIGHT_Q)
+    assert setup.gpu_count == 8 and setup.seq_len is None
+    assert "disagrees" in rejected["gpu_count"] and "8 x" in rejected["gpu_count"]
+    assert rejected["seq_len"] == "not stated in the question"
+
+
+@pytest.mark.parametrize("question, proposal, field, value, span", [
+    ("我们的模型是七十亿参数的，要在八张A100 40G上全参微调，DDP还是FSDP？", {"params_b": 7}, "params_b", 7, "七十亿"),
+    ("Llama-2-7B on 8 of our in-house cards (80G HBM each)", {"gpu_count": 8}, "gpu_count", 8,
+     "8 of our in-house cards"),
+    ("finetune Llama-2-7B on A100 80G, the box has x8 of them", {"gpu_count": 8}, "gpu_count", 8, "x8"),
+    ("7B on 8x A100 80G, samples are cut at 8K", {"seq_len": 8192}, "seq_len", 8192, "8K"),
+    ("7B on 8x A100 80G, full fine-tune", {"model": "llama2-7b"}, "model", None, None),
+])
+def test_a_field_the_text_states_in_odd_phrasing_is_accepted_with_its_span(question, proposal, field, value, span):
+    from bot.parse import parse_conversation
+    from bot.understand.proposal import check_llm_setup
+
+    parsed = parse_conversation(question)
+    check = check_llm_setup(proposal, parsed, question)
+    if value is None:  # a model the text never names is not taken from the LLM
+        assert field in check.rejected and getattr(check.setup, field) is None
+        return
+    if getattr(parsed.setup, field) is not None:
+        pytest.skip(f"the reader now reads {field} itself")  # nothing for the LLM to fill
+    assert check.rejected == {} and getattr(check.setup, field) == value
+    assert check.provenance[field].source == "stated" and check.provenance[field].span == span
+
+
+def test_filled_field_is_computed_with_and_cites_its_span():
+    """The reader misses "七十亿参数"; the agent's proposal is accepted because the text states it."""
+    question = "我们的模型是七十亿参数的，要在八张A100 40G上全参微调，DDP还是FSDP？"
+    call = {"name": "estimate_memory", "args": {"params_b": 7, "gpu_memory_gb": 40, "gpu_count": 8},
+            "id": "call_1", "type": "tool_call"}
+    answer = ask_with_llm(question, model=fake(AIMessage(content="", tool_calls=[call]), AIMessage(content="?")))
+    assert answer.status == "ok" and answer.setup["params_b"] == 7 and answer.provenance["params_b"] == "stated"
+    assert answer.numbers and not any("未采用" in n for n in answer.sections.notices)
+
+
+@pytest.mark.parametrize("args", [
+    {"params_b": -7, "gpu_memory_gb": 80, "gpu_count": -8},
+    {"params_b": float("nan"), "gpu_memory_gb": float("inf"), "gpu_count": 8},
+    {"params_b": 1e300, "gpu_memory_gb": 10 ** 40, "gpu_count": 10 ** 12, "seq_len": 10 ** 9},
+    {"params_b": "seven", "gpu_count": True, "gpu": "A100 80GB; rm -rf /", "bogus_field": 1, "precision": "fp3"},
+    {"gpu_count": 8.5, "nodes": [], "micro_batch": {"x": 1}, "mfu": -0.5},
+])
+def test_hostile_proposals_are_rejected_without_a_crash(args):
+    from bot.llm import accept_llm_setup
+    from bot.parse import parse_conversation
+
+    parsed = parse_conversation(NO_COUNT_Q)
+    setup, rejected = accept_llm_setup(args, parsed, NO_COUNT_Q)
+    agreeing = {n for n, v in args.items() if getattr(parsed.setup, n, None) == v}  # 80 GB, read from "A100 80G"
+    assert set(rejected) == set(args) - agreeing, rejected
+    assert setup.gpu_count is None and setup.params_b == 7
+    call = {"name": "estimate_memory", "args": args, "id": "call_1", "type": "tool_call"}
+    answer = ask_with_llm(NO_COUNT_Q, model=fake(AIMessage(content="", tool_calls=[call]), AIMessage(content="ok")))
+    json.dumps(answer.model_dump(), allow_nan=False)
+    assert answer.status == "needs_info" and "gpu_count" in answer.questions and answer.setup.get("params_b") == 7
+
+
+def test_hostile_literals_from_the_endpoint_are_rejected(stub_env):
+    args = '{"params_b": 1e400, "gpu_memory_gb": -80, "gpu_count": 99999999999999999999999}'
+    with _ToolCallingStub(args, "fine") as stub:
+        stub_env(stub)
+        answer = ask_with_llm(NO_COUNT_Q)
+    json.dumps(answer.model_dump(), allow_nan=False)
+    assert answer.status == "needs_info" and answer.setup.get("params_b") == 7 and answer.setup.get("gpu_memory_gb") == 80
