@@ -101,7 +101,7 @@ class Attention(nn.Module):
         b, s, _ = x.shape
         q = self.q(x).view(b, s, self.n_heads, self.head_dim)
         k = self.k(x).view(b, s, self.n_kv_heads, self.head_dim)
-        if self.q_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None:  # both or neither (qk_norm)
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = self.v(x).view(b, s, self.n_kv_heads, self.head_dim).transpose(1, 2)

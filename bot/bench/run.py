@@ -367,7 +367,8 @@ def failed_rank(workdir: Path, vanished: dict[int, float]) -> tuple[int | None, 
     torchrun's report); else torchrun's root cause; else the first rank that vanished; else the
     first rank that only lost a peer; else the lowest rank with a log."""
     errors = sorted(workdir.glob("rank*.error.txt"), key=lambda p: p.stat().st_mtime_ns)
-    own, peer_lost = [], []
+    own: list[int] = []
+    peer_lost: list[int] = []
     for path in errors:
         rank = int(path.stem.split(".")[0][4:])
         text = path.read_text(errors="replace")
@@ -382,7 +383,7 @@ def failed_rank(workdir: Path, vanished: dict[int, float]) -> tuple[int | None, 
     if root is not None:
         return root, f"exited with code {codes.get(root)}"
     if vanished:
-        return min(vanished, key=vanished.get), "was killed (no error of its own)"
+        return min(vanished, key=vanished.__getitem__), "was killed (no error of its own)"
     if peer_lost:
         return peer_lost[0], "lost its peers"
     tails = _log_tails(workdir)

@@ -9,6 +9,7 @@ the ``find_*`` methods; a failed run is kept for ``bench show`` but never served
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import secrets
@@ -212,7 +213,7 @@ class ResultStore:
                                     "torch_version": run.torch_version, "run_id": run.id})
 
     def find_runs(self, model: str | None = None, strategy: str | None = None,
-                  kind: str | None = None) -> list[StoredRun]:
+                  kind: str | None = None) -> builtins.list[StoredRun]:  # (``list`` is a method here)
         """Ok results matching the filters (model by catalog name), newest first."""
         query, args = "SELECT * FROM runs WHERE status = 'ok'", []
         for column, value in (("model", model), ("strategy", strategy), ("kind", kind)):

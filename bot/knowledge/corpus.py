@@ -224,7 +224,8 @@ def _load(root: Path) -> _Corpus:
     _unique(claim_ids)
 
     by_id: dict[str, ForumQuestion | ForumAnswer | Doc] = {question.id: question}
-    for entry in (*answers, *docs):
+    entries: tuple[ForumAnswer | Doc, ...] = (*answers, *docs)
+    for entry in entries:
         if entry.id in by_id:
             raise CorpusError(f"{root}: duplicate id {entry.id!r}")
         by_id[entry.id] = entry

@@ -70,7 +70,7 @@ def list_items(body: str) -> list[str]:
 def line_pieces(body: str) -> list[str]:
     """Fallback when no whole sentence fits: the sentence pieces of prose lines (may be partial),
     those that look like a sentence's start (not lower case) first."""
-    out = []
+    out: list[str] = []
     for line in body.splitlines():
         line = line.strip()
         if line and not line.startswith(("#", "|", "```", ">", "<!--")) and not _LIST_ITEM.match(line):
