@@ -259,8 +259,9 @@ def read_config(text: str) -> ConfigReading:
     # sequence length: the most specific key wins (LlamaFactory's cutoff_len over a generic max_length)
     if "seq_len" in f:
         for key in _SEQ_PRIORITY:
-            if key in raw and raw[key][1] and _as_int(raw[key][1]):
-                f["seq_len"], spans["seq_len"] = _as_int(raw[key][1]), raw[key][2]
+            stated = raw[key][1] if key in raw else None
+            if stated and _as_int(stated):
+                f["seq_len"], spans["seq_len"] = _as_int(stated), raw[key][2]
                 break
     if "num_gpus" in raw and raw["num_gpus"][1] and (n := _as_int(raw["num_gpus"][1])) is not None:
         put("gpus_per_node" if "nodes" in f else "gpu_count", n, "num_gpus")
@@ -274,11 +275,11 @@ def read_config(text: str) -> ConfigReading:
         obs["zero_stage"], spans["zero_stage"] = int(zs.group(1)), zs.group(0)
     if _OFFLOAD.search(text):
         obs["zero_offload"] = True
-    m = _INCLUDE.search(text)
-    if m and "gpu_count" not in f:
-        devices = [d for d in m.group(1).split(",") if d]
-        f["gpu_count"], spans["gpu_count"] = len(devices), m.group(0)
-        out.consumed.append(m.span())
+    include = _INCLUDE.search(text)
+    if include and "gpu_count" not in f:
+        devices = [d for d in include.group(1).split(",") if d]
+        f["gpu_count"], spans["gpu_count"] = len(devices), include.group(0)
+        out.consumed.append(include.span())
     if obs.get("quantized") and f.get("finetune") == "lora":
         f["finetune"] = "qlora"
     return out

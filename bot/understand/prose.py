@@ -250,12 +250,12 @@ def read_counts(text: str, out: ProseReading) -> None:
             r"(?:内存|占用|ram|memory usage|used|uses|estimate)[^\n]{0,10}$", text[max(0, g.start() - 16): g.start()], re.I | re.A)),
                  None)
         if m:
-            count, mem = int(m.group(count_group)), float(m.group(mem_group))
+            cards, mem = int(m.group(count_group)), float(m.group(mem_group))
             _set(out, "gpu_memory_gb", int(mem) if mem.is_integer() else mem, m.group(0))
             out.card_explicit = True
             right_after_nodes = node_span is not None and bool(re.fullmatch(
                 r"\s*(?:,|with|of|each with|each)?\s*", text[node_span[1]: m.start()], re.I | re.A)) and m.start() >= node_span[1]
-            _set(out, "gpus_per_node" if right_after_nodes else "gpu_count", count, m.group(0))
+            _set(out, "gpus_per_node" if right_after_nodes else "gpu_count", cards, m.group(0))
             text = _blank(text, m.span())
             break
     per_node, per_span, per_text = _first(_PER_NODE, text)
@@ -364,8 +364,8 @@ def read_training(text: str, out: ProseReading) -> None:
     if not seq:
         seq = _search(r"train(?:ing)? with (\d{3,6})\s*(k)?\s*tokens", low)
     if seq:
-        value = float(seq.group(1)) * (1024 if seq.group(2) else 1)
-        _set(out, "seq_len", int(value), text[seq.start(): seq.end()])
+        tokens = float(seq.group(1)) * (1024 if seq.group(2) else 1)
+        _set(out, "seq_len", int(tokens), text[seq.start(): seq.end()])
 
     batch = _search(r"(?:micro[-_ ]?batch(?:[-_ ]?size)?|mbs|per[-_ ]gpu[-_ ]batch(?:[-_ ]size)?|"
                     r"每卡\s*(?:micro\s*)?batch\s*(?:_?size)?|每卡批(?:大小)?|batch[-_ ]?size|\bbs|批大小|批量大小|batch)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.understand import Observed, Provenance
+from bot.understand import FieldSource, Observed, Provenance
 from bot.understand.config import read_config, visible_devices
 from bot.understand.intent import compare_of, intent_of, topics_of
 from bot.understand.logs import card_size_gb, read_logs
@@ -159,7 +159,7 @@ def read_turn(raw: object) -> Reading:
     f: dict = {}
     prov: dict[str, Provenance] = {}
 
-    def put(name: str, value, source: str, span: str, confidence: float = 1.0) -> None:
+    def put(name: str, value, source: FieldSource, span: str, confidence: float = 1.0) -> None:
         if value is None or name in f:
             return
         f[name] = value
@@ -210,7 +210,7 @@ def read_turn(raw: object) -> Reading:
                 # names that card: its catalog size is used
                 prose.fields.pop("gpu_memory_gb")
         pcie = next((x for x in gpus if (x.form.startswith("pcie") or "pcie" in x.raw.lower())
-                     and x.name and card_family(x.name) == card_family(name)), None)
+                     and x.name and name and card_family(x.name) == card_family(name)), None)
         if pcie is not None:
             put("intra_node_link", "pcie", "stated", pcie.raw)
     elif unknown_cards:
