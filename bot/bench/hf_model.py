@@ -11,6 +11,9 @@ encoder-decoder (the decoder reads the same length as the encoder).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import torch
 from torch import nn
 
@@ -27,7 +30,8 @@ class HFTrainModel(nn.Module):
         names = set(getattr(model, "_no_split_modules", None) or [])
         # Blocks to shard one by one, leaving out any that holds the input embeddings: a tied LM
         # head shares that weight, and FSDP wants tied weights in one unit (the root).
-        embed = model.get_input_embeddings()
+        # a transformers PreTrainedModel method (nn.Module's __getattr__ types it as Tensor | Module)
+        embed = cast(Callable[[], nn.Module], model.get_input_embeddings)()
         self.layers = [m for m in model.modules() if type(m).__name__ in names
                        and not any(sub is embed for sub in m.modules())]
         if not self.layers:
