@@ -13,8 +13,9 @@ agent's ``estimate_memory`` call proposes a setup, each proposed field is checke
 text (``bot.understand.proposal.accept_llm_setup``): it is used only where the reader found the
 same value or the user's text states it (a span such as "80G", "8张", a named model or card);
 fields the reader missed are then computed with (the LLM parses; the calculator computes). A
-rejected proposal is never used for numbers: the answer names it in a notice, asks for the field
-(``needs_info`` when it is essential) and keeps the deterministic text. The guard: every number in
+rejected proposal is never used for numbers: the answer names it in a notice and asks for the
+field; when an essential field (model size, card memory, GPU count) is rejected the status is
+``needs_info`` and the deterministic text is kept (the LLM's phrasing assumed that value). The guard: every number in
 the LLM's text must trace to the answer's numbers, setup, cited quotes or the user's turns
 (``bot.render.untraceable_numbers``), every ``[n]`` must resolve, and no configured secret may
 appear; otherwise the deterministic answer is returned and the reason is logged.
@@ -35,13 +36,14 @@ from bot.assistant import ask as ask_deterministic
 from bot.numwords import candidate_values, spelled_numbers
 from bot.parse import Parsed, parse_conversation, parse_turn, user_turns
 from bot.parse import _missing as parse_missing
-from bot.render import dangling_markers, fmt, prose, untraceable_numbers
+from bot.render import dangling_markers, fmt, prose, question_text, render_markdown, untraceable_numbers
 from bot.setup import TrainingSetup, check_setup
 from bot.strategies import TRAINING_STRATEGIES
 from bot.understand.proposal import (
     accept_llm_setup,  # noqa: F401  (re-exported: bot.llm.accept_llm_setup)
     check_llm_setup,
     essential_rejections,
+    reason_text,
 )
 
 log = logging.getLogger(__name__)
@@ -363,23 +365,24 @@ def _tool_proposal(messages) -> dict | None:
 
 def _rejection_notice(rejected: dict[str, str], zh: bool) -> str:
     """One line naming each rejected proposal and why, in the answer's language."""
-    items = "; ".join(f"{name}: {reason}" for name, reason in sorted(rejected.items()))
+    items = ("；" if zh else "; ").join(f"{name}: {reason_text(reason, zh)}" for name, reason in sorted(rejected.items()))
     if zh:
         return f"语言模型提出的部分配置与问题原文不符，未采用（{items}）；这些数值没有用于计算。"
     return f"Parts of the language model's reading are not in your question and were not used ({items})."
 
 
-def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, proposal: dict) -> tuple[Answer, bool]:
+def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, proposal: dict
+                   ) -> tuple[Answer, dict[str, str], list[str]]:
     """The answer after checking the LLM's proposed setup against the text (``accept_llm_setup``):
     accepted fields the reader missed are computed with (provenance: the span that states them);
     rejected ones are named in a notice and, when essential and still missing, asked for with
-    ``status="needs_info"``. Returns (answer, whether anything was rejected)."""
+    ``status="needs_info"``. Returns (answer, rejected field -> reason, essential fields to ask for)."""
     text = "\n".join([*user_turns(history), question])
     check = check_llm_setup(proposal, parsed, text)
     if check.rejected:
         log.warning("LLM setup proposal rejected: %s", check.rejected)
     if not check.filled and not check.rejected:
-        return draft, False
+        return draft, {}, []
     zh = parsed.language == "zh"
     fields = {k: v for k, v in check.setup.model_dump().items() if v is not None}
     reading_problems = [p for p in parsed.problems if p not in check_setup(parsed.setup)]
@@ -390,9 +393,26 @@ def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, propos
     essential = essential_rejections(check)
     ask_for = [f for f in essential if f not in result.questions]
     if essential and result.status == "ok":  # computed for assumed scenarios: still ask first
-        result = result.model_copy(update={"status": "needs_info", "questions": [*result.questions, *ask_for],
-                                           "missing": list(dict.fromkeys([*result.missing, *essential]))})
-    return result, bool(check.rejected)
+        result = _needs_info(result, ask_for, essential)
+    return result, check.rejected, essential
+
+
+# How ``bot.compose`` writes the confidence in its headline ("(confidence: high", "（置信度：高").
+_HEADLINE_CONFIDENCE = re.compile(r"(\(confidence: |（置信度：)(high|medium|高|中)")
+
+
+def _needs_info(result: Answer, ask_for: list[str], essential: list[str]) -> Answer:
+    """``result`` as ``needs_info``: an essential field the LLM invented is asked for, and the figures
+    computed for the assumed value are shown with low confidence (Answer and headline alike)."""
+    sections = result.sections.model_copy(update={
+        "headline": _HEADLINE_CONFIDENCE.sub(lambda m: m.group(1) + ("低" if m.group(1).startswith("（") else "low"),
+                                             result.sections.headline or "") or result.sections.headline,
+        "questions": [*result.sections.questions, *(question_text(q, result.language) for q in ask_for)]})
+    updated = result.model_copy(update={
+        "status": "needs_info", "questions": [*result.questions, *ask_for], "sections": sections,
+        "missing": list(dict.fromkeys([*result.missing, *essential])),
+        "recommendation": result.recommendation.model_copy(update={"confidence": "low"})})
+    return render_markdown(updated)
 
 
 def _tool_setup(messages) -> TrainingSetup | None:
@@ -442,15 +462,17 @@ def ask_with_llm(question: str, history=None, *, model=None) -> Answer:
         log.warning("LLM path failed (%s: %s); using the deterministic answer", type(err).__name__, err)
         return draft
 
-    final = draft
+    final, rejected = draft, {}
     proposal = _tool_proposal(out_messages)
     if proposal is not None:
         # The LLM parses only where the text agrees (bot.understand.proposal); the calculator computes.
-        final, rejected = _with_proposal(question, history, parsed, draft, proposal)
-        if rejected:  # its phrasing was written from a setup we did not accept: not used
+        final, rejected, essential = _with_proposal(question, history, parsed, draft, proposal)
+        if essential:  # its phrasing was written for a setup we did not accept: the answer asks instead
             return final
     problems = check_llm_text(text, final, [question, *user_turns(history)])
     if problems:
         log.warning("LLM answer rejected (%s); using the deterministic answer", "; ".join(problems))
         return final
+    if proposal is not None and rejected:  # the notice that names the rejected proposal stays visible
+        text = f"> {_rejection_notice(rejected, final.language == 'zh')}\n\n{text}"
     return final.model_copy(update={"text": text})

@@ -466,6 +466,8 @@ def test_invented_gpu_count_is_rejected_and_the_answer_asks(stub_env, caplog):
     assert answer.setup.get("gpu_count") != 64 and "64" not in answer.text.replace("64-", "")
     assert any("gpu_count" in n and "not used" in n for n in answer.sections.notices), answer.sections.notices
     assert "gpu_count" in answer.text  # the notice is rendered
+    # figures for an assumed count may be shown, never with confidence
+    assert answer.recommendation.confidence == "low" and "confidence: high" not in answer.text
     assert "rejected" in caplog.text and "gpu_count" in caplog.text
 
 
@@ -557,3 +559,37 @@ def test_hostile_literals_from_the_endpoint_are_rejected(stub_env):
         answer = ask_with_llm(NO_COUNT_Q)
     json.dumps(answer.model_dump(), allow_nan=False)
     assert answer.status == "needs_info" and answer.setup.get("params_b") == 7 and answer.setup.get("gpu_memory_gb") == 80
+
+
+def test_a_restated_single_node_is_not_a_rejection():
+    from bot.llm import accept_llm_setup
+    from bot.parse import parse_conversation
+
+    parsed = parse_conversation(EIGHT_Q)
+    _, rejected = accept_llm_setup({"gpu_count": 8, "nodes": 1, "gpus_per_node": 8}, parsed, EIGHT_Q)
+    assert rejected == {}
+    _, rejected = accept_llm_setup({"nodes": 2, "gpus_per_node": 4}, parsed, EIGHT_Q)
+    assert set(rejected) == {"nodes", "gpus_per_node"}
+
+
+def test_a_rejected_optional_field_keeps_the_guarded_phrasing_with_a_notice():
+    """An invented seq_len is not computed with; the phrasing passes the guard and the notice leads it."""
+    draft = ask(FULL_Q)
+    call = {"name": "estimate_memory", "args": {"params_b": 7, "gpu_memory_gb": 40, "gpu_count": 8, "seq_len": 32768},
+            "id": "call_1", "type": "tool_call"}
+    text = phrased(draft)
+    answer = ask_with_llm(FULL_Q, model=fake(AIMessage(content="", tool_calls=[call]), AIMessage(content=text)))
+    assert answer.setup["seq_len"] == draft.setup["seq_len"] != 32768 and answer.numbers == draft.numbers
+    assert answer.text.endswith(text) and answer.text.startswith("> ")
+    assert "seq_len" in answer.text and "问题里没有写" in answer.text and "未采用" in answer.text
+
+
+def test_the_notice_is_in_the_question_language():
+    question = "7B模型，A100 80G，DDP还是FSDP？"
+    call = {"name": "estimate_memory", "args": {"params_b": 7, "gpu_memory_gb": 80, "gpu_count": 64},
+            "id": "call_1", "type": "tool_call"}
+    answer = ask_with_llm(question, model=fake(AIMessage(content="", tool_calls=[call]), AIMessage(content="64 张卡")))
+    assert answer.language == "zh" and answer.status == "needs_info" and "gpu_count" in answer.questions
+    assert any("gpu_count" in n and "未采用" in n for n in answer.sections.notices)
+    assert "64 张卡" not in answer.text
+    assert answer.recommendation.confidence == "low" and "置信度：高" not in answer.text

@@ -147,6 +147,19 @@ def figures(text: str) -> list[Figure]:
     return out
 
 
+def reason_text(reason: str, zh: bool) -> str:
+    """A rejection reason in the answer's language (the reasons above are written in English)."""
+    if not zh:
+        return reason
+    if reason == "not stated in the question":
+        return "问题里没有写"
+    if reason.startswith("disagrees with "):
+        return "与原文读到的值不一致（" + reason[len("disagrees with "):].replace(" read from ", "，来自 ") + "）"
+    if reason == "not a setup field":
+        return "不是配置字段"
+    return "数值无效（" + reason + "）"
+
+
 def _support(name: str, value: Any, text: str, figs: list[Figure]) -> str | None:
     """The span of ``text`` that states ``value`` for field ``name``, or None."""
     low = text[:MAX_TEXT].lower()
@@ -261,6 +274,10 @@ def check_llm_setup(proposed: TrainingSetup | dict, parsed, text: str) -> Propos
             continue
         value = getattr(TrainingSetup(**{name: value}), name)  # pydantic's coercion ("8" -> 8)
         read = current.get(name)
+        if read is None and name in ("nodes", "gpus_per_node") and current.get("gpu_count") and \
+                current.get("nodes") is None and current.get("gpus_per_node") is None and \
+                value == (1 if name == "nodes" else current["gpu_count"]):
+            continue  # "8 x A100" read as one node of 8: the proposal restates it, adds nothing
         if read is not None:
             if not _same(read, value):
                 span = provenance[name].span if name in provenance else ""
