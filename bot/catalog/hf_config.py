@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.catalog.models import ModelSpec, lookup_model
+from bot.catalog.models import Kind, ModelSpec, lookup_model
 
 OFFLINE_MESSAGE = "no network: paste the config.json or pass --config PATH"
 # Hub repo ids: "org/name" (or a bare legacy name like "gpt2"); no spaces, no path separators beyond one.
@@ -186,7 +186,8 @@ def read_hf_config(source: dict | str | os.PathLike, name: str | None = None) ->
 def _spec_from_config(cfg: dict, label: str | None, source_url: str) -> ModelSpec:
     mt = str(cfg.get("model_type") or "").lower()
     label = label or f"{mt or 'model'} (from config.json)"
-    common = dict(source_url=source_url or "config.json supplied by the user", family=mt)
+    # ModelSpec keyword arguments every family shares
+    common: dict[str, Any] = dict(source_url=source_url or "config.json supplied by the user", family=mt)
 
     # Vision-language wrappers: the language model in text_config plus a vision tower.
     if isinstance(cfg.get("text_config"), dict) and mt not in ("t5",):
@@ -281,8 +282,8 @@ def _llama_like(cfg: dict, mt: str, label: str, common: dict) -> ModelSpec:
     required = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     missing = [k for k in required if cfg.get(k) is None]
     if missing:
-        kind = f"model_type {mt!r}" if mt else "this config"
-        raise ConfigError(f"cannot read {kind}: no {', '.join(missing)}. Supported: Llama-style "
+        subject = f"model_type {mt!r}" if mt else "this config"
+        raise ConfigError(f"cannot read {subject}: no {', '.join(missing)}. Supported: Llama-style "
                           "decoders (Llama, Mistral, Qwen, Gemma, Phi-3, GLM, Yi, Baichuan), MoE "
                           "(Mixtral, Qwen-MoE, DeepSeek-V2/V3), GPT-2, OPT, MPT, BERT/RoBERTa, T5")
     h = _pos_int(cfg["hidden_size"], "hidden_size")
@@ -315,7 +316,7 @@ def _llama_like(cfg: dict, mt: str, label: str, common: dict) -> ModelSpec:
         notes.append(f"model_type {mt or '(none)'!r} is not one we know: read as a Llama-style block "
                      "(gated MLP, RMSNorm); check the parameter count against the model card")
 
-    kind = "decoder"
+    kind: Kind = "decoder"
     n_experts = int(cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") or 0)
     if n_experts:
         kind = "moe"
