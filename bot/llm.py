@@ -378,7 +378,11 @@ def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, propos
     rejected ones are named in a notice and, when essential and still missing, asked for with
     ``status="needs_info"``. Returns (answer, rejected field -> reason, essential fields to ask for)."""
     text = "\n".join([*user_turns(history), question])
-    check = check_llm_setup(proposal, parsed, text)
+    try:
+        check = check_llm_setup(proposal, parsed, text)
+    except Exception:  # noqa: BLE001 - a bug in the check must cost the proposal, never the answer
+        log.exception("checking the LLM's setup proposal failed; proposal ignored")
+        return draft, {}, []
     if check.rejected:
         log.warning("LLM setup proposal rejected: %s", check.rejected)
     if not check.filled and not check.rejected:

@@ -593,3 +593,34 @@ def test_the_notice_is_in_the_question_language():
     assert any("gpu_count" in n and "未采用" in n for n in answer.sections.notices)
     assert "64 张卡" not in answer.text
     assert answer.recommendation.confidence == "low" and "置信度：高" not in answer.text
+
+
+def test_a_named_models_size_restated_keeps_the_catalog_size():
+    from bot.llm import accept_llm_setup
+    from bot.parse import parse_conversation
+
+    question = "Llama-2-7B on 8x A100 80G, DDP or FSDP?"
+    parsed = parse_conversation(question)
+    assert parsed.setup.model and parsed.setup.params_b is None
+    setup, rejected = accept_llm_setup({"params_b": 7}, parsed, question)
+    assert rejected == {} and setup.params_b is None  # the catalog's 6.74B stands, not the rounding
+    _, rejected = accept_llm_setup({"params_b": 13}, parsed, question)
+    assert "disagrees" in rejected["params_b"]
+
+
+def test_no_count_absent_from_the_text_is_ever_accepted():
+    """Property: for many invented counts, none is accepted unless the text writes it as a count."""
+    import random
+
+    from bot.llm import accept_llm_setup
+    from bot.parse import parse_conversation
+
+    rng = random.Random(11)
+    questions = [NO_COUNT_Q, "7B模型，A100 80G，DDP还是FSDP？", "Qwen2.5-14B 全参 A800 80G seq 4096 batch 2"]
+    for question in questions:
+        parsed = parse_conversation(question)
+        for _ in range(60):
+            n = rng.choice([rng.randint(1, 4096), 2 ** rng.randint(0, 12)])
+            setup, rejected = accept_llm_setup({"gpu_count": n, "nodes": rng.randint(2, 64)}, parsed, question)
+            assert setup.gpu_count is None and setup.nodes is None, (question, n)
+            assert {"gpu_count", "nodes"} <= set(rejected)

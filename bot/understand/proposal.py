@@ -278,6 +278,11 @@ def check_llm_setup(proposed: TrainingSetup | dict, parsed, text: str) -> Propos
                 current.get("nodes") is None and current.get("gpus_per_node") is None and \
                 value == (1 if name == "nodes" else current["gpu_count"]):
             continue  # "8 x A100" read as one node of 8: the proposal restates it, adds nothing
+        if read is None and name == "params_b" and current.get("model"):
+            size = model_params_b(current["model"])  # the reader named the model: its size is the catalog's
+            if size is None or not _close(size, float(value), rel=0.06):
+                rejected[name] = f"disagrees with {current['model']} ({size:g}B)" if size else "the model is named"
+            continue  # agreeing: the catalog's exact size stands, not the LLM's rounding
         if read is not None:
             if not _same(read, value):
                 span = provenance[name].span if name in provenance else ""
