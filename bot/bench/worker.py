@@ -29,6 +29,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 RESULT_SCHEMA = "shardwise.bench.result/1"
 GIB = 2**30
@@ -115,7 +116,7 @@ def wrap(model, strategy: str, device, low_dtype, world: int, local_world: int):
                                 mesh_dim_names=("replicate", "shard"))
     else:
         mesh = init_device_mesh(device.type, (world,), mesh_dim_names=("shard",))
-    kwargs = {"mesh": mesh, "reshard_after_forward": strategy != "fsdp_shard_grad_op"}
+    kwargs: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": strategy != "fsdp_shard_grad_op"}
     if low_dtype is not None:
         kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=low_dtype, reduce_dtype=torch.float32)
     if strategy == "fsdp_full_shard_offload":
@@ -182,8 +183,8 @@ def run(args: argparse.Namespace) -> dict | None:
         torch.cuda.reset_peak_memory_stats(device)
     for i in range(args.warmup + args.steps):
         if i == 1 and not cuda:
-            losses.append(_tracked_step(step, i, model, optimizer, args.strategy))
-            peak_bytes = _tracked_step.peak
+            loss, peak_bytes = _tracked_step(step, i, model, optimizer, args.strategy)
+            losses.append(loss)
             continue
         if cuda:
             torch.cuda.synchronize(device)
@@ -198,11 +199,11 @@ def run(args: argparse.Namespace) -> dict | None:
         reserved_bytes = torch.cuda.max_memory_reserved(device)
     comm_seconds = _profiled_comm_seconds(step, args.warmup + args.steps, cuda)
 
-    peaks = [None] * world
+    peaks: list[Any] = [None] * world  # filled by all_gather_object
     dist.all_gather_object(peaks, peak_bytes / GIB)
-    reserved = [None] * world
+    reserved: list[Any] = [None] * world
     dist.all_gather_object(reserved, None if reserved_bytes is None else reserved_bytes / GIB)
-    comms = [None] * world
+    comms: list[Any] = [None] * world
     dist.all_gather_object(comms, comm_seconds)
     step_seconds = statistics.median(times)
     result = None
@@ -233,8 +234,9 @@ def run(args: argparse.Namespace) -> dict | None:
     return result
 
 
-def _tracked_step(step, i, model, optimizer, strategy) -> float:
-    """One untimed step under the memory tracker (CPU has no allocator peak statistics)."""
+def _tracked_step(step, i, model, optimizer, strategy) -> tuple[float, int]:
+    """One untimed step under the memory tracker (CPU has no allocator peak statistics):
+    (its loss, the tracker's peak bytes)."""
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -246,8 +248,7 @@ def _tracked_step(step, i, model, optimizer, strategy) -> float:
     with tracker:
         loss = step(i)
     peak = tracker.get_tracker_snapshot("peak")
-    _tracked_step.peak = max((snap.get("Total", 0) for snap in peak.values()), default=0)
-    return loss
+    return loss, max((snap.get("Total", 0) for snap in peak.values()), default=0)
 
 
 def _profiled_comm_seconds(step, i: int, cuda: bool) -> float:
