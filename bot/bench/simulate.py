@@ -35,6 +35,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from bot.catalog import UnknownNameError, lookup_model
 
@@ -280,11 +281,14 @@ def _make_tracker(model, optimizer, fsdp: bool, host: tuple[str, ...]):
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    base = FSDPMemTracker if fsdp else MemTracker
+    base: Any = FSDPMemTracker if fsdp else MemTracker
 
     class DevicePeakTracker(base):
         # Replaces the per-op peak update: we need the peak of device memory only (CPU offload
         # moves some categories to the host), and module-wise peaks are not used.
+        device_peak: int
+        device_peak_snap: dict[str, int]
+
         def _update_peak_stats(self, peak_state) -> None:
             for snap in self._curr_mem_snap.values():
                 total = snap["Total"] - sum(snap.get(k, 0) for k in host)
@@ -362,6 +366,8 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
         # The mesh must exist outside FakeTensorMode (it holds real rank tensors).
         if cfg.strategy == "fsdp_hybrid_shard":
             per_node = cfg.gpus_per_node
+            if per_node is None:  # normalized() sets it for HSDP
+                raise SimError("HSDP needs gpus_per_node")
             mesh = init_device_mesh("cpu", (cfg.gpu_count // per_node, per_node),
                                     mesh_dim_names=("replicate", "shard"))
         elif fsdp:
@@ -373,13 +379,13 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
             if hf_config is not None:
                 from bot.bench.hf_model import build_hf_model
 
-                model = build_hf_model(hf_config, checkpoint_blocks=cfg.activation_checkpointing)
+                model: Any = build_hf_model(hf_config, checkpoint_blocks=cfg.activation_checkpointing)
             else:
                 model = build_model(spec, checkpoint_blocks=cfg.activation_checkpointing,
                                     checkpoint_policy=cfg.checkpointing_policy,
                                     checkpoint_every=cfg.checkpoint_every)
             if fsdp:
-                kwargs = {"mesh": mesh, "reshard_after_forward": cfg.strategy != "fsdp_shard_grad_op"}
+                kwargs: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": cfg.strategy != "fsdp_shard_grad_op"}
                 if low is not None:
                     # Mixed precision: fp32 master params, low-precision compute, fp32 gradient
                     # reduction (https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html).
@@ -410,9 +416,9 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
                 # temporaries in the step, which are counted.
                 # optimizer_impl: foreach (the default above), fused (one kernel, no temporaries)
                 # or the for-loop (one parameter's temporaries at a time).
-                impl = {"foreach": {"foreach": True}, "fused": {"fused": True},
-                        "forloop": {"foreach": False}}[cfg.optimizer_impl]
-                optimizer = torch.optim.AdamW(locals_, lr=1e-4, **impl)
+                impl: dict[str, Any] = {"foreach": {"foreach": True}, "fused": {"fused": True},
+                                        "forloop": {"foreach": False}}[cfg.optimizer_impl]
+                optimizer: torch.optim.Optimizer = torch.optim.AdamW(locals_, lr=1e-4, **impl)
             else:
                 impl = {"fused": {"fused": True}, "forloop": {"foreach": False}}.get(cfg.optimizer_impl,
                                                                                     {"foreach": True})
@@ -447,12 +453,12 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
             host_bytes = 0
             if host:
                 # Host RAM for offload: what those categories hold at the end of a step.
-                end = next(iter(tracker.get_tracker_snapshot("current").values()), {})
+                end: dict[Any, Any] = next(iter(tracker.get_tracker_snapshot("current").values()), {})
                 host_bytes = sum(int(end.get(k, 0)) for k in host)
     finally:
         torch.set_default_dtype(old_dtype)
         dist.destroy_process_group()
-    parts = breakdown(categories, host)
+    parts: dict[str, Any] = breakdown(categories, host)
     return SimResult(peak_gib=tracker.device_peak / GIB, seconds=time.perf_counter() - start,
                      torch_version=torch.__version__, config=cfg, host_gib=host_bytes / GIB,
                      categories=categories, **parts)
@@ -572,4 +578,9 @@ def simulate_many_cached(cfgs: list[SimConfig], store=None, force: bool = False,
     first_error = next((o for o in outcomes if isinstance(o, SimError)), None)
     if first_error is not None:
         raise first_error
-    return [(hit.run_id, hit) for hit in found]
+    out: list[tuple[str, SimResult]] = []
+    for hit in found:
+        if hit is None or hit.run_id is None:  # each config was found in the store or simulated and stored
+            raise SimError("a simulation neither came from the store nor was stored")
+        out.append((hit.run_id, hit))
+    return out
