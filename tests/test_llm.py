@@ -624,3 +624,23 @@ def test_no_count_absent_from_the_text_is_ever_accepted():
             setup, rejected = accept_llm_setup({"gpu_count": n, "nodes": rng.randint(2, 64)}, parsed, question)
             assert setup.gpu_count is None and setup.nodes is None, (question, n)
             assert {"gpu_count", "nodes"} <= set(rejected)
+
+
+@pytest.mark.parametrize("text, proposal, accepted", [
+    ("we train without LoRA, full fine-tuning", {"finetune": "lora"}, False),
+    ("not LoRA or QLoRA", {"finetune": "qlora"}, False),
+    ("we use QLoRA on a 4090", {"finetune": "qlora"}, True),
+    ("full fp32 (no amp)", {"precision": "fp16-mixed"}, False),
+    ("gradient_checkpointing: false", {"activation_checkpointing": True}, False),
+    ("开了重计算", {"activation_checkpointing": True}, True),
+    ("two nodes over infiniband", {"inter_node_link": "infiniband"}, True),
+    ("no infiniband, plain 25G ethernet", {"inter_node_link": "infiniband"}, False),
+])
+def test_named_choices_need_an_unnegated_mention(text, proposal, accepted):
+    """Checked against the text alone (an empty reading), so only the span rule decides."""
+    from bot.parse import Parsed
+    from bot.understand.proposal import check_llm_setup
+
+    check = check_llm_setup(proposal, Parsed(setup=TrainingSetup(), language="en"), text)
+    (name, value), = proposal.items()
+    assert (getattr(check.setup, name) == value) is accepted and (name in check.rejected) is not accepted

@@ -67,7 +67,7 @@ _WORDS: dict[tuple[str, Any], str] = {
     ("optimizer_impl", "fused"): r"fused", ("optimizer_impl", "foreach"): r"foreach",
     ("base_dtype", "nf4"): r"nf4|4[- ]?bit", ("lora_targets", "all_linear"): r"all[-_ ]linear|all_linear",
 }
-_NEGATION = re.compile(r"(?:\bno|\bnot|\bwithout|\bw/o|\bnever|n't|\boff|\bdisabled?|false|不用|不要|没有|没用|不是|关闭|关掉|不开|禁用)"
+_NEGATION = re.compile(r"(?:(?:\bno|\bnot|\bwithout|\bw/o|\bnever|n't|\boff|\bdisabled?|\bfalse)\b|不用|不要|没有|没用|不是|关闭|关掉|不开|禁用)"
                        r"[\s:=\w-]{0,12}$", re.I)
 _NEGATION_AFTER = re.compile(r"^[\s\"':=]{0,4}(?:false|off|disabled|0\b|关|否)", re.I)
 
@@ -140,8 +140,8 @@ def figures(text: str) -> list[Figure]:
         end = text.find(item.text) + len(item.text)
         if item.scaled and item.value >= 1e6:
             out.append(Figure(item.value / 1e9, "params", item.text))
-        elif _COUNT_WORD_AFTER.match(text, end):
-            out.append(Figure(item.value, "count", item.text + _COUNT_WORD_AFTER.match(text, end).group(0)))
+        elif after := _COUNT_WORD_AFTER.match(text, end):
+            out.append(Figure(item.value, "count", item.text + after.group(0)))
         else:
             out.append(Figure(item.value, "plain", item.text))
     return out
@@ -162,7 +162,6 @@ def reason_text(reason: str, zh: bool) -> str:
 
 def _support(name: str, value: Any, text: str, figs: list[Figure]) -> str | None:
     """The span of ``text`` that states ``value`` for field ``name``, or None."""
-    low = text[:MAX_TEXT].lower()
     if name == "model":
         try:
             wanted = lookup_model(str(value)).name
@@ -216,11 +215,12 @@ def _support(name: str, value: Any, text: str, figs: list[Figure]) -> str | None
     pattern = _WORDS.get((name, value))
     if pattern is None:
         return None
-    for m in re.finditer(pattern, low, re.I):
-        negated = bool(_NEGATION.search(low[max(0, m.start() - 24): m.start()])) or \
-            bool(_NEGATION_AFTER.match(low[m.end(): m.end() + 10]))
+    scanned = text[:MAX_TEXT]
+    for word in re.finditer(pattern, scanned, re.I):
+        negated = bool(_NEGATION.search(scanned[max(0, word.start() - 24): word.start()])) or \
+            bool(_NEGATION_AFTER.match(scanned[word.end(): word.end() + 10]))
         if not negated:
-            return text[m.start(): m.end()]
+            return word.group(0)
     return None
 
 
