@@ -50,6 +50,7 @@ from bot.answer import Answer
 from bot.env import REDACTED, SecretRedactor, configure_runtime, install_redaction, redact  # noqa: F401
 from bot.render import question_text
 from bot.strategies import TRAINING_STRATEGIES, label
+from bot.understand.text import looks_chinese
 
 log = logging.getLogger("shardwise.slack")
 
@@ -397,10 +398,6 @@ def clean_text(text: str) -> str:
     return html.unescape(text).strip()
 
 
-def _looks_chinese(text: str) -> bool:
-    return bool(re.search(r"[\u4e00-\u9fff]", text))
-
-
 def thread_history(client, channel: str, thread_ts: str, before_ts: str, bot_user_id: str | None,
                    limit: int = 50) -> list[dict[str, str]]:
     """The thread's messages before ``before_ts`` as ``[{"role", "content"}]`` (oldest first)."""
@@ -417,7 +414,7 @@ def thread_history(client, channel: str, thread_ts: str, before_ts: str, bot_use
 
 
 def _error_text(question: str) -> str:
-    if _looks_chinese(question):
+    if looks_chinese(question):
         return "抱歉，回答这个问题时出错了。请换个说法再试一次。"
     return "Sorry, something went wrong while answering. Please try again or rephrase the question."
 
@@ -507,7 +504,7 @@ def respond_reliably(respond, *, attempts: int = DELIVERY_ATTEMPTS, **kwargs) ->
 
 
 def _undelivered_text(question: str) -> str:
-    if _looks_chinese(question):
+    if looks_chinese(question):
         return "抱歉，答案没能发送出来（Slack 暂时拒绝了消息）。请稍后再问一次。"
     return "Sorry, I could not deliver the answer (Slack refused the message). Please ask again in a minute."
 
@@ -618,7 +615,7 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
     @app.command(slash_command)
     def on_command(ack, command, respond):
         question = clean_text(command.get("text", ""))
-        language = "zh" if _looks_chinese(question) else "en"
+        language = "zh" if looks_chinese(question) else "en"
         if not question:
             ack(text=_usage_text(language))
             return

@@ -41,10 +41,6 @@ def _na(name: str, why: str = "no expectation") -> MetricResult:
 # Language
 # --------------------------------------------------------------------------------------------
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_EN_WORD = re.compile(r"[A-Za-z]{2,}")
-
-
 def detect_language(text: str) -> str:
     """'zh' when Chinese characters outnumber English words, else 'en' — the bot's own rule
     (``bot.parse.detect_language``), imported so the harness and the bot never disagree.

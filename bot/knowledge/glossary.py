@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from bot.understand.text import CJK
+
 # (Chinese term, English term). A Chinese term may appear more than once with different English
 # renderings (all are used); an English term may map to several Chinese spellings.
 GLOSSARY: tuple[tuple[str, str], ...] = (
@@ -102,7 +104,6 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("够", "enough"),
 )
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
 
 
@@ -112,7 +113,7 @@ def detect_language(text: str) -> str:
     Mixed queries ("A100 40G 跑7B") are Chinese: the Latin part is model and GPU names, which both
     paths handle; the Chinese part is what only BM25 can read.
     """
-    cjk = len(_CJK.findall(text))
+    cjk = len(CJK.findall(text))
     latin = len(_LATIN_LETTER.findall(text))
     if cjk == 0:
         return "en"
@@ -150,7 +151,7 @@ def to_english(text: str) -> str:
     remaining Chinese characters are dropped (they would only add [UNK] noise to the embedding).
     """
     bridged = _zh_pattern().sub(lambda m: " " + " ".join(_english_for(m.group(0))) + " ", text)
-    bridged = _CJK.sub(" ", bridged)
+    bridged = CJK.sub(" ", bridged)
     # Keep "7B" and "40G" as tokens when they were glued to Chinese ("跑7B").
     return re.sub(r"\s+", " ", bridged).strip()
 

@@ -28,14 +28,13 @@ from bot.understand.spans import (
     find_models,
     find_unknown_cards,
 )
-from bot.understand.text import GAP, blank, prepare
+from bot.understand.text import CJK, GAP, blank, prepare
 
 # A command, config or code line (language is read from the other lines). No nested whitespace
 # quantifiers: a line of 8,000 spaces must cost one pass, not millions of backtracking steps.
 _CODE_LINE = re.compile(r"(?:#{2,}|[-*][ \t]+`|(?:torchrun|deepspeed|python3?|accelerate|swift|llamafactory-cli|tune|srun|"
                         r"bash|sh|export|CUDA_VISIBLE_DEVICES|NPROC_PER_NODE|NNODES|MASTER_\w+|[A-Z_]{3,}=)\b|--\w|"
                         r"[A-Za-z0-9_.\"']+[ \t]*[:=][ \t]*\S*$|[{}\[\]])")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _EN_WORD = re.compile(r"(?<![A-Za-z0-9_\-./])[A-Za-z]{2,}(?![A-Za-z0-9_\-/])")
 _HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",
              "inter_node_gbps", "cpu_ram_gb")
@@ -72,7 +71,7 @@ class Reading:
 
 
 def detect_language(text: str) -> str:
-    cjk = len(_CJK.findall(text))
+    cjk = len(CJK.findall(text))
     words = len(_EN_WORD.findall(text))
     return "zh" if cjk > 0 and cjk >= words else "en"
 
@@ -312,8 +311,8 @@ def read_turn(raw: object) -> Reading:
     lines = [ln for ln in own.splitlines()
              if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
     words = "\n".join(lines)
-    if not (_EN_WORD.search(words) or _CJK.search(words)):
-        words = own if (_EN_WORD.search(own) or _CJK.search(own)) else text
+    if not (_EN_WORD.search(words) or CJK.search(words)):
+        words = own if (_EN_WORD.search(own) or CJK.search(own)) else text
     out.language = detect_language(words)
     out.topics = topics_of(own)
     if obs.oom and "oom" not in out.topics:

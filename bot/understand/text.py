@@ -21,6 +21,20 @@ MAX_HISTORY_CHARS = 6000  # all earlier turns together, newest first
 MAX_HISTORY_TURNS = 40
 MAX_DIGITS = 12       # 999,999,999,999 is already absurd for any setup field
 
+# Chinese characters, the one definition: CJK unified ideographs, extension A and the compatibility
+# block. Language rules count these (``bot.understand.reader.detect_language`` for the answer's
+# language, ``bot.knowledge.glossary.detect_language`` for retrieval).
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# The quick test the surfaces use to pick a label or message language before any parsing: any
+# common (unified) ideograph at all.
+_IDEOGRAPH = re.compile(r"[\u4e00-\u9fff]")
+
+
+def looks_chinese(text: str | None) -> bool:
+    """True when the text holds any common Chinese character (the surfaces' quick test)."""
+    return _IDEOGRAPH.search(text or "") is not None
+
+
 _FULLWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
 # What replaces text a stage consumed or refused: not whitespace, so no rule's "\s*" bridges it

@@ -20,6 +20,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bot.answer import Answer, Citation, HowTo, Sections, SetupItem
+from bot.understand.text import looks_chinese  # re-exported: bot.webui imports it from here
 
 # Raw HTML off (tags in the text become visible text), images off (no remote fetch).
 _MD = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
@@ -47,10 +48,6 @@ FIELD_NAMES = {
 # Headings of the markdown fallback whose parts are long and go into <details>.
 _COLLAPSED_HEADINGS = ("What the forum said", "论坛里怎么说", "How to run it", "怎么跑", "Background",
                        "背景", "From the docs", "文档")
-
-
-def looks_chinese(text: str) -> bool:
-    return re.search(r"[\u4e00-\u9fff]", text or "") is not None
 
 
 def html_lang(language: str) -> str:
