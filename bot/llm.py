@@ -371,26 +371,38 @@ def _rejection_notice(rejected: dict[str, str], zh: bool) -> str:
     return f"Parts of the language model's reading are not in your question and were not used ({items})."
 
 
+def _filled_notice(filled: dict, provenance: dict, zh: bool) -> str:
+    """One line naming each field the LLM filled and the span of the question that states it."""
+    items = ("；" if zh else "; ").join(
+        f"{name} {value} {'来自' if zh else 'from'} `{provenance[name].span}`" for name, value in filled.items()
+        if name in provenance)
+    if zh:
+        return f"以下字段由语言模型读出，并已在问题原文中核对：{items}。"
+    return f"Read with the language model's help and checked against your question: {items}."
+
+
 def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, proposal: dict
-                   ) -> tuple[Answer, dict[str, str], list[str]]:
+                   ) -> tuple[Answer, list[str], list[str]]:
     """The answer after checking the LLM's proposed setup against the text (``accept_llm_setup``):
     accepted fields the reader missed are computed with (provenance: the span that states them);
     rejected ones are named in a notice and, when essential and still missing, asked for with
-    ``status="needs_info"``. Returns (answer, rejected field -> reason, essential fields to ask for)."""
+    ``status="needs_info"``. Returns (answer, the notices it added, essential fields to ask for)."""
     text = "\n".join([*user_turns(history), question])
     try:
         check = check_llm_setup(proposal, parsed, text)
     except Exception:  # noqa: BLE001 - a bug in the check must cost the proposal, never the answer
         log.exception("checking the LLM's setup proposal failed; proposal ignored")
-        return draft, {}, []
+        return draft, [], []
     if check.rejected:
         log.warning("LLM setup proposal rejected: %s", check.rejected)
     if not check.filled and not check.rejected:
-        return draft, {}, []
+        return draft, [], []
     zh = parsed.language == "zh"
     fields = {k: v for k, v in check.setup.model_dump().items() if v is not None}
     reading_problems = [p for p in parsed.problems if p not in check_setup(parsed.setup)]
-    notices = list(parsed.notices) + ([_rejection_notice(check.rejected, zh)] if check.rejected else [])
+    added = ([_filled_notice(check.filled, check.provenance, zh)] if check.filled else []) + \
+        ([_rejection_notice(check.rejected, zh)] if check.rejected else [])
+    notices = list(parsed.notices) + added
     updated = replace(parsed, setup=check.setup, provenance=check.provenance, missing=parse_missing(fields),
                       problems=reading_problems + check_setup(check.setup), notices=notices)
     result = answer_parsed(updated, question=question)
@@ -398,7 +410,7 @@ def _with_proposal(question: str, history, parsed: Parsed, draft: Answer, propos
     ask_for = [f for f in essential if f not in result.questions]
     if essential and result.status == "ok":  # computed for assumed scenarios: still ask first
         result = _needs_info(result, ask_for, essential)
-    return result, check.rejected, essential
+    return result, added, essential
 
 
 # How ``bot.compose`` writes the confidence in its headline ("(confidence: high", "（置信度：高").
@@ -466,17 +478,18 @@ def ask_with_llm(question: str, history=None, *, model=None) -> Answer:
         log.warning("LLM path failed (%s: %s); using the deterministic answer", type(err).__name__, err)
         return draft
 
-    final, rejected = draft, {}
+    final = draft
+    added: list[str] = []
     proposal = _tool_proposal(out_messages)
     if proposal is not None:
         # The LLM parses only where the text agrees (bot.understand.proposal); the calculator computes.
-        final, rejected, essential = _with_proposal(question, history, parsed, draft, proposal)
+        final, added, essential = _with_proposal(question, history, parsed, draft, proposal)
         if essential:  # its phrasing was written for a setup we did not accept: the answer asks instead
             return final
     problems = check_llm_text(text, final, [question, *user_turns(history)])
     if problems:
         log.warning("LLM answer rejected (%s); using the deterministic answer", "; ".join(problems))
         return final
-    if proposal is not None and rejected:  # the notice that names the rejected proposal stays visible
-        text = f"> {_rejection_notice(rejected, final.language == 'zh')}\n\n{text}"
+    if added:  # the notices naming what the LLM filled or had rejected stay visible above its phrasing
+        text = "".join(f"> {notice}\n\n" for notice in added) + text
     return final.model_copy(update={"text": text})

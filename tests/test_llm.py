@@ -76,7 +76,7 @@ def test_tool_call_parses_an_odd_question():
     answer = ask_with_llm(question, model=fake(AIMessage(content="", tool_calls=[call]), AIMessage(content=text)))
     assert answer.setup["params_b"] == 7
     assert answer.recommendation.strategy == "fsdp_full_shard"
-    assert answer.text == text
+    assert answer.text.endswith(text) and "`七十亿`" in answer.text.removesuffix(text)  # the notice leads
 
 
 def test_hostile_questions_never_reach_the_llm():
@@ -528,6 +528,8 @@ def test_filled_field_is_computed_with_and_cites_its_span():
     answer = ask_with_llm(question, model=fake(AIMessage(content="", tool_calls=[call]), AIMessage(content="?")))
     assert answer.status == "ok" and answer.setup["params_b"] == 7 and answer.provenance["params_b"] == "stated"
     assert answer.numbers and not any("未采用" in n for n in answer.sections.notices)
+    assert any("params_b 7" in n and "`七十亿`" in n for n in answer.sections.notices), answer.sections.notices
+    assert "`七十亿`" in answer.text  # said where the value came from, so the user can correct it
 
 
 @pytest.mark.parametrize("args", [
