@@ -47,7 +47,6 @@ _COUNT_UNITS = {"张", "卡", "块", "台", "个", "节点", "x", "×", "*"}
 _RATE_UNITS = {"gbps", "gb/s", "gbit/s", "g/s"}
 
 # Numeric fields and the kind of span that supports them.
-_MEMORY_FIELDS = ("gpu_memory_gb", "cpu_ram_gb")
 _COUNT_FIELDS = ("gpu_count", "gpus_per_node", "nodes")
 _PLAIN_FIELDS = ("seq_len", "micro_batch", "lora_rank", "checkpoint_every", "grad_accum_steps", "tensor_parallel",
                  "pipeline_parallel", "context_parallel", "inter_node_gbps")
