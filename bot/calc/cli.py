@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from bot.setup import Problem, SetupError, TrainingSetup, check_setup
 from bot.strategies import TRAINING_STRATEGIES
+
+if TYPE_CHECKING:
+    from bot.calc import Estimate
+    from bot.catalog import ModelSpec
 
 EXIT_BAD_INPUT = 2
 # Short row names so the tables fit an 80-column terminal; the JSON keys use the full ids.
@@ -39,7 +44,7 @@ def parse_inter_node(text: str) -> tuple[str | None, float | None, list[Problem]
     return link, gbps, []
 
 
-def _fail(problems: list[Problem]) -> None:
+def _fail(problems: list[Problem]) -> NoReturn:
     for problem in problems:
         click.echo(f"error: {problem}", err=True)
     sys.exit(EXIT_BAD_INPUT)
@@ -90,11 +95,16 @@ def _fail(problems: list[Problem]) -> None:
 @click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
 @click.option("--context-parallel", type=int, help="CP degree (not modelled; named in the output).")
 @click.option("--json", "as_json", is_flag=True, help="Print a flat JSON object instead of tables.")
-def calc(model, config_source, params_b, gpu, gpu_memory_gb, gpu_count, nodes, gpus_per_node, seq_len, micro_batch,
-         precision, optimizer, finetune, lora_rank, activation_checkpointing, intra_node, inter_node,
-         cpu_ram_gb, optimizer_impl, ddp_bucket_view, checkpointing_policy, checkpoint_every, torch_compile,
-         loss_impl, grad_accum_steps, lora_targets, base_dtype, float8, norm_impl, mfu, tensor_parallel,
-         pipeline_parallel, context_parallel, as_json):
+def calc(model: str | None, config_source: str | None, params_b: float | None, gpu: str | None,
+         gpu_memory_gb: float | None, gpu_count: int | None, nodes: int | None, gpus_per_node: int | None,
+         seq_len: int | None, micro_batch: int | None, precision: str | None, optimizer: str | None,
+         finetune: str | None, lora_rank: int | None, activation_checkpointing: bool | None,
+         intra_node: str | None, inter_node: str | None, cpu_ram_gb: float | None, optimizer_impl: str | None,
+         ddp_bucket_view: bool | None, checkpointing_policy: str | None, checkpoint_every: int | None,
+         torch_compile: bool | None, loss_impl: str | None, grad_accum_steps: int | None,
+         lora_targets: str | None, base_dtype: str | None, float8: bool | None, norm_impl: str | None,
+         mfu: float | None, tensor_parallel: int | None, pipeline_parallel: int | None,
+         context_parallel: int | None, as_json: bool) -> None:
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
 
     Example: shardwise calc --model llama2-7b --gpu a100-80gb --gpus 8
@@ -133,7 +143,7 @@ def calc(model, config_source, params_b, gpu, gpu_memory_gb, gpu_count, nodes, g
         _fail([Problem("setup", str(err))])
 
     if as_json:
-        data = dict(est.numbers())
+        data: dict[str, Any] = dict(est.numbers())
         data["setup"] = est.resolved.setup.model_dump()
         data["assumed"] = list(est.resolved.assumed)
         if spec is not None:  # the setup names no catalog model: say which shape was used
@@ -145,7 +155,7 @@ def calc(model, config_source, params_b, gpu, gpu_memory_gb, gpu_count, nodes, g
     _print_tables(est, config_source)
 
 
-def model_from_config(source: str):
+def model_from_config(source: str) -> ModelSpec:
     """The ``ModelSpec`` of a config.json path/folder or Hub id (``bot.catalog.hf_config``); a
     config it cannot read, or a Hub id offline ("no network: paste the config.json or pass
     --config PATH"), exits 2 with the reader's message."""
@@ -164,7 +174,7 @@ def _gib(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
-def _print_tables(est, config_source: str | None = None) -> None:
+def _print_tables(est: Estimate, config_source: str | None = None) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -236,7 +246,7 @@ def _print_tables(est, config_source: str | None = None) -> None:
         console.print(f"[yellow]not modelled: {note}[/]")
 
 
-def _ckpt(inp: dict) -> str:
+def _ckpt(inp: dict[str, Any]) -> str:
     if not inp["activation_checkpointing"]:
         return ""
     policy = inp.get("checkpointing_policy") or "full"
@@ -245,7 +255,7 @@ def _ckpt(inp: dict) -> str:
     return ", selective-op checkpointing" if policy == "selective_op" else ", activation checkpointing"
 
 
-def _options(inp: dict) -> str:
+def _options(inp: dict[str, Any]) -> str:
     """The run options that differ from PyTorch's defaults, for the header line."""
     parts = []
     if inp.get("optimizer_impl") not in (None, "foreach"):

@@ -63,6 +63,9 @@ NF4_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 LORA_TARGETS = ("q", "k", "v", "o")
 LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all_linear": ("q", "k", "v", "o", "gate", "up", "down")}
 BASE_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "nf4": NF4_BYTES_PER_PARAM}
+# DistributedDataParallel(bucket_cap_mb=25), PyTorch's default: it sets how many gradient buckets
+# there are, not their total size (the memory model counts one bucket copy of every gradient).
+DDP_BUCKET_CAP_MB = 25
 
 # Cross entropy on fp32-upcast logits (bot/bench/model.py loss_fn, as Hugging Face does):
 # at its backward, log_softmax's saved fp32 output (4 B/logit) plus the fp32 gradients of the
@@ -545,6 +548,9 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
 
     # --- model states, whole model -------------------------------------------------------
     opt_per_param = optimizer_bytes_per_param(inputs.optimizer, prec)
+    unit_used: float  # bytes of one block's weights as its matmuls use them
+    root_used: float  # the same for the root unit (embeddings, final norm, LM head)
+    params: float  # bytes of the stored parameters, whole model
     if full:
         trainable = model.params
         params = model.params * prec.param
@@ -613,7 +619,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
 
     host = 0.0
     if strategy == "ddp":
-        # DDP's reducer keeps flat bucket buffers covering every gradient (bucket_cap_mb=25 sets
+        # DDP's reducer keeps flat bucket buffers covering every gradient (DDP_BUCKET_CAP_MB sets
         # their count, not their total); with gradient_as_bucket_view=True the gradients *are*
         # views into those buckets, so the second copy disappears
         # (https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html).

@@ -126,8 +126,10 @@ def compute(key: str, args: dict[str, str]) -> float:
         inter = comm_bytes_and_seconds(multi, "fsdp_hybrid_shard")[0] - comm_bytes_and_seconds(single, "fsdp_full_shard")[0]
         return inter / multi.model.params * float(a["params_b"]) * 1e9 / 1e9
     if key == "ddp_buckets":
+        from bot.calc.memory import DDP_BUCKET_CAP_MB
+
         grad_bytes = float(a["params_b"]) * 1e9 * _prec(precision).grad
-        return grad_bytes / (float(a.get("bucket_mib", 25)) * 2**20)
+        return grad_bytes / (float(a.get("bucket_mib", DDP_BUCKET_CAP_MB)) * 2**20)
     raise KeyError(f"unknown calc tag key {key!r}")
 
 
