@@ -29,6 +29,7 @@ import math
 import os
 import re
 from dataclasses import replace
+from typing import Any
 
 from bot.answer import Answer, Recommendation
 from bot.assistant import answer_parsed
@@ -278,7 +279,8 @@ def fits_claims(text: str) -> list[tuple[str, bool, bool]]:
     Quotes, conditional sentences and verdicts with no strategy before them are not claims."""
     out: list[tuple[str, bool, bool]] = []
     lowered = _QUOTED.sub(" ", prose(text).lower())
-    rows, body = [], []
+    rows: list[str] = []
+    body: list[str] = []
     for line in lowered.splitlines():
         (rows if line.lstrip().startswith("|") else body).append(line)
     out += _table_claims(rows)
@@ -457,19 +459,21 @@ def ask_with_llm(question: str, history=None, *, model=None) -> Answer:
         return draft
     try:
         from langchain.agents import create_agent
+        from langchain_core.runnables import RunnableConfig
 
         from bot.tools import make_tools
 
         chat = model if model is not None else make_chat_model()
         agent = create_agent(chat, tools=make_tools(), system_prompt=SYSTEM_PROMPT)
-        messages = []
+        messages: list[Any] = []  # role/content dicts (the agent's input also takes message objects)
         for item in history or []:
             if isinstance(item, dict) and item.get("role") in ("user", "assistant"):
                 messages.append({"role": item["role"], "content": str(item.get("content", ""))})
             elif isinstance(item, str):
                 messages.append({"role": "user", "content": item})
         messages.append({"role": "user", "content": _draft_message(question, draft)})
-        result = agent.invoke({"messages": messages}, {"recursion_limit": 12})
+        config: RunnableConfig = {"recursion_limit": 12}
+        result = agent.invoke({"messages": messages}, config)
         out_messages = result["messages"]
         text = out_messages[-1].content if out_messages else ""
         if isinstance(text, list):  # content blocks
