@@ -46,6 +46,7 @@ from bot.understand.proposal import (
     essential_rejections,
     reason_text,
 )
+from bot.understand.text import looks_chinese
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def answer(question: str, history=None, *, use_llm: bool | None = None) -> Answe
 
 
 def _is_chinese(text: str) -> bool:
-    return bool(re.search(r"[\u4e00-\u9fff]", (text or "")[:2000]))
+    return looks_chinese((text or "")[:2000])  # the first 2,000 characters decide
 
 
 def error_answer(question: str) -> Answer:
