@@ -142,6 +142,8 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     say = Say(lang, numbers, setup, calc_n)
     sec = Sections()
     sec.notices = [notice_text(n, lang) for n in _notices(parsed) if n != "earlier_setup_kept"]
+    if ev.resolved is not None and getattr(ev.resolved.model, "is_moe", False):
+        sec.notices.append(notice_text("moe_expert_parallel", lang))
 
     if d.status == "out_of_scope" or parsed.empty:
         _out_of_scope(ev, d, say, sec, cites)
@@ -340,7 +342,8 @@ def _howto(ev: Evidence, d: Decision) -> list[HowTo]:
         return []
     spec = SnippetSpec(strategy=d.strategy, nodes=r.nodes, gpus_per_node=r.gpus_per_node,
                        precision=r.setup.precision, checkpointing=checkpointing_on(ev, d.chosen),
-                       bucket_view=d.chosen.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT))
+                       bucket_view=d.chosen.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT),
+                       device_type=_device(r)[0], backend=_device(r)[1])
     return snippets(spec, deepspeed=deepspeed_user(ev), language=ev.language)
 
 
@@ -348,9 +351,17 @@ def howto_for(strategy: str, resolved: Any, *, deepspeed: bool = False, language
     """How-to items for a strategy on a resolved setup (the web page's panel)."""
     from bot.howto import SnippetSpec, snippets
 
+    device_type, backend = _device(resolved)
     spec = SnippetSpec(strategy=strategy, nodes=resolved.nodes, gpus_per_node=resolved.gpus_per_node,
-                       precision=resolved.setup.precision, checkpointing=bool(resolved.setup.activation_checkpointing))
+                       precision=resolved.setup.precision, checkpointing=bool(resolved.setup.activation_checkpointing),
+                       device_type=device_type, backend=backend)
     return snippets(spec, deepspeed=deepspeed, language=language)
+
+
+def _device(resolved: Any) -> tuple[str, str]:
+    """The card's torch device and collective backend for the how-to (Ascend: npu + hccl, ...)."""
+    gpu = getattr(resolved, "gpu", None)
+    return (getattr(gpu, "device_type", "cuda") or "cuda", getattr(gpu, "backend", "nccl") or "nccl")
 
 
 def _row(c: Config, d: Decision, lang: str) -> TableRow:

@@ -32,16 +32,34 @@ class SnippetSpec:
     precision: str | None = "bf16-mixed"
     checkpointing: bool = False
     bucket_view: bool = False  # DDP gradient_as_bucket_view=True + fused AdamW
-    device: str = "cuda"  # "cpu" for the runnable test variant (gloo)
+    device: str = "cuda"  # "cpu" for the runnable test variant (gloo); "cuda" means the accelerator
+    # The card's torch device and torch.distributed backend (bot.catalog GPUSpec.device_type/.backend):
+    # cuda + nccl for NVIDIA and AMD (ROCm builds keep the cuda API, RCCL behind "nccl"), npu + hccl
+    # for Ascend (torch_npu), hpu + hccl for Gaudi (habana_frameworks).
+    device_type: str = "cuda"
+    backend: str = "nccl"
+
+
+# Imports that register a non-CUDA device and its collective backend with torch.
+# Ascend: https://github.com/Ascend/pytorch (torch_npu); Gaudi: https://docs.habana.ai/en/latest/PyTorch/
+_DEVICE_IMPORTS = {
+    "npu": ["import torch_npu  # noqa: F401  (Ascend: the npu device and the hccl backend)"],
+    "hpu": ["import habana_frameworks.torch.core  # noqa: F401  (Gaudi: the hpu device)",
+            "import habana_frameworks.torch.distributed.hccl  # noqa: F401  (the hccl backend)"],
+}
 
 
 def python_snippet(spec: SnippetSpec) -> str:
     """The training-script part: process group, wrapping, optimizer. Valid Python."""
     s = spec.strategy
-    cuda = spec.device == "cuda"
-    backend = "nccl" if cuda else "gloo"
+    accel = spec.device == "cuda"  # an accelerator (CUDA/ROCm, Ascend or Gaudi), not the CPU test variant
+    dev = spec.device_type if accel else "cpu"
+    cuda = accel and dev == "cuda"
+    backend = spec.backend if accel else "gloo"
     dtype = _DTYPES.get(spec.precision or "")
     lines = ["import os", "", "import torch", "import torch.distributed as dist"]
+    if accel:
+        lines += _DEVICE_IMPORTS.get(dev, [])
     if s == "ddp":
         lines.append("from torch.nn.parallel import DistributedDataParallel as DDP")
     else:
@@ -54,26 +72,26 @@ def python_snippet(spec: SnippetSpec) -> str:
     if spec.checkpointing:
         lines.append("from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper")
     lines += ["", f'dist.init_process_group("{backend}")', 'local_rank = int(os.environ["LOCAL_RANK"])']
-    if cuda:
-        lines.append("torch.cuda.set_device(local_rank)")
+    if cuda or dev == "npu":
+        lines.append(f"torch.{dev}.set_device(local_rank)")
     lines.append("model = build_model()  # your model; blocks in model.layers")
     if spec.checkpointing:
         lines += ["for i, block in enumerate(model.layers):  # recompute each block's activations in backward",
                   "    model.layers[i] = checkpoint_wrapper(block)"]
     if s == "ddp":
-        device = "model.cuda()" if cuda else "model"
-        ids = ", device_ids=[local_rank]" if cuda else ""
+        device = {"cuda": "model.cuda()", "npu": "model.npu()", "hpu": 'model.to("hpu")'}.get(dev, "model")
+        ids = ", device_ids=[local_rank]" if cuda or dev == "npu" else ""
         bucket = ", gradient_as_bucket_view=True" if spec.bucket_view else ""
         lines.append(f"model = DDP({device}{ids}{bucket})")
         if dtype:
-            lines.append(f'# run forward under torch.autocast("cuda", dtype={dtype})')
+            lines.append(f'# run forward under torch.autocast("{dev}", dtype={dtype})')
     else:
         kwargs = []
         if dtype:
             lines.append(f"mp = MixedPrecisionPolicy(param_dtype={dtype}, reduce_dtype=torch.float32)")
             kwargs.append("mp_policy=mp")
         if s == "fsdp_hybrid_shard":
-            mesh_device = "cuda" if cuda else "cpu"
+            mesh_device = dev
             lines.append("# replicate across nodes, shard inside a node")
             lines.append(f'mesh = init_device_mesh("{mesh_device}", ({spec.nodes}, {spec.gpus_per_node}), '
                          'mesh_dim_names=("replicate", "shard"))')

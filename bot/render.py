@@ -162,6 +162,17 @@ def notice_text(notice: str, lang: str) -> str:
         "problems_ignored": _t(lang, "有的数字不合理，已忽略。", "Some values were implausible and were ignored."),
         "history_truncated": _t(lang, "对话很长，只读了最近的几轮。", "The conversation was long; only its latest turns were read."),
         "long_number_ignored": _t(lang, "有一个位数过多的数字，已忽略。", "A number with too many digits was ignored."),
+        # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
+        "moe_expert_parallel": _t(
+            lang, "这是 MoE 模型：专家并行不属于 DDP/FSDP。FSDP 下每张卡存每个专家的 1/N，前向和反向时把整层的"
+                  "全部专家（不只是被激活的）all-gather 回来；专家并行（Megatron、DeepSpeed-MoE、torchtitan）把整个专家"
+                  "放在不同的卡上、用 all-to-all 路由 token，省掉专家的 all-gather，代价是 all-to-all 通信和负载不均。"
+                  "这里的估算没有建模专家并行。",
+            "This is a mixture-of-experts model: expert parallelism is outside DDP and FSDP. Under FSDP every "
+            "GPU holds a shard of every expert and all-gathers all of a block's experts (not only the active "
+            "ones) for forward and backward; expert parallelism (Megatron, DeepSpeed-MoE, torchtitan) places "
+            "whole experts on different GPUs and routes tokens with all-to-all instead, trading the expert "
+            "all-gathers for all-to-all traffic and load imbalance. These estimates do not model it."),
     }.get(notice, notice)
 
 

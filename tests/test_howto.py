@@ -101,3 +101,30 @@ def test_tiny_model_snippet_runs_under_torchrun_gloo(tmp_path, strategy, ckpt):
            str(script)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     assert proc.returncode == 0 and "STEP-OK" in proc.stdout, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("device_type, backend", [("npu", "hccl"), ("hpu", "hccl"), ("cuda", "nccl")])
+@pytest.mark.parametrize("strategy", TRAINING_STRATEGIES)
+def test_snippets_use_the_cards_device_and_backend(strategy, device_type, backend):
+    code = python_snippet(SnippetSpec(strategy=strategy, device_type=device_type, backend=backend, nodes=2))
+    ast.parse(code)
+    assert f'dist.init_process_group("{backend}")' in code
+    if device_type == "npu":
+        assert "import torch_npu" in code and "torch.cuda" not in code and "fused=True" not in code
+    if device_type == "hpu":
+        assert "habana_frameworks.torch.distributed.hccl" in code and "torch.cuda" not in code
+    if strategy == "fsdp_hybrid_shard":
+        assert f'init_device_mesh("{device_type}"' in code
+
+
+def test_answer_how_to_follows_the_card_and_names_expert_parallelism_for_moe():
+    from bot import ask
+
+    npu = ask("Qwen2.5-7B LoRA, 8张昇腾910B")
+    code = "\n".join(h.code for h in npu.sections.howto)
+    assert 'init_process_group("hccl")' in code and "torch_npu" in code
+    nvidia = ask("Qwen2.5-7B LoRA on 8x A100 80GB")
+    assert 'init_process_group("nccl")' in "\n".join(h.code for h in nvidia.sections.howto)
+    moe = ask("Qwen3-30B-A3B LoRA on 8x H100 80GB")
+    assert any("expert parallelism" in n.lower() for n in moe.sections.notices)
+    assert not any("expert" in n.lower() for n in nvidia.sections.notices)
