@@ -188,8 +188,15 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
 
     ev.gpu_unknown = "gpu_memory_gb" in parsed.missing
     try:
-        resolved = resolve_setup(parsed.setup, default_gpu=SCENARIO_GPUS[0] if ev.gpu_unknown else None,
-                                 default_gpu_count=DEFAULT_GPU_COUNT)
+        default_gpu = SCENARIO_GPUS[0] if ev.gpu_unknown else None
+        spec = getattr(parsed, "model_spec", None)
+        if spec is not None:  # a pasted config.json: its real shape, not a generic model of its size
+            from bot.calc import resolve_with_model
+
+            resolved = resolve_with_model(parsed.setup, spec, default_gpu=default_gpu,
+                                          default_gpu_count=DEFAULT_GPU_COUNT)
+        else:
+            resolved = resolve_setup(parsed.setup, default_gpu=default_gpu, default_gpu_count=DEFAULT_GPU_COUNT)
     except SetupError as err:
         ev.problems = list(err.problems)
         return ev
@@ -222,7 +229,7 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
             ev.variants[name] = Variant(name, changes, variant, estimate(variant))
     ev.configs = _configs(ev)
     if ev.gpu_unknown:
-        ev.scenarios = _scenarios(ev.parsed.setup)
+        ev.scenarios = _scenarios(ev.parsed.setup, resolved)
     if ev.parsed.intent == "capacity" or not any(c.fits for c in ev.configs if c.variant in (BASE, CKPT)
                                                  and c.strategy != "fsdp_full_shard_offload"):
         ev.capacity = capacity_search(resolved)
@@ -253,9 +260,17 @@ def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
 def _variant(resolved: ResolvedSetup, changes: dict[str, Any]) -> ResolvedSetup | None:
     setup = resolved.setup.model_copy(update=changes)
     try:
-        return resolve_setup(setup)
+        return _same_model(resolve_setup(setup), resolved)
     except SetupError:
         return None
+
+
+def _same_model(new: ResolvedSetup, old: ResolvedSetup) -> ResolvedSetup:
+    """A variant (other GPUs, checkpointing, ...) keeps the model it varies: a model read from a
+    config.json is not in the catalog, so re-resolving alone would make it a generic one."""
+    from dataclasses import replace
+
+    return new if new.model is old.model else replace(new, model=old.model)
 
 
 def _configs(ev: Evidence) -> list[Config]:
@@ -300,7 +315,7 @@ def _with_mb(resolved: ResolvedSetup, mb: int) -> ResolvedSetup:
     return replace(resolved, setup=resolved.setup.model_copy(update={"micro_batch": mb}))
 
 
-def _scenarios(setup: TrainingSetup) -> list[Scenario]:
+def _scenarios(setup: TrainingSetup, asked: ResolvedSetup) -> list[Scenario]:
     from bot.calc import estimate
     from bot.catalog import lookup_gpu
 
@@ -308,7 +323,8 @@ def _scenarios(setup: TrainingSetup) -> list[Scenario]:
     for name in SCENARIO_GPUS:
         gpu = lookup_gpu(name)
         try:
-            resolved = resolve_setup(setup.model_copy(update={"gpu": gpu.name}), default_gpu_count=DEFAULT_GPU_COUNT)
+            resolved = _same_model(resolve_setup(setup.model_copy(update={"gpu": gpu.name}),
+                                                 default_gpu_count=DEFAULT_GPU_COUNT), asked)
         except SetupError:
             continue
         out.append(Scenario(gpu=gpu.name, memory_gb=gpu.memory_gb, gpu_count=resolved.gpu_count,
@@ -336,8 +352,8 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
             update.update(inter_node_link=None, inter_node_gbps=None)
         for ckpt in ((False, True) if not s.activation_checkpointing else (True,)):
             try:
-                r = resolve_setup(s.model_copy(update={**update, "activation_checkpointing": ckpt or
-                                                       s.activation_checkpointing}))
+                r = _same_model(resolve_setup(s.model_copy(update={**update, "activation_checkpointing": ckpt or
+                                                                    s.activation_checkpointing})), resolved)
             except SetupError:
                 continue
             est = estimate(r)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from bot.catalog import list_gpus
 from bot.setup import Problem, TrainingSetup, check_setup
@@ -48,6 +49,9 @@ class Parsed:
     observed: Observed = field(default_factory=Observed)
     compare: tuple[str, ...] = ()
     unknown_gpu: str | None = None  # a card the catalog lacks: the answer asks for its memory
+    # A model read from a Hugging Face config.json pasted into the question (bot.catalog.hf_config):
+    # the calculator then uses its real shape, not a generic model of its size.
+    model_spec: Any = None
 
 
 def detect_language(text: str) -> str:
@@ -256,6 +260,14 @@ def parse_conversation(question: str, history=None) -> Parsed:
     provenance = {k: (v if v.source in ("history", "assumed") else Provenance("history", v.span, v.confidence))
                   for k, v in provenance.items()}
     turn_fields, flags = parse_turn(question)
+    model_spec = pasted_model_config(question)
+    if model_spec is not None and "model" not in turn_fields and "params_b" not in turn_fields:
+        turn_fields = {**turn_fields, "params_b": round(model_spec.params_b, 3)}
+        flags.provenance = {**flags.provenance, "params_b": Provenance("config", "config.json")}
+        flags.on_topic = True
+        if flags.intent == "out_of_scope":
+            flags.intent = "recommend"
+        notices.append("model_from_config")
     merged = merge_fields(fields, turn_fields)
     provenance = _merge_provenance(provenance, flags.provenance, merged)
     fields = merged
@@ -290,7 +302,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
         unknown_model=unknown_model, intent=intent, topics=list(flags.topics),
         provenance={k: v for k, v in provenance.items() if k in setup.model_dump() and getattr(setup, k) is not None},
         observed=_merge_observed(observed, flags.observed), compare=flags.compare or compare,
-        unknown_gpu=unknown_gpu,
+        unknown_gpu=unknown_gpu, model_spec=model_spec if "params_b" in turn_fields else None,
     )
     if parsed.empty:
         parsed.on_topic = False
@@ -299,6 +311,36 @@ def parse_conversation(question: str, history=None) -> Parsed:
     if not parsed.on_topic and not follow_up:
         parsed.intent = "out_of_scope"
     return parsed
+
+
+_CONFIG_KEYS = ("hidden_size", "num_hidden_layers", "n_embd", "d_model")
+
+
+def pasted_model_config(text: str) -> Any:
+    """The ``ModelSpec`` of a Hugging Face config.json pasted into ``text``, else None. Only JSON
+    objects that name a transformer's shape are tried, at most a few, so this stays cheap."""
+    import json
+
+    if "{" not in text or not any(k in text for k in _CONFIG_KEYS):
+        return None
+    from bot.catalog.hf_config import ConfigError, model_from_hf_config
+
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    for _ in range(8):
+        if start < 0:
+            return None
+        try:
+            obj, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and any(k in obj for k in _CONFIG_KEYS):
+            try:
+                return model_from_hf_config(obj)
+            except ConfigError:
+                return None
+        start = text.find("{", start + 1)
+    return None
 
 
 def _build_setup(fields: dict) -> TrainingSetup:

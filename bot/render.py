@@ -162,6 +162,9 @@ def notice_text(notice: str, lang: str) -> str:
         "problems_ignored": _t(lang, "有的数字不合理，已忽略。", "Some values were implausible and were ignored."),
         "history_truncated": _t(lang, "对话很长，只读了最近的几轮。", "The conversation was long; only its latest turns were read."),
         "long_number_ignored": _t(lang, "有一个位数过多的数字，已忽略。", "A number with too many digits was ignored."),
+        "model_from_config": _t(lang, "模型按粘贴的 config.json 的结构计算（层数、注意力宽度、词表），不是同等参数量的通用模型。",
+                                "The model is computed from the pasted config.json (its layers, attention width "
+                                "and vocabulary), not as a generic model of its size."),
         # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
         "moe_expert_parallel": _t(
             lang, "这是 MoE 模型：专家并行不属于 DDP/FSDP。FSDP 下每张卡存每个专家的 1/N，前向和反向时把整层的"
