@@ -28,7 +28,7 @@ from bot.answer import (
 )
 from bot.decide import TOLERANCE, ZERO_TO_STRATEGY, Decision, Reason, checkpointing_on, deepspeed_user
 from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, Config, Evidence, variant_key
-from bot.render import fmt, notice_text, problem_text, question_text, render_markdown
+from bot.render import fmt, multi_model_text, notice_text, problem_text, question_text, render_markdown
 from bot.strategies import label, optimizer_label, short_label
 
 DESIGN_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
@@ -144,6 +144,8 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     sec.notices = [notice_text(n, lang) for n in _notices(parsed) if n != "earlier_setup_kept"]
     if ev.resolved is not None and getattr(ev.resolved.model, "is_moe", False):
         sec.notices.append(notice_text("moe_expert_parallel", lang))
+    if parsed.observed.models or "multi_model_rl" in parsed.topics:
+        sec.notices.append(multi_model_text(parsed.observed.models, lang))
 
     if d.status == "out_of_scope" or parsed.empty:
         _out_of_scope(ev, d, say, sec, cites)

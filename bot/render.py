@@ -150,6 +150,26 @@ def problem_text(field_name: str, message: str, lang: str) -> str:
     return _t(lang, f"{zh}：{message}", f"{en}: {message}")
 
 
+_ROLES = {"actor": ("actor（策略模型，训练）", "the actor (the policy, trained)"),
+          "critic": ("critic（价值模型，训练）", "the critic (the value model, trained)"),
+          "reference": ("reference（参考模型，冻结）", "the reference model (frozen)"),
+          "reward": ("reward（奖励模型，冻结）", "the reward model (frozen)")}
+
+
+def multi_model_text(roles: tuple[str, ...], lang: str) -> str:
+    """What a multi-model job's answer computed and what it did not (PPO/GRPO/DPO)."""
+    named: list[str] = [r for r in _ROLES if r in roles] or list(_ROLES)
+    listed = ("、" if lang == "zh" else ", ").join(_ROLES[r][0 if lang == "zh" else 1] for r in named)
+    return _t(lang,
+              f"这是多模型的 RL 任务（{listed}）。上面的数字只算了一个被训练的模型（actor）；critic 也要训练，"
+              "也需要自己的参数、梯度和优化器状态；reference 和 reward 模型是冻结的，只占权重（和前向的激活），"
+              "没有算进上面的表。它们放在同一批卡上时，显存要把这几个模型加起来算。",
+              f"This is a multi-model RL job ({listed}). The figures above cover one trained model (the "
+              "actor); the critic is trained too and needs its own parameters, gradients and optimizer "
+              "state; the frozen reference and reward models hold only weights (and forward activations). "
+              "None of those three is in the table: when they share the GPUs, add them up.")
+
+
 def notice_text(notice: str, lang: str) -> str:
     return {
         "truncated": _t(lang, "问题太长，只读了开头部分。", "Your message was very long; only its beginning was read."),

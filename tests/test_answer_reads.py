@@ -1,5 +1,6 @@
-"""A Hugging Face config.json pasted into the question is read as the model (issue 13): the
-calculator uses its real shape, the answer says so, and a broken config is asked about, not guessed."""
+"""What the answer makes of what it read: a Hugging Face config.json pasted into the question is
+the model (issue 13; the calculator uses its real shape, the answer says so, a broken config is
+asked about, not guessed), and a multi-model RL job names the models it did not compute (issue 11)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,15 @@ def test_broken_or_partial_configs_never_crash_and_are_not_guessed(text):
 def test_an_explicit_model_name_wins_over_a_pasted_config():
     parsed = parse_conversation(f"Llama-2-7B on 8x A100 80GB, config: {json.dumps(QWEN25_7B)}")
     assert parsed.model_spec is None and parsed.setup.model == "Llama-2-7B"
+
+
+@pytest.mark.parametrize("question, lang", [
+    ("用GRPO训练Qwen2.5-7B，actor全参，8张A100 80G，显存够吗？", "zh"),
+    ("PPO with Llama-2-7B as actor and critic plus a reward model on 8x A100 80GB: DDP or FSDP?", "en")])
+def test_multi_model_jobs_say_what_was_and_was_not_computed(question, lang):
+    """Issue 11: a PPO/GRPO job is not one model; the answer names the models it left out."""
+    answer = ask(question)
+    assert answer.language == lang
+    notice = next(n for n in answer.sections.notices if "critic" in n)
+    assert "reference" in notice and "reward" in notice and "actor" in notice
+    assert notice in answer.text
