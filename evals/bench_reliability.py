@@ -397,7 +397,7 @@ def _kill_case(victim: str, data: Path) -> tuple[int, str]:
     returns (ranks left after 20 s, the run's error line)."""
     import signal
 
-    from bot.bench.run import live_ranks
+    from bot.bench.run import launcher_pid, live_ranks
 
     env = {**os.environ, "SHARDWISE_DATA_DIR": str(data)}
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "bench", "run", "--strategies", "ddp", "--steps",
@@ -416,13 +416,9 @@ def _kill_case(victim: str, data: Path) -> tuple[int, str]:
     if victim.startswith("rank"):
         os.kill(ranks[int(victim[4:])], signal.SIGKILL)
     elif victim == "launcher":
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            try:
-                text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text.split(" ")[1:3] == ["-m", "torch.distributed.run"] and str(workdir) in text:
-                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        launcher = launcher_pid(workdir)
+        if launcher is not None:
+            os.kill(launcher, signal.SIGKILL)
     else:
         proc.kill()
     try:

@@ -174,14 +174,11 @@ def _wait_for_ranks(root: Path, count: int = 2, timeout: float = 120.0) -> tuple
 
 
 def _launcher_pid(workdir: Path) -> int:
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text.split(" ")[1:3] == ["-m", "torch.distributed.run"] and str(workdir) in text:
-            return int(cmdline.parent.name)
-    raise AssertionError("no torchrun launcher found")
+    from bot.bench.run import launcher_pid
+
+    pid = launcher_pid(workdir)
+    assert pid is not None, "no torchrun launcher found"
+    return pid
 
 
 def _no_rank_left(marker: str, wait: float = 15.0) -> bool:

@@ -244,6 +244,19 @@ def live_ranks(workdir: Path) -> dict[int, int]:
     return {rank: pid for rank, pid in rank_pids(workdir).items() if _is_our_rank(pid, workdir)}
 
 
+def launcher_pid(workdir: Path) -> int | None:
+    """The pid of the torchrun launcher (``python -m torch.distributed.run``) of the run in
+    ``workdir``, found in /proc (used by the kill tests and the reliability script)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text.split(" ")[1:3] == ["-m", "torch.distributed.run"] and str(workdir) in text:
+            return int(cmdline.parent.name)
+    return None
+
+
 def _kill_group(proc: subprocess.Popen, workdir: Path | None = None) -> None:
     """SIGTERM torchrun's session and every rank, wait, then SIGKILL whatever is left. Ranks are
     found three ways: torchrun's descendants, their pidfiles (a rank whose launcher was killed is
