@@ -330,3 +330,12 @@ def test_an_explicit_per_card_figure_is_kept_and_checked():
 ])
 def test_roles_found_on_real_threads(text, field, value):
     assert setup_of(text).get(field) == value
+
+
+@pytest.mark.parametrize("text, field, value", [
+    ("请问在32k的长度下微调7B模型，大概需要多少显存呢？", "seq_len", 32768),  # xtuner#707
+    ("bsz=2和Seqlen=4k，设置的很小", "micro_batch", 2),  # LlamaFactory#3919
+    ("bsz=2和Seqlen=4k，设置的很小", "seq_len", 4096),
+])
+def test_more_real_phrasings_of_length_and_batch(text, field, value):
+    assert getattr(parse_conversation(text).setup, field) == value

@@ -358,7 +358,7 @@ def read_training(text: str, out: ProseReading) -> None:
                   r"max_?len(?:gth)?|cutoff_len|max_seq_len(?:gth)?|block_size|长度)\s*(?:of|is|=|:|为|是|设为|设置为)?\s*"
                   r"(\d{1,7}(?:\.\d+)?)\s*(k)?(?![\d.])", low)
     if not seq:
-        seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
+        seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:的\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
     if not seq:
         seq = _search(r"(?<![A-Za-z0-9_.ǤḾ])\d+(?:\.\d+)?\s*b\s+(\d{1,3})\s*(k)\b", low)  # "32B 32K": model then context
     if not seq:
@@ -368,7 +368,7 @@ def read_training(text: str, out: ProseReading) -> None:
         _set(out, "seq_len", int(tokens), text[seq.start(): seq.end()])
 
     batch = _search(r"(?:micro[-_ ]?batch(?:[-_ ]?size)?|mbs|per[-_ ]gpu[-_ ]batch(?:[-_ ]size)?|"
-                    r"每卡\s*(?:micro\s*)?batch\s*(?:_?size)?|每卡批(?:大小)?|batch[-_ ]?size|\bbs|批大小|批量大小|batch)"
+                    r"每卡\s*(?:micro\s*)?batch\s*(?:_?size)?|每卡批(?:大小)?|batch[-_ ]?size|\bbsz|\bbs|批大小|批量大小|batch)"
                     r"\s*(?:of|is|=|:|为|是|开到|设为|改为|改成|设置为|per gpu|==)?\s*(\d{1,6})(?![\d.])", low)
     if batch and not _search(r"(?:global|全局|total|rollout|eval)[-_ ]?\s*batch", low[max(0, batch.start() - 10): batch.end()]):
         _set(out, "micro_batch", int(batch.group(1)), text[batch.start(): batch.end()])
