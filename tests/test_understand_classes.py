@@ -339,3 +339,12 @@ def test_roles_found_on_real_threads(text, field, value):
 ])
 def test_more_real_phrasings_of_length_and_batch(text, field, value):
     assert getattr(parse_conversation(text).setup, field) == value
+
+
+@pytest.mark.parametrize("text, multi", [
+    ("用LlamaFactory全参微调Qwen2.5-7B，4 * A800 80G", False),  # "Factory" holds "actor"
+    ("PPO训练，actor模型7B，critic模型7B，8张A100", True),
+    ("OpenRLHF PPO with a 7B actor and a 1.8B reward model", True),
+])
+def test_multi_model_topic_needs_the_word_not_a_substring(text, multi):
+    assert ("multi_model_rl" in parse_conversation([text]).topics) is multi

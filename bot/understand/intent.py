@@ -87,7 +87,7 @@ _TOPIC_RULES: list[tuple[str, str]] = [
     ("grad_accumulation", r"gradient accumulation|梯度累积|梯度累加|no_sync|grad(?:ient)?[_ ]accum"),
     ("cpu_offload", r"offload|卸载"),
     ("lora", r"lora|peft"),
-    ("multi_model_rl", r"\bppo\b|\bgrpo\b|\bdpo\b|\brloo\b|rlhf|actor|critic|reward model|reference model|deepspeed chat|"
+    ("multi_model_rl", r"\bppo\b|\bgrpo\b|\bdpo\b|\brloo\b|rlhf|(?<![a-z])actor(?![a-z])|(?<![a-z])critic(?![a-z])|reward model|reference model|deepspeed chat|"
                        r"rlhf_type|num_generations|ref_num|reward_funcs"),
     ("moe", r"\bmoe\b|mixture of experts|mixtral|expert parallel|专家"),
     ("how_many_gpus", r"how many (?:gpus?|cards?|a100s?|h100s?|blocks)|需要几张|几张|几台|多少张|多少卡|最少要多少|minimum number"),
