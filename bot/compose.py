@@ -162,9 +162,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     sec.questions = [question_text(q, lang) for q in d.questions]
     sec.figure_keys = {**say.figure_keys, **sec.figure_keys}
     provenance = _provenance(ev)
-    if ev.resolved is not None:
-        sec.setup_read = [SetupItem(field=k, value=v, source=provenance.get(k, "stated"))
-                          for k, v in setup.items() if v is not None and isinstance(v, str | int | float | bool)]
+    sec.setup_read = _setup_read(ev, setup, provenance)
     why = list(sec.reasons)
     answer = Answer(
         status=d.status, intent=d.intent, language="zh" if lang == "zh" else "en", setup=setup,  # type: ignore[arg-type]
@@ -174,6 +172,21 @@ def compose(ev: Evidence, d: Decision) -> Answer:
         numbers=numbers, citations=cites.items, questions=list(d.questions), sections=sec,
     )
     return render_markdown(answer)
+
+
+def _setup_read(ev: Evidence, setup: dict[str, Any], provenance: dict[str, Any]) -> list[SetupItem]:
+    """Every setup field the answer used, where it came from and the text it was read from (the
+    answer's "Read: ... from `...`" line). Run options left at PyTorch's defaults are assumed."""
+    spans = ev.parsed.provenance or {}
+    assumed = set(ev.resolved.assumed) if ev.resolved is not None else set()
+    items = []
+    for k, v in setup.items():
+        if v is None or not isinstance(v, str | int | float | bool):
+            continue
+        source = provenance.get(k) or ("assumed" if k in assumed else "stated")
+        span = getattr(spans.get(k), "span", None) if source != "assumed" else None
+        items.append(SetupItem(field=k, value=v, source=source, span=span or None))
+    return items
 
 
 def _notices(parsed: Any) -> list[str]:

@@ -266,13 +266,116 @@ def _setup_line(answer: Answer, out: _Out) -> str:
         joined.append((glue if joined else "") + text)
     text = _t(lang, "配置：", "Setup: ") + "".join(joined)
     assumed = [i.field for i in answer.sections.setup_read if i.source == "assumed"
-               and i.field not in ("intra_node_link", "lora_rank")]
+               and i.field not in ("intra_node_link",) + _RUN_OPTIONS]
     if assumed:
         listed = _t(lang, "、", ", ").join(_t(lang, *_SETUP_NAMES.get(a, (a, a))) for a in assumed)
         text += _t(lang, f"（未说明、按默认值假设：{listed}）", f" (not stated, defaults assumed: {listed})")
     calc = next((c.n for c in answer.citations if c.kind == "calc"), None)
     text += f" [{calc}]" if calc else ""
     return out.bind(text, keys)
+
+
+# Run options (issue 14): left at PyTorch's defaults unless the user set them; the answer names them.
+_RUN_OPTIONS = ("optimizer_impl", "ddp_bucket_view", "checkpointing_policy", "checkpoint_every", "torch_compile",
+                "loss_impl", "grad_accum_steps", "lora_targets", "base_dtype", "float8", "mfu", "norm_impl",
+                "lora_rank", "tensor_parallel", "pipeline_parallel", "context_parallel")
+# Read back in this order: what the answer depends on most first.
+_READ_ORDER = ("model", "params_b", "gpu_count", "nodes", "gpus_per_node", "gpu", "gpu_memory_gb", "finetune",
+               "precision", "seq_len", "micro_batch", "grad_accum_steps", "activation_checkpointing", "optimizer",
+               "optimizer_impl", "torch_compile", "lora_targets", "base_dtype", "intra_node_link",
+               "inter_node_link", "inter_node_gbps", "cpu_ram_gb", "lora_rank")
+_SPAN_CHARS = 60
+_RUN_OPTION_LABELS = {
+    ("optimizer_impl", "foreach"): ("AdamW foreach 实现", "foreach AdamW step"),
+    ("optimizer_impl", "fused"): ("fused AdamW", "fused AdamW"),
+    ("optimizer_impl", "forloop"): ("逐参数 for-loop AdamW", "for-loop AdamW step"),
+    ("ddp_bucket_view", False): ("DDP 梯度桶副本（gradient_as_bucket_view 关）", "DDP bucket copy (gradient_as_bucket_view off)"),
+    ("ddp_bucket_view", True): ("gradient_as_bucket_view 开", "gradient_as_bucket_view on"),
+    ("torch_compile", False): ("不用 torch.compile", "no torch.compile"),
+    ("torch_compile", True): ("torch.compile", "torch.compile"),
+    ("loss_impl", "standard"): ("普通交叉熵", "standard cross-entropy"),
+    ("loss_impl", "fused"): ("fused 交叉熵", "fused cross-entropy"),
+    ("loss_impl", "chunked"): ("分块交叉熵", "chunked cross-entropy"),
+    ("float8", False): ("不用 float8", "no float8"),
+    ("float8", True): ("float8 线性层", "float8 linears"),
+    ("norm_impl", "eager"): ("普通（eager）norm", "eager norms"),
+    ("lora_targets", "attention"): ("LoRA 加在注意力投影", "LoRA on the attention projections"),
+    ("lora_targets", "all_linear"): ("LoRA 加在所有线性层", "LoRA on all linear layers"),
+    ("base_dtype", "bf16"): ("冻结基座 bf16", "frozen base in bf16"),
+    ("base_dtype", "fp32"): ("冻结基座 fp32", "frozen base in fp32"),
+    ("base_dtype", "nf4"): ("冻结基座 NF4", "frozen base in NF4"),
+}
+
+
+def _value_label(field: str, value, lang: str) -> str:
+    """How one setup value is named in the read-back line ("8 GPUs", "seq 4096", "torch.compile off")."""
+    if field == "optimizer":
+        return optimizer_label(value)
+    if field == "finetune":
+        return finetune_label(value, lang)
+    templates = {
+        "params_b": ("{v}B 参数", "{v}B parameters"), "gpu_count": ("{v} 张卡", "{v} GPUs"),
+        "nodes": ("{v} 台机器", "{v} nodes"), "gpus_per_node": ("每台 {v} 张", "{v} GPUs per node"),
+        "gpu_memory_gb": ("单卡 {v} GB", "{v} GB per card"), "seq_len": ("序列长度 {v}", "seq {v}"),
+        "micro_batch": ("micro-batch {v}", "micro-batch {v}"), "grad_accum_steps": ("梯度累积 {v} 步", "gradient accumulation {v}"),
+        "cpu_ram_gb": ("CPU 内存 {v} GB", "{v} GB host RAM"), "inter_node_gbps": ("节点间 {v} Gb/s", "{v} Gb/s between nodes"),
+        "lora_rank": ("LoRA rank {v}", "LoRA rank {v}"), "checkpoint_every": ("每 {v} 层检查点", "checkpoint every {v} blocks"),
+        "mfu": ("MFU {v}", "MFU {v}"),
+    }
+    named = _RUN_OPTION_LABELS.get((field, value))
+    if named:
+        return _t(lang, *named)
+    if isinstance(value, bool):
+        name = _t(lang, *_SETUP_NAMES.get(field, (field, field)))
+        return f"{name} {_t(lang, '开' if value else '关', 'on' if value else 'off')}"
+    if field == "grad_accum_steps" and value == 1:
+        return _t(lang, "不做梯度累积", "no gradient accumulation")
+    if field in templates:
+        return _t(lang, *templates[field]).format(v=fmt(value))
+    if field in _SETUP_NAMES and field not in ("model", "gpu", "precision"):
+        return f"{_t(lang, *_SETUP_NAMES[field])} {value}"
+    return str(value)
+
+
+def _read_line(answer: Answer, out: _Out, run_options: bool) -> str:
+    """"Read: 8 GPUs, A100 40GB SXM from `8x A100 40GB`; seq 4096 from `--cutoff_len 4096`" (issue 11):
+    what was read and the user's words it came from, so a wrong read is easy to correct; then,
+    for a computed answer, the run options left at PyTorch's defaults (issue 14). Value figures
+    are bound to their setup field, figures inside a quoted span to the user's turns."""
+    lang = answer.language
+    order = {f: i for i, f in enumerate(_READ_ORDER)}
+    items = sorted(answer.sections.setup_read, key=lambda i: order.get(i.field, len(order)))
+    groups: dict[str, list] = {}
+    for item in items:
+        if item.source != "assumed" and item.span:
+            groups.setdefault(item.span, []).append(item)
+    parts: list[str] = []
+    keys: list[str] = []
+    for span, group in groups.items():
+        fields = {i.field for i in group}
+        shown = [i for i in group if not (i.field == "params_b" and "model" in fields)
+                 and not (i.field == "gpu_memory_gb" and "gpu" in fields)]
+        labels = [_value_label(i.field, i.value, lang) for i in shown]
+        for i, label in zip(shown, labels, strict=True):
+            keys += [f"setup.{i.field}"] * len(numbers_in_text(label))
+        quoted = " ".join(span.replace("`", "'").split())
+        quoted = quoted if len(quoted) <= _SPAN_CHARS else quoted[:_SPAN_CHARS - 1] + "…"
+        keys += ["turn"] * len(numbers_in_text(f"`{quoted}`"))
+        source = {"config": _t(lang, "（配置）", " (config)"), "log": _t(lang, "（日志）", " (log)"),
+                  "history": _t(lang, "（之前的消息）", " (earlier message)")}.get(group[0].source, "")
+        parts.append(_t(lang, "、", ", ").join(labels) + _t(lang, f" 来自 `{quoted}`", f" from `{quoted}`") + source)
+    text = (_t(lang, "读到：", "Read: ") + _t(lang, "；", "; ").join(parts)) if parts else ""
+    if run_options:
+        defaults = [i for i in items if i.source == "assumed" and i.field in _RUN_OPTIONS
+                    and not (i.field == "lora_rank" and answer.setup.get("finetune") not in ("lora", "qlora"))]
+        labels = [_value_label(i.field, i.value, lang) for i in defaults]
+        for i, label in zip(defaults, labels, strict=True):
+            keys += [f"setup.{i.field}"] * len(numbers_in_text(label))
+        if labels:
+            text += (_t(lang, "。", ". ") if text else "") + _t(
+                lang, "运行选项按 PyTorch 默认假设：", "Run options assumed at PyTorch's defaults: ") + \
+                _t(lang, "、", ", ").join(labels)
+    return out.bind(text, keys) if text else ""
 
 
 def _cell(out: _Out, value, key: str | None, suffix: str = "") -> str:
@@ -321,6 +424,7 @@ def render_markdown(answer: Answer) -> Answer:
         out.block(f"**{line}**" if answer.setup and answer.sections.table else line)
     if sec.table and answer.setup:
         out.block(_setup_line(answer, out))
+    out.block(_read_line(answer, out, run_options=bool(sec.table and answer.setup)))
     if answer.status == "invalid":
         out.block(_t(lang, "**这个配置有问题，先修正再计算：**", "**This setup has problems; fix them and I will compute:**")
                   if not sec.headline else "")

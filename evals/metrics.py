@@ -410,7 +410,7 @@ def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
                 problems.append(f"{m.printed!r} is bound to {f.key!r} = {bound[:3]}, in “{m.context}”")
     else:
         problems += [f"{m.printed!r} has no source, in “{m.context}”" for m in mentions if not matches(m, values)]
-    for spelled in _spelled(_without_corpus_quotes(answer)):
+    for spelled in _spelled(_without_user_quotes(_without_corpus_quotes(answer), list(case.turns))):
         printed, candidates = spelled
         if not any(abs(abs(v) - c) <= 1e-6 * max(1.0, c) for c in candidates for v in values):
             problems.append(f"spelled-out figure {printed!r} has no source")
@@ -430,6 +430,21 @@ def _without_corpus_quotes(answer: Answer) -> str:
         if getattr(c, "kind", "") in ("forum", "doc") and getattr(c, "quote", None):
             text = text.replace(c.quote, " ")
     return text
+
+
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _without_user_quotes(text: str, turns: list[str]) -> str:
+    """``text`` minus inline-code spans that quote the user verbatim (the read-back line's
+    "from `70亿参数`"): a number word there is the user's own, sourced by the turn itself."""
+    said = " ".join(" ".join(t.split()) for t in turns)
+
+    def drop(m: re.Match[str]) -> str:
+        inner = m.group(1).rstrip("…").replace("'", "`")
+        return " " if inner and (inner in said or m.group(1).rstrip("…") in said) else m.group(0)
+
+    return _INLINE_CODE.sub(drop, text)
 
 
 def _spelled(text: str) -> list[tuple[str, list[float]]]:
