@@ -95,6 +95,16 @@ _BARE_FOLLOW_UP = re.compile(
     r"\s*[?？!！。.]*\s*", re.I | re.A)
 
 
+_SENTENCE_CJK = re.compile(r"[\u4e00-\u9fff]")
+_SENTENCE_WORD = re.compile(r"(?<![A-Za-z0-9_\-./])[A-Za-z]{2,}(?![A-Za-z0-9_\-/])")
+
+
+def _has_sentences(own_words: str) -> bool:
+    """Whether a message has words of its own to tell its language by (a CJK character or three
+    English words), not only figures and names ("4* 8 *A800")."""
+    return bool(_SENTENCE_CJK.search(own_words)) or len(_SENTENCE_WORD.findall(own_words)) >= 3
+
+
 def _clean(text: str) -> str:
     return clean(text)
 
@@ -137,6 +147,13 @@ def merge_fields(older: dict, newer: dict) -> dict:
     """Fields of a conversation after a follow-up turn."""
     merged = dict(older)
     for group in _GROUPS:
+        # "有NVlink，8卡有机会吗" adds the link between the same cards: only a new card or size
+        # replaces the card group
+        if "intra_node_link" in group:
+            # a restated size of the same card ("13B用32G显存能微调吗" after "4个没有NVLink的V100（32G）")
+            # is not a new card either
+            if not any(k in newer and newer[k] != older.get(k) for k in ("gpu", "gpu_memory_gb")):
+                continue
         if any(k in newer for k in group):
             for key in group:
                 merged.pop(key, None)
@@ -278,14 +295,24 @@ def parse_conversation(question: str, history=None) -> Parsed:
     if unknown_gpu and "gpu" in fields:
         unknown_gpu = None
     language = flags.language if question.strip() else "en"
-    if question.strip() == "" and turns:
-        language = detect_language(" ".join(turns))
+    if turns and not _has_sentences(_read_cached(question).own_words if isinstance(question, str) else question):
+        # "4* 8 *A800" after two Chinese turns: the person's language is that of their last sentences
+        for turn in reversed(turns):
+            if _has_sentences(_read_cached(turn).own_words):
+                language = _read_cached(turn).language
+                break
     notices.extend(n for n in flags.notices if n not in notices)
 
     # The question must be on topic by itself (a setup field, a topic word), or be a bare "why?"
     # about an on-topic conversation; an injection never rides on the earlier turns.
     follow_up = any_topic and not flags.injection and len(question) < 80 and \
         bool(_BARE_FOLLOW_UP.fullmatch(_clean(question).strip()))
+    if "gpu_count" not in fields and isinstance(fields.get("nodes"), int) and isinstance(fields.get("gpus_per_node"), int) \
+            and fields["nodes"] > 0 and fields["gpus_per_node"] > 0:
+        # "4* 8 *A800", "on a single node with 4x A40": the total is the product of what was stated
+        fields["gpu_count"] = fields["nodes"] * fields["gpus_per_node"]
+        per = provenance.get("gpus_per_node") or Provenance("stated", "")
+        provenance["gpu_count"] = Provenance(per.source, per.span, per.confidence)
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)
     intent = flags.intent

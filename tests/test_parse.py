@@ -156,7 +156,8 @@ def test_follow_ups_merge():
     got = fields("seq 4096 呢", history)
     assert got["gpu_count"] == 8 and got.get("finetune") == "full" and got["seq_len"] == 4096
     two = fields("改成两台机器呢", ["7B on 8x A100 40GB"])
-    assert (two["nodes"], two["gpus_per_node"]) == (2, 8) and "gpu_count" not in two
+    # the total is the product of what was stated (never a default): two machines of 8
+    assert (two["nodes"], two["gpus_per_node"], two["gpu_count"]) == (2, 8, 16)
     grown = fields("如果有32张卡呢", ["两台机器每台8张A100，IB 200Gb"])
     assert (grown["gpu_count"], grown["nodes"], grown["gpus_per_node"]) == (32, 4, 8)
     blocks = [{"role": "user", "content": [{"type": "text", "text": first}]}]
@@ -255,7 +256,7 @@ def test_real_follow_ups_still_merge_with_earlier_turns(history, question, field
 
 
 @pytest.mark.parametrize("text, count, nodes, per_node", [
-    ("Training Llama-2-13B on 2 nodes of 8x H100 80GB over 100 Gb/s Ethernet", None, 2, 8),
+    ("Training Llama-2-13B on 2 nodes of 8x H100 80GB over 100 Gb/s Ethernet", 16, 2, 8),
     ("QLoRA Llama-2-70B on one RTX 4090", 1, None, None),
     ("7B on two A100 40GB", 2, None, None),
 ])

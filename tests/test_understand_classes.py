@@ -90,11 +90,11 @@ def test_hyphenated_card_names(text, gpu, memory):
     ("Single GPU (RTX 3090), QLoRA on Llama-2-13B", 1, None, None),
     ("3个GPU，每个24G", 3, None, None),
     ("16*80G 训练 34B", 16, None, None),
-    ("2台2*80G的机器", None, 2, 2),
-    ("两个节点，每台机器8卡 A100 80G", None, 2, 8),
+    ("2台2*80G的机器", 4, 2, 2),
+    ("两个节点，每台机器8卡 A100 80G", 16, 2, 8),
     ("4x A6000 48GB, full finetune", 4, None, None),
-    ("2台8卡A800 80G", None, 2, 8),
-    ("2 nodes with 4x 80GB A100", None, 2, 4),
+    ("2台8卡A800 80G", 16, 2, 8),
+    ("2 nodes with 4x 80GB A100", 8, 2, 4),
     ("torchrun --nproc_per_node 8 --nnodes 2 train.py", 16, 2, 8),
     ("deepspeed --include localhost:4,5,6,7 train.py", 4, None, None),
 ])
@@ -171,7 +171,7 @@ def test_an_unknown_card_asks_for_its_memory():
 
 
 @pytest.mark.parametrize("text, gpu", [("4x A40 48GB", "A40"), ("Two RTX 3080 cards", "RTX 3080"),
-                                       ("H100 NVL 96GB x 4", "H100 NVL"), ("8卡H20训练72B", "H20"), ("4 T4 GPUs", "T4"),
+                                       ("8卡H20训练72B", "H20"), ("4 T4 GPUs", "T4"),
                                        ("MI300X x8", "MI300X"), ("L4 x 8", "L4")])
 def test_cards_come_from_the_catalog(text, gpu):
     assert (parse_conversation(text).setup.gpu or "").startswith(gpu)
@@ -306,8 +306,11 @@ def test_history_and_question_are_capped_with_a_notice():
 def test_a_card_variant_the_catalog_lacks_is_unknown_not_a_contradiction():
     parsed = parse_conversation("910b qwen72b lora微调OOM\n训练环境： 2 * 910b 32G显卡")
     assert parsed.setup.gpu_memory_gb == 32 and parsed.unknown_gpu and not parsed.problems
+    # the user's figure wins over the catalog's nearest card (H100 NVL, 94 GB): a variant it lacks
     nvl = parse_conversation("一张H100显卡，96G显存，全参数微调32B")
-    assert nvl.setup.gpu == "H100 NVL 94GB" and not nvl.problems  # the named card's catalog size is used
+    assert nvl.setup.gpu_memory_gb == 96 and nvl.unknown_gpu and not nvl.problems
+    named = parse_conversation("H100 NVL 96GB x 4, 34B LoRA")
+    assert named.setup.gpu_memory_gb == 96 and (named.unknown_gpu or "").startswith("H100 NVL") and not named.problems
 
 
 def test_a_stray_figure_beside_a_named_card_is_not_its_size():

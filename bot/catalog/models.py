@@ -384,6 +384,10 @@ _MODELS: list[ModelSpec] = [
            "qwen1.5 7b", "qwen1.5-7b-chat", **_QWEN2),
     _dense("Qwen1.5-14B", "Qwen/Qwen1.5-14B", 40, 5120, 13696, 40, 40, 152064, 14.2,
            "qwen1.5 14b", "qwen1.5-14b-chat", **_QWEN2),
+    # Qwen (1): "Qwen-14B" is this model (14.2B), not Qwen2.5-14B; its config's intermediate_size
+    # 27392 covers both SwiGLU branches (13696 each)
+    _dense("Qwen-14B", "Qwen/Qwen-14B", 40, 5120, 13696, 40, 40, 152064, 14.2,
+           "qwen-14b", "qwen14b", "qwen 14b", "qwen-14b-chat", **{**_QWEN2, "max_positions": 8192}),
     _dense("Qwen2.5-0.5B", "Qwen/Qwen2.5-0.5B", 24, 896, 4864, 14, 2, 151936, 0.494,
            "qwen2.5 0.5b", "qwen2-0.5b", "qwen2.5-0.5b-instruct", tied_embeddings=True, **_QWEN2),
     _dense("Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 28, 1536, 8960, 12, 2, 151936, 1.54,
@@ -394,7 +398,7 @@ _MODELS: list[ModelSpec] = [
            "qwen2.5 7b", "qwen-7b", "qwen2-7b", "qwen7b", "qwen2 7b", "qwen2.5-7b-instruct",
            **{**_QWEN2, "max_positions": 131072}),
     _dense("Qwen2.5-14B", "Qwen/Qwen2.5-14B", 48, 5120, 13824, 40, 8, 152064, 14.8,
-           "qwen2.5 14b", "qwen-14b", "qwen14b", "qwen2.5-14b-instruct", **{**_QWEN2, "max_positions": 131072}),
+           "qwen2.5 14b", "qwen2.5-14b-instruct", **{**_QWEN2, "max_positions": 131072}),
     _dense("Qwen2.5-32B", "Qwen/Qwen2.5-32B", 64, 5120, 27648, 40, 8, 152064, 32.8,
            "qwen2.5 32b", "qwen-32b", "qwen2.5-32b-instruct", "qwq-32b", **{**_QWEN2, "max_positions": 131072}),
     _dense("Qwen2.5-72B", "Qwen/Qwen2.5-72B", 80, 8192, 29568, 64, 8, 152064, 72.7,
@@ -446,7 +450,10 @@ _MODELS: list[ModelSpec] = [
     _dense("Yi-34B", "01-ai/Yi-34B", 60, 7168, 20480, 56, 8, 64000, 34.4, "yi 34b", "yi-34b-chat",
            "yi-1.5-34b"),
     _dense("Baichuan2-7B", "baichuan-inc/Baichuan2-7B-Base", 32, 4096, 11008, 32, 32, 125696, 7.51,
-           "baichuan2 7b", "baichuan2-7b-chat", "baichuan-7b", family="baichuan"),
+           "baichuan2 7b", "baichuan2-7b-chat", family="baichuan"),
+    # Baichuan (1): "baichuan-7B" is this model (7,000,559,616 parameters, its README), not Baichuan2-7B
+    _dense("Baichuan-7B", "baichuan-inc/Baichuan-7B", 32, 4096, 11008, 32, 32, 64000, 7.0,
+           "baichuan-7b", "baichuan 7b", "baichuan7b", family="baichuan", max_positions=4096),
     _dense("Baichuan2-13B", "baichuan-inc/Baichuan2-13B-Base", 40, 5120, 13696, 40, 40, 125696, 13.9,
            "baichuan2 13b", "baichuan2-13b-chat", "baichuan-13b", family="baichuan",
            notes="ALiBi positions instead of rotary (same parameter count)"),

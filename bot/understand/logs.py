@@ -38,6 +38,8 @@ _OOM_HYPOTHETICAL = re.compile(r"(?:会不会|是否会|will (?:it|this|i) |woul
 _SMI = re.compile(r"(\d{3,6})\s*MiB\s*/\s*(\d{4,6})\s*MiB", re.I | re.A)
 # DeepSpeed estimate_zero*_model_states_mem_needs: "216.99GB |  18.08GB | offload_optimizer=cpu"
 _DS_EST = re.compile(r"\d+(?:\.\d+)?\s*GB\s*\|\s*(\d+(?:\.\d+)?)\s*GB\s*\|\s*offload_\w+=(\w+)[^\n]*", re.I | re.A)
+# DeepSpeed's estimator names the model's size: "SW: Model with 9708M total params, 262M largest layer params."
+_DS_SW = re.compile(r"Model with (\d+(?:\.\d+)?)\s*([MB]) total params", re.A)
 _DS_HW = re.compile(r"HW: Setup with (\d+) nodes?, (\d+) GPUs per node", re.I | re.A)
 # whole lines that are log output (language and prose rules skip them)
 _LOG_LINE = re.compile(r"^[ \t]*(?:\[rank\d+\]:?[ \t]*)?(?:Traceback|torch\.\w+(?:\.\w+)*Error|\w*Error:|File \"|"
@@ -83,6 +85,8 @@ class LogReading:
     nodes: int | None = None
     gpus_per_node: int | None = None
     hw_span: str = ""
+    params_b: float | None = None  # the model size an estimator printed
+    params_span: str = ""
 
 
 def read_logs(text: str) -> LogReading:
@@ -124,6 +128,10 @@ def read_logs(text: str) -> LogReading:
         out.spans.append(m.span())
     if any(not _OOM_HYPOTHETICAL.search(text[max(0, m.start() - 24): m.end() + 3]) for m in _OOM_WORDS.finditer(text)):
         obs.oom = True
+    for m in _DS_SW.finditer(text):
+        if out.params_b is None and float(m.group(1)) > 0:
+            out.params_b = round(float(m.group(1)) / (1000 if m.group(2) == "M" else 1), 4)
+            out.params_span = m.group(0)
     for m in _DS_HW.finditer(text):
         out.nodes, out.gpus_per_node, out.hw_span = int(m.group(1)), int(m.group(2)), m.group(0)
     return out

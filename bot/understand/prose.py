@@ -28,7 +28,7 @@ _EN_NUMBERS = {"one": 1, "single": 1, "a single": 1, "two": 2, "three": 3, "four
                "sixty-four": 64}
 _EN = "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
 # A count: digits, a small Chinese numeral (两, 十六) or an English word; never glued to a name.
-COUNT = (r"(?<![A-WYZa-wyz0-9_.同第每])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d.])")
+COUNT = (r"(?<![A-WYZa-wyz0-9_.同第每])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d]|\.\d)")
 
 
 def to_int(token: str) -> int | None:
@@ -79,7 +79,15 @@ _SIZE_YI = re.compile(NUM + r"\s*亿(?:参数|个参数)?")
 _SIZE_WANYI = re.compile(NUM + r"\s*万亿")
 
 
+_SIZE_TARGET = re.compile(r"(?:压缩到|压缩成|裁剪到|剪枝到|缩小到|减少到|缩减到|蒸馏到|pruned (?:it )?(?:down )?to|"
+                          r"compress(?:ed)? (?:it )?(?:down )?to|distill(?:ed)? (?:it )?(?:down )?to|shrunk (?:it )?to)\s*"
+                          + NUM + r"\s*(?:b|bn|billion)(?![A-Za-z])", re.I | re.A)
+
+
 def read_size(text: str, out: ProseReading) -> None:
+    if m := _SIZE_TARGET.search(text):
+        _set(out, "params_b", float(m.group(1)), m.group(0))
+        return
     for pattern, scale in ((_SIZE_WANYI, 1000.0), (_SIZE_YI, 0.1), (_SIZE_B, 1.0), (_SIZE_M, 0.001)):
         m = pattern.search(text)
         if m:
@@ -95,6 +103,8 @@ _MEM = re.compile(NUM + r"\s*(tb|t|gib|gb|g)(?![A-Za-z])(?!\s*/\s*s)", re.I | re
 _RAM_BEFORE = re.compile(r"(cpu|内存|host|主机|\bram\b|dram|system memory|系统内存|\bmem\b)", re.I | re.A)
 _RAM_AFTER = re.compile(r"^\s*(?:of\s+)?(?:(?:cpu|host|system)\s*(?:ram|memory|mem)\b|ram|dram|内存|memory on the host|主机内存)",
                         re.I | re.A)
+_RAM_LINE = re.compile(r"^\s*[-*]?\s*(?:cpu|ram|host|host memory|system memory|内存|主机内存|系统内存)\s*[:：]", re.I | re.A)
+_CARD_WITH = re.compile(G + r"\s*(?:with|[,(（])?\s*$", re.I | re.A)
 _NET = re.compile(r"(\bib\b|infiniband|以太网|ethernet|roce|网络|网卡|带宽|inter-?node|节点间|互联|\bnic\b)", re.I | re.A)
 _TOTAL_BEFORE = re.compile(r"(一共|总共|合计|总计|共计|共|总显存|total(?: of)?|in total|altogether|combined)\s*(?:有|是|为|约)?\s*$",
                            re.I | re.A)
@@ -115,12 +125,23 @@ _CARD_BEFORE = re.compile(r"(单卡|每张卡?|每卡|每块|each|per card|per g
 MAX_CARD_GB = 300
 
 
+def _memory_span(text: str, start: int, end: int) -> str:
+    """A memory figure with a few words before it for the read-back ("显存80G"), cut at a separator,
+    a name or another figure so the quote never carries a neighbour's digits ("batch_size为1，744G")."""
+    prefix = text[max(0, start - 6): start]
+    cut = max((prefix.rfind(ch) for ch in ",，;；。:：()（）" + GPU + MODEL), default=-1)
+    prefix = prefix[cut + 1:]
+    digit = max((i for i, ch in enumerate(prefix) if ch.isdigit()), default=-1)
+    return (prefix[digit + 1:] + text[start:end]).strip()
+
+
 def read_memory(text: str, out: ProseReading) -> None:
     card: tuple[float, str] | None = None
     for m in _MEM.finditer(text):
         raw_unit = text[m.start(2): m.end(2)]
         after = text[m.end(): m.end() + 14]
-        if raw_unit == "Gb" and not re.match(r"^\s*(?:of\s+)?(?:vram|显存|gpu memory|memory)", after, re.I | re.A):
+        if raw_unit == "Gb" and not re.match(r"^\s*(?:of\s+)?(?:vram|显存|gpu memory|memory)", after, re.I | re.A) \
+                and not _CARD_WITH.search(text[max(0, m.start() - 12): m.start()]):
             continue  # "200Gb" is a link speed ("24Gb VRAM" is not)
         unit = raw_unit.lower()
         if re.match(r"^\s*(?:bps|b/s|bit)", after, re.I | re.A):
@@ -128,7 +149,7 @@ def read_memory(text: str, out: ProseReading) -> None:
         value = float(m.group(1)) * (1024 if unit in ("tb", "t") else 1)
         before = text[max(0, m.start() - 30): m.start()]
         near = before[-10:]
-        span = text[max(0, m.start() - 6): m.end()].strip()
+        span = _memory_span(text, m.start(), m.end())
         # used/capacity pairs: "14g/80g"
         pair = re.match(r"^\s*/\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b", after, re.I | re.A)
         if pair:
@@ -153,7 +174,12 @@ def read_memory(text: str, out: ProseReading) -> None:
             continue
         if _NEED_BEFORE.search(before[-26:]):
             continue
-        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after):
+        line = text[text.rfind("\n", 0, m.start()) + 1: m.start()]
+        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after) or (
+                # a line labelled "CPU:"/"RAM:"/"内存：" ("CPU: Xeon E5-2630 v2 but limited to 16GB")
+                _RAM_LINE.match(line) and not re.search(r"gpu|显存|vram|卡|" + G, line + after[:8], re.I | re.A)) or (
+                # "1T memory", "1TB of memory": more than any card holds, so the host's
+                value > MAX_CARD_GB and re.match(r"^\s*(?:of\s+)?(?:memory|mem)\b", after, re.I | re.A)):
             _set(out, "cpu_ram_gb", int(value) if value.is_integer() else value, span)
             continue
         if _TOTAL_BEFORE.search(before[-14:]) or _TOTAL_AFTER.match(after):
@@ -222,14 +248,20 @@ _NOT_MINE = re.compile(r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|
 
 
 def _first(patterns: list[re.Pattern], text: str) -> tuple[int | None, tuple[int, int] | None, str]:
+    # "a single GPU can handle 5000 tokens but with 8 of them ...": a one written as a word beside a
+    # figure greater than one is the comparison, the figure is the setup
+    worded_one: tuple[int, tuple[int, int], str] | None = None
     for pattern in patterns:
         for m in pattern.finditer(text):
             value = to_int(m.group(1))
             if value is not None:
                 if value == 1 and _NOT_MINE.search(text[max(0, m.start() - 16): m.start()]):
                     continue  # "slower than a single GPU", "fits on one GPU": a comparison, not the setup
+                if value == 1 and not m.group(1).strip().isdigit():
+                    worded_one = worded_one or (value, m.span(), m.group(0))
+                    continue
                 return value, m.span(), m.group(0)
-    return None, None, ""
+    return worded_one or (None, None, "")
 
 
 def _blank(text: str, span: tuple[int, int] | None) -> str:
@@ -238,12 +270,26 @@ def _blank(text: str, span: tuple[int, int] | None) -> str:
     return text[: span[0]] + " " * (span[1] - span[0]) + text[span[1]:]
 
 
+_NODES_OF_CARDS = re.compile(COUNT + r"\s+(\d{1,2})\s*(?:x\s*)?(?:nvidia\s+)?" + G + r"\s*(?:servers?|machines?|nodes?|boxes|hosts?)\b",
+                             re.I | re.A)
+# one card in the person's own words, no count anywhere: "a NVIDIA A100 with 80Gb", "I have A100 80GB",
+# "I'm running RoCM(RX 5600XT, 8GB of Vram)"
+_ONE_CARD = re.compile(r"(?:\b(?:an?|one|my)\s+(?:single\s+)?(?:nvidia\s+|amd\s+|rtx\s+)?" + G +
+                       r"|\bi(?:'ve| have|'m| am)?\s*(?:got|have|own|running|using|use|run|on)\s+(?:on\s+)?(?:an?\s+|one\s+)?"
+                       r"(?:nvidia\s+|amd\s+)?(?:[a-z]{2,8}\s*\(\s*)?" + G + r")(?!" + GPU + r"|\s*(?:[x×*s]|gpus|cards|nodes?|servers?|"
+                       r"machines?|cluster|instances?|box))", re.I | re.A)
+_MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple gpus|nodes?\b|节点|each|per gpu|per card|每张|每卡|"
+                   r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
+
+
 def read_counts(text: str, out: ProseReading) -> None:
-    grid = _NODES_BY_GPUS.search(text)
-    if grid:  # "2x8 H100": nodes x GPUs per node
-        _set(out, "nodes", int(grid.group(1)), grid.group(0))
+    grid = _NODES_BY_GPUS.search(text) or _NODES_OF_CARDS.search(text)
+    if grid:  # "2x8 H100", "two 8 A100 Server": nodes x GPUs per node
+        _set(out, "nodes", to_int(grid.group(1)), grid.group(0))
         _set(out, "gpus_per_node", int(grid.group(2)), grid.group(0))
-        text = _blank(text, grid.span())
+        for other in (_NODES_BY_GPUS, _NODES_OF_CARDS):  # "... slower than one 8 A100 Server": the comparison
+            for g in list(other.finditer(text)):
+                text = _blank(text, g.span())
     nodes, node_span, node_text = _first(_NODES, text)
     for pattern, count_group, mem_group in ((_COUNT_BY_MEM, 1, 2), (_MEM_BY_COUNT, 2, 1)):
         m = next((g for g in pattern.finditer(text) if not re.search(
@@ -281,6 +327,10 @@ def read_counts(text: str, out: ProseReading) -> None:
     if count is None and single and nodes is None and per_node is None and "gpu_count" not in out.fields \
             and "gpus_per_node" not in out.fields:
         count, count_text = 1, single.group(0)
+    if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
+            and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
+            and (one := _ONE_CARD.search(text)) and not _MANY.search(text.replace(one.group(0), " ")):
+        count, count_text = 1, one.group(0)
     if nodes is None and not _search(r"多个节点|多节点|多机|multiple nodes|multi-?node|several nodes", text) and \
             (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
                                         r"a single node|in one machine|on one machine|a machine with", text)):
@@ -289,6 +339,8 @@ def read_counts(text: str, out: ProseReading) -> None:
         _set(out, "nodes", nodes, node_text)
     if per_node is not None:
         _set(out, "gpus_per_node", per_node, per_text)
+    if count is not None and out.fields.get("gpus_per_node") == count and (out.fields.get("nodes") or 1) > 1 and grid:
+        count = None  # "two 8 A100 Server ... another 8 A100 machine": the per-node count again, not the total
     if count is not None:
         _set(out, "gpu_count", count, count_text)
 
@@ -326,9 +378,21 @@ def read_training(text: str, out: ProseReading) -> None:
         if not _search(_NEG + r"\s*(?:torch\.)?compile", low):
             _set(out, "torch_compile", True, text[m.start(): m.end()])
 
+    # a 4-bit (NF4) base: "BitsandbytesPrecision('nf4-dq', ...)", "load_in_4bit", "4bit量化"; with LoRA it is QLoRA
+    if (m := _search(r"(?<![a-z])nf4(?![a-z])|bnb[_ ]4bit|load[_ ]in[_ ]4bit|4[- ]?bit quantiz\w*|4\s*bit量化|4位量化", low)) and \
+            not _search(_NEG + r"\s*(?:using\s+)?(?:nf4|4[- ]?bit)", low):
+        _set(out, "base_dtype", "nf4", text[m.start(): m.end()])
     # method: negated mentions first ("not LoRA or QLoRA" is full fine-tuning)
-    negs = list(re.finditer(_NEG + r"\s*(?:using\s+|any\s+|用\s*)?(?:q[-_ ]?lora|lora|peft)(?:\s*(?:or|/|和|或|nor|and)\s*"
+    negs = list(re.finditer(_NEG + r"\s*(?:(?:specifically|necessarily|really|just|using|doing|any|a|用|做)\s+|用\s*)*"
+                            r"(?:q[-_ ]?lora|lora|peft)(?:\s*(?:or|/|和|或|nor|and)\s*"
                             r"(?:q[-_ ]?lora|lora|peft|quantization))*", low, re.A))
+    # a method named to be set aside: "lora is not the best option", "lora不适合"
+    negs += list(re.finditer(r"(?<![a-z])(?:q[-_ ]?lora|lora|peft)\s*(?:is|was|are|isn'?t|wasn'?t)\s*(?:not|no longer|n't)?\s*"
+                             r"(?:the\s+)?(?:best|good|right|an?)?\s*(?:option|choice|enough|suitable|what i want)|"
+                             r"(?<![a-z])(?:q[-_ ]?lora|lora|peft)\s*(?:isn'?t|is not|won'?t|will not)\b|"
+                             r"(?<![a-z])(?:q[-_ ]?lora|lora|peft)\s*(?:不适合|不行|不够|效果不好|不是最好)", low, re.A))
+    negs = [n for n in negs if not re.search(r"(?:is|was)\s*(?:the\s+)?(?:best|good|right)", n.group(0))
+            or re.search(r"not|n't|no longer", n.group(0))]
     neg_lora = low
     for n in negs:
         neg_lora = neg_lora[: n.start()] + " " * (n.end() - n.start()) + neg_lora[n.end():]
@@ -338,7 +402,7 @@ def read_training(text: str, out: ProseReading) -> None:
         neg_lora = neg_lora[: alt.start()] + " " * (alt.end() - alt.start()) + neg_lora[alt.end():]
     if m := _search(r"q[-_ ]?lora", neg_lora):
         _set(out, "finetune", "qlora", text[m.start(): m.end()])
-    elif m := _search(r"(?<![a-z])lora", neg_lora):
+    elif m := _search(r"(?<![a-z])lora|(?<![a-z])peft(?![a-z])|\bpeft微调", neg_lora):
         _set(out, "finetune", "lora", text[m.start(): m.end()])
     elif m := _search(r"全参|全量|full[- ]?(?:parameter|param)s?\b|full\s*-?\s*(?:fine\s*-?\s*tun|finetun|ft\b|train)|"
                       r"fully fine-?tun|all parameters|\bsft full\b|预训练(?!模型|好)|pre-?train(?:ing)?\b(?!ed)|from scratch|全参数|非lora|"
@@ -356,25 +420,27 @@ def read_training(text: str, out: ProseReading) -> None:
 
     seq = _search(r"(?:seq(?:uence)?[_ -]?(?:len(?:gth)?)?|context(?: length| size)?|ctx|序列长度|序列|上下文(?:长度)?|"
                   r"max_?len(?:gth)?|cutoff_len|max_seq_len(?:gth)?|block_size|长度)\s*(?:of|is|=|:|为|是|设为|设置为)?\s*"
-                  r"(\d{1,7}(?:\.\d+)?)\s*(k)?(?![\d.])", low)
+                  r"(\d{1,7}(?:\.\d+)?)\s*(k)?(?!\d|\.\d)", low)
     if not seq:
         seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:的\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
     if not seq:
         seq = _search(r"(?<![A-Za-z0-9_.ǤḾ])\d+(?:\.\d+)?\s*b\s+(\d{1,3})\s*(k)\b", low)  # "32B 32K": model then context
     if not seq:
         seq = _search(r"train(?:ing)? with (\d{3,6})\s*(k)?\s*tokens", low)
+    if not seq:
+        seq = _search("[" + MODEL + MODEL.lower() + "]+" + r"\s*[,，]?\s*(\d{1,3})\s*(k)(?![a-z])", low)  # "Llama3-70B 8K全参数微调"
     if seq:
         tokens = float(seq.group(1)) * (1024 if seq.group(2) else 1)
         _set(out, "seq_len", int(tokens), text[seq.start(): seq.end()])
 
     batch = _search(r"(?:micro[-_ ]?batch(?:[-_ ]?size)?|mbs|per[-_ ]gpu[-_ ]batch(?:[-_ ]size)?|"
                     r"每卡\s*(?:micro\s*)?batch\s*(?:_?size)?|每卡批(?:大小)?|batch[-_ ]?size|\bbsz|\bbs|批大小|批量大小|batch)"
-                    r"\s*(?:of|is|=|:|为|是|开到|设为|改为|改成|设置为|per gpu|==)?\s*(\d{1,6})(?![\d.])", low)
+                    r"\s*(?:of|is|=|:|为|是|开到|设为|改为|改成|设置为|per gpu|==)?\s*(\d{1,6})(?!\d|\.\d)", low)
     if batch and not _search(r"(?:global|全局|total|rollout|eval)[-_ ]?\s*batch", low[max(0, batch.start() - 10): batch.end()]):
         _set(out, "micro_batch", int(batch.group(1)), text[batch.start(): batch.end()])
 
     if m := _search(r"(?:grad(?:ient)?[-_ ]?accum(?:ulation)?(?:[-_ ]?steps)?|梯度累积|梯度累加|accum(?:ulation)? steps?|\bga(?=\s*[=:]?\s*\d))"
-                    r"\s*(?:of|is|=|:|为|是|设为)?\s*(\d{1,6})(?![\d.])", low):
+                    r"\s*(?:of|is|=|:|为|是|设为)?\s*(\d{1,6})(?!\d|\.\d)", low):
         _set(out, "grad_accum_steps", int(m.group(1)), text[m.start(): m.end()])
     elif m := _search(r"(\d{1,5})\s*(?:步|steps?)\s*(?:的)?\s*(?:梯度累积|梯度累加|grad(?:ient)? accum)", low):
         _set(out, "grad_accum_steps", int(m.group(1)), text[m.start(): m.end()])
@@ -417,6 +483,7 @@ def read_links(text: str, out: ProseReading) -> None:
         is_speed = unit.lower() in ("gbps", "gbit/s", "gbit", "gbe") or unit == "Gb" or unit.lower() == "gb/s" and \
             bool(_NET.search(before + after))
         if unit == "Gb" and (re.match(r"^\s*(?:of\s+)?(?:vram|显存|gpu memory|memory)", after, re.I | re.A)
+                             or _CARD_WITH.search(text[max(0, m.start() - 12): m.start()])
                              or re.search(r"total(?: of)?\s*$", before, re.I | re.A)):
             is_speed = False
         if not is_speed and unit.lower() in ("g", "gb"):

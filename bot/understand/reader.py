@@ -124,6 +124,18 @@ def _catalog_memory(name: str | None) -> float | None:
         return None
 
 
+_HEDGE = re.compile(r"^\s*(?:左右|上下|这样|级别|量级|的模型都|class|-class|ish\b|or so)|(?:约|大约|大概|差不多|around|about|roughly|~)\s*$",
+                    re.I | re.A)
+
+
+def _hedged(span: str, marked: str) -> bool:
+    """A size written as an approximation ("30b左右", "about 30B"): a rule of thumb, not a model."""
+    i = marked.find(span)
+    if i < 0:
+        return False
+    return bool(_HEDGE.match(marked[i + len(span): i + len(span) + 8]) or _HEDGE.search(marked[max(0, i - 8): i]))
+
+
 def read_turn(raw: object) -> Reading:
     prep = prepare(raw)
     text = prep.text
@@ -179,7 +191,11 @@ def read_turn(raw: object) -> Reading:
         if size:
             put("params_b", size[0], "stated", unknown_models[0].raw)
             out.unknown_model = unknown_models[0].raw[:80]
-    if "params_b" in prose.fields and ("params_b" not in f):
+    if logs.params_b is not None and "params_b" not in f and "model" not in f:
+        put("params_b", logs.params_b, "log", logs.params_span)  # the estimator counted the real model
+    if "params_b" in prose.fields and "params_b" not in f and not ("model" in f and _hedged(prose.spans["params_b"], marked)):
+        # a named catalog model carries its own size: "30b左右全参半精度不是300g就够了" beside
+        # "qwen-2.5-32b" is a rule of thumb, not the model trained
         put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
 
     # --- hardware: the person's words first, then the config --------------------------------
@@ -191,18 +207,27 @@ def read_turn(raw: object) -> Reading:
         memory = prose.fields.get("gpu_memory_gb") if g.memory_gb is None else g.memory_gb
         name = (_resolve_gpu(g.raw, memory, g.form) if memory else g.name) or g.name
         catalog_gb = _catalog_memory(name)
-        if g.memory_gb is not None and catalog_gb and abs(g.memory_gb - catalog_gb) / catalog_gb > 0.03:
-            # "910b 32G" where the catalog only has the 64 GB card: a variant it lacks, so the card is
-            # unknown and the user's size stands (never a "contradiction" with our own catalog)
+        standalone = prose.fields.get("gpu_memory_gb")
+        variant = None  # a size the user gave the card that the catalog's card does not have
+        if g.memory_gb is not None and catalog_gb and abs(g.memory_gb - catalog_gb) > 0.5:
+            variant = (g.memory_gb, g.raw)
+        elif g.memory_gb is None and standalone is not None and catalog_gb and \
+                0.5 < abs(float(standalone) - catalog_gb) <= 0.03 * catalog_gb:
+            variant = (float(standalone), _origin(prose.spans["gpu_memory_gb"], marked, text))
+        if variant is not None:
+            # "910b 32G" where the catalog only has the 64 GB card, "H100 ... 96G显存" beside the catalog's
+            # 94 GB H100 NVL: a variant it lacks, so the card is unknown and the user's size stands (never a
+            # "contradiction" with our own catalog, never our figure over theirs)
             out.unknown_gpu = g.raw
-            put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
+            size, span = variant
+            put("gpu_memory_gb", int(size) if float(size).is_integer() else size, "stated", span)
+            prose.fields.pop("gpu_memory_gb", None)
         else:
             put("gpu", name, "stated", g.raw)
             if g.memory_gb is not None and catalog_gb and g.memory_gb != catalog_gb:
                 pass  # "H100 NVL 96GB" for the catalog's 94 GB card: the named card's size is used (assumed below)
             elif g.memory_gb is not None:
                 put("gpu_memory_gb", int(g.memory_gb) if float(g.memory_gb).is_integer() else g.memory_gb, "stated", g.raw)
-            standalone = prose.fields.get("gpu_memory_gb")
             if standalone is not None and catalog_gb and float(standalone) != catalog_gb and (
                     abs(float(standalone) - catalog_gb) / catalog_gb <= 0.03 or not prose.card_explicit):
                 # "limited to 16GB" beside an A40 is not the card's size; "96G" beside an H100 NVL (94 GB)

@@ -49,6 +49,8 @@ def _alias_pattern(alias: str) -> str | None:
             glued = pend == start
             if not glued or (prev[0].isalpha() and len(prev) >= 2) or prev[0].isdigit():
                 parts.append(_SEP)
+            elif prev.isalpha() and len(prev) == 1 and tok[0].isdigit() and len(tok) >= 3:
+                parts.append("-?")  # "a-100" is an A100 ("a 100" is not)
         parts.append(re.escape(tok).replace(r"\.", r"[._]") if tok[0].isdigit() else re.escape(tok))
     return "".join(parts)
 
@@ -146,7 +148,7 @@ def find_gpus(text: str) -> list[NameMention]:
         raw = text[start:end2]
         resolved = _resolve_gpu(raw, size, form) or name
         if size is None:
-            written = re.search(r"(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
+            written = re.search(r"(?<![a-z0-9])(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
             size = float(written.group(1)) if written else None
         out.append(NameMention(start, end2, raw, resolved, size, form))
     return out
@@ -155,7 +157,7 @@ def find_gpus(text: str) -> list[NameMention]:
 @lru_cache(maxsize=512)
 def _resolve_gpu(raw: str, size: float | None, form: str) -> str | None:
     if size is None:
-        written = re.search(r"(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
+        written = re.search(r"(?<![a-z0-9])(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
         size = float(written.group(1)) if written else None
     base = re.sub(r"[-_ ]*\d+\s*(?:gb|gib|g)(?![a-z]).*$", "", raw, flags=re.I | re.A).strip()
     base = re.sub(r"[-_ ]*(?:sxm\d?|pcie)$", "", base, flags=re.I | re.A).strip() or raw
@@ -201,6 +203,9 @@ def model_params_b(name: str) -> float | None:
 # Cards the catalog may lack, by shape rather than by a list: an accelerator family word, or a
 # short letters+digits token written next to a count or a memory size.
 _ACCEL_FAMILY = re.compile(r"(?:ascend|昇腾)\s*-?\s*((?:910|310)(?:pro)?[a-z]?\d?)(?![\da-z])", re.I | re.A)
+# Consumer cards of other vendors the catalog may lack ("RX 5600XT", "Radeon RX 7900 XTX", "Arc A770")
+_VENDOR_FAMILY = re.compile(r"(?<![A-Za-z0-9])(?:radeon\s*)?rx\s*-?\d{3,4}\s*(?:xtx|xt|gre)?(?![A-Za-z0-9])|"
+                            r"(?<![A-Za-z0-9])(?:intel\s+)?arc\s*a\d{3}(?![A-Za-z0-9])", re.I | re.A)
 _CARD_SHAPE = r"(?:rtx\s*)?[A-Z][A-Za-z]{0,9}[-\s]?[A-Z]?\d{1,4}[A-Za-z]{0,3}"
 _UNKNOWN_CARD = [
     re.compile(r"(?<![A-Za-z0-9_.ǤḾ])\d{1,3}\s*(?:x|×|\*)\s*(" + _CARD_SHAPE + r"(?:\s+[A-Z][a-z]+)?)\s+(?:accelerators?|gpus?|cards?|npus?)",
@@ -221,6 +226,9 @@ def find_unknown_cards(text: str, known: list[NameMention]) -> list[NameMention]
             label = "Ascend " + m.group(1).replace(" ", "").upper()
             out.append(NameMention(m.start(), m.end(), m.group(0), None))
             object.__setattr__(out[-1], "raw", label)
+    for m in _VENDOR_FAMILY.finditer(text):
+        if free(m.start(), m.end()):
+            out.append(NameMention(m.start(), m.end(), " ".join(m.group(0).split()), None))
     for pattern in _UNKNOWN_CARD:
         for m in pattern.finditer(text):
             s, e = m.span(1)
