@@ -6,6 +6,14 @@ and these docs into pydantic field definitions for a tool's argument model. Tool
 strict: ``gpu_count: true`` or ``activation_checkpointing: "yes"`` are errors, not 1 and True;
 strings have a length limit; numbers must be finite. Adding a field to ``TrainingSetup`` without
 a line here fails ``tests/test_mcp.py`` (every field needs a description).
+
+One tool input is not a setup field: ``hf_config``, the model as a Hugging Face ``config.json`` (a
+path to the file or its folder, the JSON text or object, or a Hub id). ``estimate_tool_fields()``
+adds it to the setup fields for both ``estimate_memory`` schemas (MCP and LangChain);
+``read_config_input()`` reads it with the reader ``shardwise calc --config`` uses
+(``bot.catalog.hf_config``: the data-dir cache for Hub ids, the offline message), and
+``model_report()``/``card_report()`` say which model and card a result was computed for (a model
+read from a config, with total and active parameters; a card the catalog lacks, marked).
 """
 
 from __future__ import annotations
@@ -53,10 +61,27 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "float8": ("torchao float8 linears and float8 all-gathers.", ""),
     "mfu": ("Model FLOPs utilisation you assert for the step-time estimate.", "fraction 0..1"),
     "norm_impl": ("RMSNorm/LayerNorm kernel: eager PyTorch ops or one fused kernel (saves less for backward).", ""),
+    "fsdp_root": ("FSDP root unit (embeddings, final norm, LM head): resharded after forward and gathered again "
+                  "for the head's backward, kept gathered through backward, or split into units of their own.", ""),
+    "reshard_after_forward": ("FSDP2 reshard_after_forward for the blocks: true, false, or a group size k "
+                              "(blocks kept sharded over k GPUs between forward and backward).", ""),
     "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
     "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
     "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
+    # not a TrainingSetup field: the model as a config.json (TOOL_ONLY_FIELDS)
+    "hf_config": ("The model as a Hugging Face config.json instead of model/params_b: a path to the file or "
+               "its folder (on the server's machine), the JSON text or object itself, or a Hub id like "
+               "'Qwen/Qwen3-30B-A3B' (config only, cached; offline only a cached one). Parameters come "
+               "from the architecture (MoE: total and active).", ""),
 }
+
+# Tool inputs beyond TrainingSetup's fields (read by ``read_config_input``).
+# Named hf_config, not config: LangChain's StructuredTool passes its RunnableConfig to the tool as
+# ``config`` and would overwrite an argument of that name (langchain_core.tools.structured._run).
+CONFIG_FIELD = "hf_config"
+TOOL_ONLY_FIELDS = (CONFIG_FIELD,)
+# A config.json is a few KB (large label maps reach tens of KB); pasted text beyond this is not one.
+MAX_CONFIG_CHARS = 100_000
 
 
 def describe(name: str) -> str:
@@ -91,3 +116,70 @@ def tool_fields(*, strict: bool = True) -> dict[str, tuple[Any, FieldInfo]]:
         # Field() is typed as returning its default (for ``x: int = Field(...)``); it is a FieldInfo.
         out[name] = (annotation, cast(FieldInfo, Field(default=None, description=describe(name))))
     return out
+
+
+def config_field(*, strict: bool = True) -> tuple[Any, FieldInfo]:
+    """``(annotation, FieldInfo)`` of the ``hf_config`` input: text (a path, a Hub id or the JSON
+    itself, at most ``MAX_CONFIG_CHARS``) or a JSON object; optional."""
+    text = Annotated[str, Field(strict=strict, min_length=1, max_length=MAX_CONFIG_CHARS)]
+    annotation: Any = Optional[Union[text, dict[str, Any]]]  # noqa: UP007,UP045  (built at run time)
+    return annotation, cast(FieldInfo, Field(default=None, description=describe(CONFIG_FIELD)))
+
+
+def estimate_tool_fields(*, strict: bool = True) -> dict[str, tuple[Any, FieldInfo]]:
+    """The arguments of an ``estimate_memory`` tool: every ``TrainingSetup`` field
+    (``tool_fields``) plus ``hf_config``."""
+    return {**tool_fields(strict=strict), CONFIG_FIELD: config_field(strict=strict)}
+
+
+class ConfigInputError(ValueError):
+    """An ``hf_config`` input that cannot be used; the message is one short line saying why."""
+
+
+def read_config_input(config: Any, *, model: str | None = None, params_b: float | None = None):
+    """``(ModelSpec, source)`` for a tool's ``hf_config`` input, through the reader of ``shardwise
+    calc --config`` (``bot.catalog.hf_config.read_hf_config``): a file or folder path, JSON text
+    or object, or a Hub id (fetched config-only and cached in the data dir; offline: "no network:
+    paste the config.json or pass --config PATH"). ``source`` names where the config came from
+    without echoing pasted text. Raises ``ConfigInputError``."""
+    from bot.catalog.hf_config import ConfigError, read_hf_config
+
+    if model or params_b:  # the CLI's rule: one way to name the model
+        raise ConfigInputError("pass either hf_config or model/params_b, not both")
+    if isinstance(config, dict):
+        source = "a JSON object"
+    elif isinstance(config, str) and config.strip().startswith(("{", "[")):
+        source = "pasted JSON"
+    else:
+        source = " ".join(str(config).split())[:MAX_NAME_CHARS]
+    try:
+        spec, _ = read_hf_config(config)
+    except ConfigError as err:
+        raise ConfigInputError(f"hf_config: {err}") from None
+    except (ValueError, OSError) as err:  # unreadable file, a config of an unknown shape (as the CLI)
+        raise ConfigInputError(f"hf_config: cannot read {source}: {' '.join(str(err).split())[:160]}") from None
+    return spec, source
+
+
+def model_report(spec: Any, source: str) -> dict[str, Any]:
+    """What a tool says about a model read from a config: name, kind, total and active
+    parameters (they differ for MoE), whether the count is approximate, and its caveats."""
+    return {"source": source, "name": spec.name, "kind": spec.kind, "params": spec.params,
+            "params_b": round(spec.params_b, 3), "active_params": spec.active_params,
+            "active_params_b": round(spec.active_params_b, 3), "approximate": bool(spec.approximate),
+            "caveats": list(spec.caveats)}
+
+
+def card_report(resolved: Any) -> dict[str, Any]:
+    """The card a result was computed for. A card the catalog lacks is accepted with its stated
+    memory (``bot.catalog.custom_gpu``) and marked: ``in_catalog`` false, ``approximate`` true,
+    and a note that its compute and link figures are placeholders."""
+    from bot.catalog import list_gpus
+
+    gpu = resolved.gpu
+    if gpu is None:  # only gpu_memory_gb was given
+        return {"name": None, "memory_gb": resolved.gpu_memory_gb, "in_catalog": False, "approximate": True,
+                "backend": None, "note": "no GPU named: memory as stated; compute and link figures are defaults"}
+    in_catalog = any(g.name == gpu.name for g in list_gpus())
+    return {"name": gpu.name, "memory_gb": resolved.gpu_memory_gb, "in_catalog": in_catalog,
+            "approximate": bool(gpu.approximate), "backend": gpu.backend, "note": gpu.notes or ""}

@@ -2,7 +2,9 @@
 
 Four tools, each a thin wrapper over the one implementation every surface uses:
 
-- ``estimate_memory``  -> ``bot.calc.estimate_setup`` (formula; every strategy; instant)
+- ``estimate_memory``  -> ``bot.calc.estimate_setup`` (formula; every strategy; instant); the model
+  by name, by size, or as a Hugging Face ``config.json`` (``hf_config``: path, JSON, Hub id), read by
+  ``bot.fields.read_config_input`` as ``shardwise calc --config`` reads it
 - ``simulate_memory``  -> ``bot.bench.simulate.simulate_cached`` (exact per-GPU peak from a
   FakeTensorMode run of one strategy; seconds to minutes, cached by config)
 - ``search_knowledge`` -> ``bot.knowledge.search.search`` (forum answers and docs, zh/en)
@@ -27,7 +29,17 @@ import click
 from pydantic import BaseModel, Field
 
 from bot.answer import Answer
-from bot.fields import MAX_NAME_CHARS, describe, tool_fields
+from bot.fields import (
+    CONFIG_FIELD,
+    MAX_CONFIG_CHARS,
+    MAX_NAME_CHARS,
+    ConfigInputError,
+    card_report,
+    describe,
+    estimate_tool_fields,
+    model_report,
+    read_config_input,
+)
 
 log = logging.getLogger("shardwise.mcp")
 
@@ -38,7 +50,8 @@ INSTRUCTIONS = """\
 shardwise answers "DDP or FSDP for my setup?" for PyTorch distributed training with numbers it can
 prove. Use `ask` for a question in plain English or Chinese (it parses the setup, computes, cites
 sources and says what is missing). Use `estimate_memory` when you already know the setup fields and
-want per-GPU memory, communication and step time for every strategy. Use `simulate_memory` to
+want per-GPU memory, communication and step time for every strategy; give the model by name, by size,
+or as a Hugging Face config.json (`hf_config`: a path, the JSON itself, or a Hub id). Use `simulate_memory` to
 confirm one strategy's exact per-GPU peak for a catalog model (slower; cached). Use
 `search_knowledge` to find what the forum and docs say about a topic. GiB = 2^30 bytes.
 Arguments are strictly typed (no true for a number, no "yes" for a boolean); errors are short."""
@@ -47,7 +60,8 @@ MAX_QUESTION_CHARS = 20_000
 MAX_HISTORY_TURNS = 50
 MAX_QUERY_CHARS = 2_000
 MAX_ERROR_CHARS = 200  # a tool error never echoes a huge input back
-LIMITS_TEXT = (f"Limits: names (model, gpu) up to {MAX_NAME_CHARS} characters, numbers finite and within the "
+LIMITS_TEXT = (f"Limits: names (model, gpu) up to {MAX_NAME_CHARS} characters, hf_config up to "
+               f"{MAX_CONFIG_CHARS:,} characters, numbers finite and within the "
                f"ranges in the schema; an error message is at most {MAX_ERROR_CHARS} characters.")
 INSTRUCTIONS += "\n" + LIMITS_TEXT + (f" Questions up to {MAX_QUESTION_CHARS:,} characters with up to "
                                       f"{MAX_HISTORY_TURNS} earlier turns; search queries up to {MAX_QUERY_CHARS:,}.")
@@ -70,6 +84,13 @@ class MemoryReport(BaseModel):
                     "time.<strategy>.step_seconds (the keys of an Answer's numbers).")
     inputs: dict[str, Any] = Field(description="Every input the formulas used (model shape, links, peak "
                                                "TFLOPS, headroom), for citing the result.")
+    model_from_config: dict[str, Any] | None = Field(
+        default=None, description="When the model came from `hf_config`: its source, name, kind, total and "
+                                  "active parameters (they differ for MoE), approximate, caveats.")
+    gpu_card: dict[str, Any] = Field(
+        default_factory=dict, description="The card computed for: name, memory_gb, in_catalog, approximate, "
+                                          "backend, note. A card the catalog lacks is accepted with its stated "
+                                          "memory and marked (in_catalog false, approximate true).")
 
 
 class SimulationReport(BaseModel):
@@ -110,10 +131,10 @@ class Turn(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------
-def _default_estimate(setup):
+def _default_estimate(setup, model_spec=None):
     from bot.calc import estimate_setup
 
-    return estimate_setup(setup)
+    return estimate_setup(setup, model_spec=model_spec)
 
 
 def _default_simulate(config):
@@ -151,12 +172,23 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def estimate_memory(**fields) -> MemoryReport:
+        hf_config = fields.get(CONFIG_FIELD)
         fields = {k: v for k, v in fields.items() if k in setup_fields and v is not None}
+        setup = TrainingSetup(**fields)
+        spec = source = None
         try:
-            est = estimate_fn(TrainingSetup(**fields))
+            if hf_config is not None:  # the reader `shardwise calc --config` uses
+                spec, source = read_config_input(hf_config, model=setup.model, params_b=setup.params_b)
+            est = estimate_fn(setup, spec) if spec is not None else estimate_fn(setup)
+        except ConfigInputError as err:
+            raise ToolError(str(err)) from None
         except SetupError as err:
             raise ToolError("cannot compute this setup: " + "; ".join(str(p) for p in err.problems)) from None
+        except (ValueError, LookupError) as err:  # a catalog or formula refusing a value (as the CLI)
+            raise ToolError(f"cannot compute this setup: {err}") from None
         return MemoryReport(
+            model_from_config=model_report(spec, source or "") if spec is not None else None,
+            gpu_card=card_report(est.resolved),
             setup={k: v for k, v in est.resolved.setup.model_dump().items() if v is not None},
             assumed=list(est.resolved.assumed),
             memory={s: asdict(m) for s, m in est.memory.items()},
@@ -164,19 +196,23 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
             step_seconds=dict(est.time), numbers=est.numbers(), inputs=est.inputs,
         )
 
-    # The arguments are TrainingSetup's own fields, described once in bot.fields (units, ranges,
-    # strict types, length limits): nothing here re-declares them.
+    # The arguments are TrainingSetup's own fields plus `hf_config`, described once in bot.fields
+    # (units, ranges, strict types, length limits): nothing here re-declares them.
     estimate_memory.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                            annotation=Annotated[annotation, info])
-         for name, (annotation, info) in tool_fields().items()],
+         for name, (annotation, info) in estimate_tool_fields().items()],
         return_annotation=MemoryReport)
-    server.tool(title="Per-GPU memory for every strategy", annotations=read_only, description=(
+    # open world: a Hub id in hf_config may be fetched from the Hub (when HF_HUB_OFFLINE=0)
+    hub_reading = ToolAnnotations(read_only_hint=True, open_world_hint=True)
+    server.tool(title="Per-GPU memory for every strategy", annotations=hub_reading, description=(
         "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "
         "and the largest micro-batch that fits), communication per step and step time for EVERY "
         "strategy (ddp, fsdp_shard_grad_op, fsdp_full_shard, fsdp_hybrid_shard, "
-        "fsdp_full_shard_offload) from setup fields. Needs the model size (model name or params_b), "
-        "the GPU (gpu name or gpu_memory_gb) and gpu_count (or nodes and gpus_per_node); other fields "
+        "fsdp_full_shard_offload) from setup fields. Needs the model (a catalog name, params_b, or "
+        "`hf_config`: a Hugging Face config.json path, its JSON, or a Hub id), the GPU (gpu name or "
+        "gpu_memory_gb; a card the catalog lacks is accepted with gpu_memory_gb and marked in "
+        "gpu_card) and gpu_count (or nodes and gpus_per_node); other fields "
         "default (bf16-mixed, adamw, full fine-tune, seq_len 2048, micro_batch 1) and are listed in "
         "`assumed`. Instant; a formula, not a measurement. " + LIMITS_TEXT))(estimate_memory)
 

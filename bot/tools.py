@@ -2,6 +2,10 @@
 
 ``make_tools()`` returns ``estimate_memory``, ``simulate_memory``, ``lookup_benchmarks`` and
 ``search_knowledge`` for an agent (``bot.llm``); each returns plain JSON-able data.
+``estimate_memory`` takes the inputs MCP's does (``bot.fields.estimate_tool_fields``): the setup
+fields, and the model by name, by size or as a Hugging Face ``config.json`` (``hf_config``: a path,
+the JSON text or object, a Hub id), read by ``bot.fields.read_config_input`` as ``shardwise calc
+--config`` reads it; a card the catalog lacks is accepted with ``gpu_memory_gb`` and marked.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Any, Literal
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from bot.fields import describe
+from bot.fields import CONFIG_FIELD, ConfigInputError, card_report, config_field, describe, model_report
 from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -23,31 +27,47 @@ MAX_INLINE_SIM_PARAMS_B = 1.0
 def estimate_memory(**fields: Any) -> dict[str, Any]:
     """Per-GPU memory, communication, step time and throughput for every strategy (and the
     variants the advice weighs: activation checkpointing, DDP bucket view + fused AdamW), and the
-    recommendation of the decision ladder (docs/decision.md)."""
+    recommendation of the decision ladder (docs/decision.md). The model is a catalog name,
+    params_b, or `hf_config`: a Hugging Face config.json path, its JSON, or a Hub id."""
+    from bot.calc import resolve_with_model
     from bot.decide import decide
     from bot.evidence import evidence_for_resolved
+    from bot.fields import read_config_input
 
+    hf_config = fields.pop(CONFIG_FIELD, None)
     setup = TrainingSetup(**{k: v for k, v in fields.items() if v is not None})
+    spec = source = None
     try:
-        resolved = resolve_setup(setup)
+        if hf_config is not None:  # the reader `shardwise calc --config` uses
+            spec, source = read_config_input(hf_config, model=setup.model, params_b=setup.params_b)
+        resolved = resolve_with_model(setup, spec) if spec is not None else resolve_setup(setup)
+    except ConfigInputError as err:
+        return {"error": str(err), "problems": [str(err)]}
     except SetupError as err:
         return {"error": str(err), "problems": [str(p) for p in err.problems]}
+    except (ValueError, LookupError) as err:  # a catalog or formula refusing a value (as the CLI)
+        return {"error": f"cannot compute this setup: {err}", "problems": [str(err)]}
     ev = evidence_for_resolved(resolved)
     d = decide(ev)
-    return {"setup": resolved.setup.model_dump(), "numbers": ev.numbers(),
-            "recommendation": {"strategy": d.strategy, "variant": d.variant, "alternatives": d.alternatives,
-                               "confidence": d.confidence}}
+    out: dict[str, Any] = {
+        "setup": resolved.setup.model_dump(), "numbers": ev.numbers(), "gpu_card": card_report(resolved),
+        "recommendation": {"strategy": d.strategy, "variant": d.variant, "alternatives": d.alternatives,
+                           "confidence": d.confidence}}
+    if spec is not None:
+        out["model_from_config"] = model_report(spec, source or "")
+    return out
 
 
 def setup_args_model() -> type[BaseModel]:
     """``estimate_memory``'s arguments: ``TrainingSetup``'s own fields (names, types, allowed
-    values) with the descriptions and units of ``bot.fields`` -- the fields MCP's estimate_memory
-    shows, described once. Validation is ``TrainingSetup``'s: ranges are checked by
+    values) with the descriptions and units of ``bot.fields``, plus ``hf_config``
+    (``bot.fields.config_field``) -- the fields MCP's estimate_memory shows, described once. Validation is ``TrainingSetup``'s: ranges are checked by
     ``check_setup`` inside the tool, so a value out of range comes back as ``{"error", "problems"}``
     naming every problem rather than as a schema exception. A field without a description in
     ``bot.fields.FIELD_DOCS`` raises KeyError here (tests/test_tool_schemas.py)."""
     fields: dict[str, Any] = {name: (info.annotation, Field(default=None, description=describe(name)))
                               for name, info in TrainingSetup.model_fields.items()}
+    fields[CONFIG_FIELD] = config_field()
     return create_model("EstimateMemoryArgs", __config__=ConfigDict(extra="forbid"),
                         __doc__="A (possibly partial) training setup; unknown fields are left out.", **fields)
 

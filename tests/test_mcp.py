@@ -236,11 +236,11 @@ def _listed_tools():
 
 
 def test_estimate_memory_schema_is_generated_from_training_setup():
-    from bot.fields import FIELD_DOCS
+    from bot.fields import FIELD_DOCS, TOOL_ONLY_FIELDS
     from bot.setup import TrainingSetup
 
     schema = _listed_tools()["estimate_memory"].input_schema
-    assert set(schema["properties"]) == set(TrainingSetup.model_fields)
+    assert set(schema["properties"]) == set(TrainingSetup.model_fields) | set(TOOL_ONLY_FIELDS)
     for name, prop in schema["properties"].items():
         assert prop.get("description", "").startswith(FIELD_DOCS[name][0]), name
     assert "one NODE" in schema["properties"]["inter_node_gbps"]["description"]  # the calculator's meaning
@@ -290,3 +290,115 @@ def test_every_setup_field_has_a_description():
     from bot.fields import tool_fields
 
     assert tool_fields()  # raises KeyError naming a TrainingSetup field without FIELD_DOCS
+
+
+# ---------------------------------------------------------------------------------------------
+# The model as a Hugging Face config.json, and cards the catalog lacks (issue 13): the inputs
+# `shardwise calc --config PATH|HUB_ID` takes, read by the same code.
+H100x8 = {"gpu": "H100", "gpu_count": 8}
+
+
+def _llama_1b_folder(tmp_path):
+    from bot.catalog.hf_config import hf_config_for
+
+    folder = tmp_path / "Llama-3.2-1B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(hf_config_for("Llama-3.2-1B")))
+    return folder
+
+
+def test_estimate_memory_reads_a_config_path_and_pasted_json_like_the_cli(tmp_path):
+    from bot.catalog import lookup_model
+    from tests.test_tools_config import cli_numbers
+
+    folder = _llama_1b_folder(tmp_path)
+    cli = cli_numbers("--config", str(folder), "--gpu", "H100", "--gpus", "8")
+
+    async def session():
+        async with Client(build_mcp_server()) as client:
+            return [await client.call_tool("estimate_memory", {"hf_config": source, **H100x8})
+                    for source in (str(folder), str(folder / "config.json"), (folder / "config.json").read_text())]
+
+    for result in run(session):
+        assert not result.is_error, error_text(result)
+        out = result.structured_content
+        assert out["numbers"] == cli  # the same figures `shardwise calc --config ... --json` prints
+        assert out["model_from_config"]["params"] == lookup_model("Llama-3.2-1B").params
+        assert out["gpu_card"]["in_catalog"] is True
+    assert "hf_config" in _listed_tools()["estimate_memory"].input_schema["properties"]
+
+
+def test_estimate_memory_moe_config_gives_total_and_active_parameters():
+    from bot.catalog import lookup_model
+    from bot.catalog.hf_config import hf_config_for
+
+    spec = lookup_model("Qwen3-30B-A3B")
+    out = call("estimate_memory", {"hf_config": json.dumps(hf_config_for(spec)), **H100x8}).structured_content
+    model = out["model_from_config"]
+    assert model["kind"] == "moe" and (model["params"], model["active_params"]) == (spec.params, spec.active_params)
+    assert model["active_params"] < model["params"] / 5
+    by_name = call("estimate_memory", {"model": "Qwen3-30B-A3B", **H100x8}).structured_content
+    assert out["memory"] == by_name["memory"] and by_name["model_from_config"] is None
+
+
+def test_estimate_memory_hub_id_offline_answers_with_the_message():
+    from bot.catalog.hf_config import OFFLINE_MESSAGE
+
+    text = error_text(call("estimate_memory", {"hf_config": "meta-llama/Llama-3.1-8B", **H100x8}))
+    assert OFFLINE_MESSAGE in text and len(text) <= 200
+
+
+@pytest.mark.parametrize("hf_config, message", [
+    ('{"model_type": "llama", "hidden_size": 4096,', "not valid JSON"),
+    ('{"model_type": "llama"}', "no hidden_size"),
+    ("/no/such/dir/config.json", "no file"),
+    ("{" + "x" * 99_000, "not valid JSON"),
+    ("{" + "x" * 200_000, "hf_config"),  # over the schema's limit
+])
+def test_estimate_memory_bad_config_is_a_short_clear_error(hf_config, message):
+    text = error_text(call("estimate_memory", {"hf_config": hf_config, **H100x8}))
+    assert message in text and len(text) <= 200, text
+    assert "xxxxxxxxxx" not in text
+
+
+def test_estimate_memory_refuses_a_config_and_a_model_name_together(tmp_path):
+    args = {"hf_config": str(_llama_1b_folder(tmp_path)), "model": "Llama-2-7B", **H100x8}
+    assert "not both" in error_text(call("estimate_memory", args))
+
+
+def test_estimate_memory_accepts_a_card_the_catalog_lacks_with_its_memory_and_marks_it():
+    from tests.test_tools_config import cli_numbers
+
+    args = {"model": "Llama-2-7B", "gpu": "RTX 6000 Blackwell", "gpu_memory_gb": 96, "gpu_count": 2}
+    out = call("estimate_memory", args).structured_content
+    card = out["gpu_card"]
+    assert (card["in_catalog"], card["approximate"], card["memory_gb"]) == (False, True, 96)
+    assert "not in catalog" in card["name"] and "not in catalog" in out["inputs"]["gpu"]
+    assert out["numbers"] == cli_numbers("--model", "Llama-2-7B", "--gpu", "RTX 6000 Blackwell",
+                                         "--gpu-memory-gb", "96", "--gpus", "2")
+    text = error_text(call("estimate_memory", {"model": "Llama-2-7B", "gpu": "RTX 6000 Blackwell", "gpu_count": 2}))
+    assert "gpu" in text
+
+
+@pytest.mark.slow
+def test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only(tmp_path):
+    from bot.catalog import lookup_model
+    from bot.catalog.hf_config import hf_config_for
+    from tests.test_tools_config import FakeHub, fake_hub, hub_env
+
+    with fake_hub({"acme/llama-1b": hf_config_for("Llama-3.2-1B")}) as (endpoint, _):
+        params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp"], cwd=str(repo_root()),
+                                       env=hub_env(endpoint, tmp_path))
+
+        async def session():
+            async with Client(params, read_timeout_seconds=120) as client:
+                return [await client.call_tool("estimate_memory", {"hf_config": repo, **H100x8})
+                        for repo in ("acme/llama-1b", "acme/missing")]
+
+        served, missing = run(session)
+        assert all("config.json" in r for r in FakeHub.requests)  # config only, never weights
+    assert not served.is_error, error_text(served)
+    model = served.structured_content["model_from_config"]
+    assert model["name"] == "acme/llama-1b" and model["params"] == lookup_model("Llama-3.2-1B").params
+    assert list(tmp_path.glob("hf-configs/**/config.json"))  # cached in the data dir
+    assert "acme/missing" in error_text(missing)
