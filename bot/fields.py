@@ -82,6 +82,8 @@ CONFIG_FIELD = "hf_config"
 TOOL_ONLY_FIELDS = (CONFIG_FIELD,)
 # A config.json is a few KB (large label maps reach tens of KB); pasted text beyond this is not one.
 MAX_CONFIG_CHARS = 100_000
+MAX_SOURCE_CHARS = 120  # a path or Hub id is named back in results and errors up to this length
+MAX_ERROR_LINE = 300  # a config error is one line of at most this (MCP cuts its errors to 200)
 
 
 def describe(name: str) -> str:
@@ -150,15 +152,23 @@ def read_config_input(config: Any, *, model: str | None = None, params_b: float 
         source = "a JSON object"
     elif isinstance(config, str) and config.strip().startswith(("{", "[")):
         source = "pasted JSON"
+    elif isinstance(config, str) and len(config) <= MAX_SOURCE_CHARS and config.isprintable():
+        source = config.strip()  # a path or a Hub id: worth naming back
     else:
-        source = " ".join(str(config).split())[:MAX_NAME_CHARS]
+        source = "the hf_config text"  # never echo a huge or binary value back
     try:
         spec, _ = read_hf_config(config)
     except ConfigError as err:
-        raise ConfigInputError(f"hf_config: {err}") from None
+        raise ConfigInputError(_one_line(f"hf_config: {err}")) from None
     except (ValueError, OSError) as err:  # unreadable file, a config of an unknown shape (as the CLI)
-        raise ConfigInputError(f"hf_config: cannot read {source}: {' '.join(str(err).split())[:160]}") from None
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise ConfigInputError(_one_line(f"hf_config: cannot read {source}: {reason}")) from None
     return spec, source
+
+
+def _one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def model_report(spec: Any, source: str) -> dict[str, Any]:

@@ -402,3 +402,22 @@ def test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only(tmp_path):
     assert model["name"] == "acme/llama-1b" and model["params"] == lookup_model("Llama-3.2-1B").params
     assert list(tmp_path.glob("hf-configs/**/config.json"))  # cached in the data dir
     assert "acme/missing" in error_text(missing)
+
+
+@pytest.mark.parametrize("hf_config", [
+    {}, {"model_type": "llama", "hidden_size": True}, {"a": [1, 2]}, "", "\x00" * 1000, "名" * 50_000,
+    [1, 2], True, 8, "../../../../etc/passwd", "a/b/c/d", "x" * 300 + "/config.json",
+    '{"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, '
+    '"vocab_size": 32000, "num_local_experts": 8}',  # an MoE config without num_experts_per_tok
+])
+def test_estimate_memory_hostile_configs_give_short_errors_and_the_server_survives(hf_config):
+    async def session():
+        async with Client(build_mcp_server()) as client:
+            bad = await client.call_tool("estimate_memory", {"hf_config": hf_config, **H100x8})
+            good = await client.call_tool("estimate_memory", SEVEN_B)
+            return bad, good
+
+    bad, good = run(session)
+    text = error_text(bad)
+    assert len(text) <= 200 and "名名名名" not in text and "\x00" not in text, text
+    assert not good.is_error

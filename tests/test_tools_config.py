@@ -173,6 +173,13 @@ def test_a_bad_config_gives_a_short_clear_error(hf_config, message):
     assert len(out["error"]) <= 400 and "numbers" not in out
 
 
+@pytest.mark.parametrize("hf_config", ["名" * 50_000, "\x00" * 1000, {}, "x" * 300 + "/config.json"])
+def test_a_hostile_config_is_one_short_line_that_does_not_echo_it(hf_config):
+    out = estimate_tool().invoke({"hf_config": hf_config, **H100x8})
+    assert out["error"].startswith("hf_config: ") and len(out["error"]) <= 300, out["error"][:400]
+    assert "名名名" not in out["error"] and "\x00" not in out["error"] and "\n" not in out["error"]
+
+
 def test_config_and_a_model_name_together_are_refused_as_the_cli_refuses_them(llama_1b_dir):
     out = estimate_tool().invoke({"hf_config": str(llama_1b_dir), "model": "Llama-2-7B", **H100x8})
     assert "not both" in out["error"]
