@@ -8,6 +8,10 @@
                                                 #   an encoder (BERT-base); target median <= 3 %, worst <= 10 %
     python -m evals.bench_calc_check --details  # also every row, and the worst rows by component
 
+Every row of the arch grid (every row of the others with --details) is printed with the simulated
+peak and, beside it, shardwise's estimate and each peer's, as a ratio to the simulated peak and an
+error; a second table compares shardwise and each peer on exactly the rows that peer has a rule for.
+
 The reference is ``bot.bench.simulate`` (exact tensor-level peak per GPU). Simulations are cached
 in the results store, so a rerun only computes what is new. Target for the calculator
 (issue 3): median absolute error <= 5 %, worst <= 15 % of the simulated peak.
@@ -20,7 +24,11 @@ Peers, written here from their published formulas:
 - Accelerate's estimate-memory rule
   (https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator): training with Adam
   takes about 4x the model's size in its dtype (model, gradients, two moments); one GPU holds
-  it all, so it applies to DDP.
+  it all, so it applies to DDP. Its table has a row per dtype; for mixed precision the weights,
+  gradients and moments being trained are fp32, so the float32 row is the one compared.
+A peer with no rule for a strategy (DeepSpeed's estimators cover ZeRO-2/3, not plain data
+parallelism; Accelerate's does not shard) shows "n/a" on that row rather than a figure it never
+claimed.
 """
 
 from __future__ import annotations
@@ -92,6 +100,8 @@ def deepspeed_zero3_gib(params: int, largest_layer: int, gpus: int, offload: boo
 def accelerate_gib(params: int, precision: str) -> float:
     # "Training using Adam": ~4x the model size in its dtype (1x model, 1x grads, 2x optimizer).
     # https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator
+    # Pure bf16 trains bf16 weights (the float16 row); fp32 and mixed precision train fp32 weights
+    # (fp32 master weights, gradients and moments: the float32 row).
     dtype_bytes = 2 if precision == "bf16" else 4
     return 4 * params * dtype_bytes / GIB
 
@@ -134,6 +144,47 @@ def error_pct(estimate: float, reference: float) -> float:
 
 def summarize(errors: list[float]) -> tuple[int, float, float]:
     return (len(errors), statistics.median(errors), max(errors)) if errors else (0, float("nan"), float("nan"))
+
+
+PEERS = ("DeepSpeed ZeRO-2/3", "Accelerate 4x rule")
+
+
+def row_label(cfg: SimConfig) -> str:
+    return (f"{cfg.model} {cfg.gpu_count}g {cfg.strategy} s{cfg.seq_len}"
+            f"{' ckpt' if cfg.activation_checkpointing else ''}")
+
+
+def beside(estimate: float | None, reference: float) -> str:
+    """``estimate GiB (ratio x, error %)`` against the simulated peak, or n/a."""
+    if estimate is None:
+        return "n/a"
+    return f"{estimate:.2f} ({estimate / reference:.2f}x, {error_pct(estimate, reference):.1f} %)"
+
+
+def print_rows_beside_peers(rows: list[dict]) -> None:
+    """Every row: the simulated peak, then shardwise's and each peer's estimate beside it."""
+    print("\nEvery row: per-GPU peak, GiB (ratio to the simulated peak, abs error):\n")
+    print(f"| config | simulated | shardwise calc | {' | '.join(PEERS)} |")
+    print("|---|---:|---:|" + "---:|" * len(PEERS))
+    for r in rows:
+        peak = r["sim"].peak_gib
+        cells = [beside(r["calc"].total_gib, peak)] + [beside(r.get(name), peak) for name in PEERS]
+        print(f"| {row_label(r['cfg'])} | {peak:.2f} | {' | '.join(cells)} |")
+
+
+def print_same_rows(rows: list[dict]) -> None:
+    """Each peer against shardwise on exactly the rows the peer has a rule for."""
+    print("\nOn the same rows (each peer's rows only): median / worst abs error\n")
+    print("| peer | rows | peer error | shardwise calc error on those rows |")
+    print("|---|---:|---:|---:|")
+    for name in PEERS:
+        covered = [r for r in rows if r.get(name) is not None]
+        if not covered:
+            print(f"| {name} | 0 | n/a | n/a |")
+            continue
+        peer = summarize([error_pct(r[name], r["sim"].peak_gib) for r in covered])
+        ours = summarize([r["calc_err"] for r in covered])
+        print(f"| {name} | {peer[0]} | {peer[1]:.1f} % / {peer[2]:.1f} % | {ours[1]:.1f} % / {ours[2]:.1f} % |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {model} | {median:.1f} % | {worst:.1f} % |")
 
     calc_rows = [r for r in rows if "calc_err" in r]
+    if calc_rows and (args.arch or args.details):
+        print_rows_beside_peers(calc_rows)
+        print_same_rows(calc_rows)
     if args.details or calc_rows:
         worst_rows = sorted(calc_rows, key=lambda r: -r["calc_err"])[: (len(calc_rows) if args.details else 8)]
         print("\nWorst calculator rows, by component (calc vs simulate, GiB):\n")
@@ -206,8 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|---|---:|")
         for r in worst_rows:
             c, s, e = r["cfg"], r["sim"], r["calc"]
-            label = (f"{c.model} {c.gpu_count}g {c.strategy} s{c.seq_len}"
-                     f"{' ckpt' if c.activation_checkpointing else ''} ({r['run_id']})")
+            label = f"{row_label(c)} ({r['run_id']})"
             cells = [f"{getattr(e, k if k != 'peak_gib' else 'total_gib'):.2f} / {getattr(s, k):.2f}"
                      for k in ("peak_gib", "params_gib", "grads_gib", "optimizer_gib", "activations_gib",
                                "buffers_gib")]
