@@ -65,6 +65,10 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                   "for the head's backward, kept gathered through backward, or split into units of their own.", ""),
     "reshard_after_forward": ("FSDP2 reshard_after_forward for the blocks: true, false, or a group size k "
                               "(blocks kept sharded over k GPUs between forward and backward).", ""),
+    "fsdp_root": ("FSDP root unit (embeddings, final norm, LM head): resharded after forward and gathered again "
+                  "for the head's backward, kept gathered through backward, or split into units of their own.", ""),
+    "reshard_after_forward": ("FSDP2 reshard_after_forward for the blocks: true, false, or a group size k "
+                              "(blocks kept sharded over k GPUs between forward and backward).", ""),
     "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
     "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
     "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),

@@ -79,6 +79,15 @@ class TrainingSetup(BaseModel):
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
+    # FSDP2 layout beyond one unit per block (calc-only options; None: the calculator's layout,
+    # ``fully_shard(reshard_after_forward=True)`` on every block and on the root, as the simulator
+    # runs). fsdp_root: "resharded" (that layout), "kept" (the root stays gathered from forward to
+    # the end of backward: reshard_after_forward=None, and every root in 2024 PyTorch releases) or
+    # "split" (embeddings and LM head are FSDP units of their own: torchtune's
+    # custom_sharded_layers). reshard_after_forward for the blocks: True, False, or an int k, the
+    # group size the blocks are resharded to after forward (a divisor of the shard group).
+    fsdp_root: Literal["resharded", "kept", "split"] | None = None
+    reshard_after_forward: bool | int | None = None
     # Parallelism the calculator does not model: a stated degree > 1 is named in the estimate's
     # ``not_modelled`` notices (figures then assume pure data parallelism), never silently dropped.
     tensor_parallel: int | None = None
@@ -196,6 +205,17 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
         problems.append(Problem(lora_only[0], f"{lora_only[0]} applies to LoRA/QLoRA, not a full fine-tune"))
     if setup.finetune == "qlora" and setup.base_dtype not in (None, "nf4"):
         problems.append(Problem("base_dtype", f"QLoRA stores the frozen base in 4 bit (nf4), not {setup.base_dtype}"))
+    rak = setup.reshard_after_forward
+    if isinstance(rak, int) and not isinstance(rak, bool):
+        # FSDP2: "a non-trivial divisor of the mesh shard dim size (excluding 1 and the dim size)"
+        # (https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html)
+        group = setup.gpu_count
+        if rak < 2:
+            problems.append(Problem("reshard_after_forward", f"a group size must be at least 2, got {rak} "
+                                                             "(say true or false for all or nothing)"))
+        elif group is not None and (group % rak or rak >= group):
+            problems.append(Problem("reshard_after_forward", f"{rak} must divide the {group} GPUs and be "
+                                                             "smaller than their number"))
     if setup.float8:
         if setup.precision == "fp32":
             problems.append(Problem("float8", "float8 linears need bf16 (mixed) training, not fp32"))

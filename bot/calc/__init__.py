@@ -123,6 +123,7 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         loss_impl=setup.loss_impl or "standard", grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", base_dtype=setup.base_dtype,
         float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
+        fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
     )
 
 
@@ -138,6 +139,7 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         checkpointing_policy=setup.checkpointing_policy, checkpoint_every=setup.checkpoint_every or 1,
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
+        reshard_after_forward=setup.reshard_after_forward,
     )
 
 

@@ -21,6 +21,7 @@ from bot.calc.memory import (
     active_intermediate,
     linear_params_per_layer,
     lora_params,
+    reshard_group,
 )
 from bot.catalog import GPUSpec, ModelSpec
 
@@ -108,6 +109,8 @@ class CommInputs:
     lora_targets: str = "attention"
     float8: bool = False
     mfu: float | None = None  # the user's MFU: replaces the calibrated HFU model
+    # FSDP2 reshard_after_forward for the blocks: None/True, False, or an int group size k
+    reshard_after_forward: bool | int | None = None
 
     @property
     def policy(self) -> str:
@@ -116,14 +119,32 @@ class CommInputs:
         return self.checkpointing_policy or "full"
 
 
+# NVIDIA cards of the sm80 kernel class besides the A100/A800: GA10x Ampere (sm_86) and Ada (sm_89).
+# PyTorch's cuBLAS bf16 GEMMs and FlashAttention-2 run the same mma.sync kernels on sm_80, sm_86 and
+# sm_89 (FlashAttention-2 README: "Ampere, Ada, or Hopper GPUs", with Hopper's wgmma/TMA kernels only
+# in FlashAttention-3, https://github.com/Dao-AILab/flash-attention), so what a training step reaches
+# of the card's peak depends on the same kernels as on an A100 ...
+SM80_CLASS_PREFIXES = ("A10 ", "A10G", "A40", "RTX A6000", "RTX A5000", "RTX 30", "RTX 40", "L4 ", "L40")
+# ... provided the card balances matmul and memory-bound work (norms, pointwise, optimizer) like the
+# A100s do: dense bf16 peak per byte of memory bandwidth within 25 % of the A100s' range (A100 80GB
+# SXM 153 FLOP/B, A100 40GB 201 FLOP/B). RTX 4090: 164; RTX A6000: 202; L40S: 419 and RTX 3090: 76
+# (GeForce Ampere runs fp32-accumulate matmuls at half rate) fall outside and keep the flat MFU.
+SM80_FLOPS_PER_BYTE = (153 / 1.25, 201 * 1.25)
+
+
 def gpu_generation(gpu: GPUSpec | None) -> str | None:
-    """The calibration family of a GPU: 'ampere' (A100/A800), 'hopper' (H100/H200/H800), else None."""
+    """The calibration family of a GPU: 'ampere' (A100/A800, and the sm80-class cards above whose
+    FLOP/B balance is the A100s'), 'hopper' (H100/H200/H800), else None."""
     if gpu is None:
         return None
     if gpu.name.startswith(("A100", "A800")):
         return "ampere"
     if gpu.name.startswith(("H100", "H200", "H800")):
         return "hopper"
+    if gpu.name.startswith(SM80_CLASS_PREFIXES) and gpu.hbm_tb_s > 0:
+        flops_per_byte = gpu.bf16_tflops / gpu.hbm_tb_s
+        if SM80_FLOPS_PER_BYTE[0] <= flops_per_byte <= SM80_FLOPS_PER_BYTE[1]:
+            return "ampere"
     return None
 
 
@@ -188,9 +209,21 @@ def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, fl
     if strategy == "ddp":
         bus = 2 * frac * _ddp_grad_bytes(inputs)  # ring all-reduce of all gradients
         return bus, bus / (flat_gb_s * 1e9)
+    rak = inputs.reshard_after_forward
+    if strategy in ("fsdp_full_shard", "fsdp_full_shard_offload") and rak is False:
+        strategy = "fsdp_shard_grad_op"  # blocks kept gathered: no all-gather in backward
     if strategy in ("fsdp_full_shard", "fsdp_full_shard_offload"):
         # all-gather in forward + all-gather again in backward + reduce-scatter of gradients
         # (ZeRO-3: 1.5x DDP's volume, https://arxiv.org/abs/1910.02054 sec. 7.2.2)
+        k = reshard_group(rak)
+        if k and k < n:
+            # reshard_after_forward=k: the backward all-gather runs inside groups of k ranks
+            # (FSDP2 docs: "the all-gather in backward [is] over a smaller world size"), over the
+            # intra-node link when k fits in a node.
+            fwd = frac * pay.gather + frac * pay.grads
+            bwd = (k - 1) / k * pay.gather
+            bwd_gb_s = bw.intra_gb_s if k <= g else flat_gb_s
+            return fwd + bwd, fwd / (flat_gb_s * 1e9) + bwd / (bwd_gb_s * 1e9)
         bus = 2 * frac * pay.gather + frac * pay.grads
         return bus, bus / (flat_gb_s * 1e9)
     if strategy == "fsdp_shard_grad_op":
@@ -305,9 +338,12 @@ def compute_seconds(inputs: CommInputs) -> float:
     if inputs.mfu:
         return tokens * model_flops_per_token(inputs) / (peak * inputs.mfu)
     utilisation = hfu(inputs) or MFU
-    seconds = tokens * flops_per_token(inputs) / (peak * utilisation)
     if inputs.torch_compile:
-        seconds /= COMPILE_SPEEDUP
+        # compile speeds the step up, but no step runs above the utilisation ceiling: the bound
+        # applies to the achieved HFU, after the speed-up (before, a calibrated 0.73 at 70B on an
+        # A100 became 0.85 with compile, above every published A100 run).
+        utilisation = min(HFU_BOUNDS[1], max(utilisation, utilisation * COMPILE_SPEEDUP))
+    seconds = tokens * flops_per_token(inputs) / (peak * utilisation)
     return seconds * float8_time_factor(inputs)
 
 

@@ -498,6 +498,11 @@ class MemoryInputs:
     base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
     float8: bool = False
     norm_impl: str = "eager"
+    # FSDP layout beyond one unit per block (issue 14; see ``fsdp_root_buffers``):
+    # fsdp_root "resharded" | "kept" | "split"; reshard_after_forward for the blocks: True (None),
+    # False, or an int k, the group size the blocks are resharded to after forward.
+    fsdp_root: str = "resharded"
+    reshard_after_forward: bool | int | None = None
 
     @property
     def policy(self) -> str:
@@ -666,32 +671,79 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     # gradients, which stay alive through the following micro-batches.
     held = g if accumulating else 0.0
 
-    if strategy == "fsdp_shard_grad_op":
+    rak = inputs.reshard_after_forward
+    if strategy == "fsdp_shard_grad_op" or rak is False:
         # reshard_after_forward=False: every unit stays gathered from its forward to its backward,
         # so the whole model is unsharded in compute dtype during backward (ZeRO-2-like).
         gathered = model.n_layers * unit_used + root_used
-        head_extra = 0.0
+        root_loss = root_head = root_block = 0.0
         block_extra = unit_grad_buffers
     else:
-        # reshard_after_forward=True on the blocks and the root: the root (embeddings + head) is
-        # all-gathered again for the head's backward (all-gather buffer + unsharded copy) and stays
-        # gathered until the end of backward; during a block's backward that block is gathered, the
-        # next one prefetched, and its gradient is in flight.
-        gathered = 0.0
-        head_extra = 2 * root_used
-        block_extra = root_used + 2 * unit_used + unit_grad_buffers
+        # reshard_after_forward=True on the blocks: during a block's backward that block is
+        # gathered, the next one prefetched, and its gradient is in flight. An int k keeps each
+        # block sharded over k ranks between its forward and its backward (FSDP2 docs,
+        # https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html reshard_after_forward:
+        # "the world size to reshard to after forward"): 1/k of every block stays on the GPU.
+        group = reshard_group(rak)
+        gathered = model.n_layers * unit_used / group if group else 0.0
+        root_loss, root_head, root_block = fsdp_root_buffers(inputs, root_used)
+        block_extra = root_block + 2 * unit_used + unit_grad_buffers
     persist = dict(params=p, optimizer=o)
     out = [
-        Phase("loss_backward", grads=held, buffers=gathered + dequant, **persist,
+        Phase("loss_backward", grads=held, buffers=gathered + root_loss + dequant, **persist,
               activations_per_sample=at_loss + loss_saved, buffers_per_sample=loss_temp),
-        Phase("head_backward", grads=held, buffers=gathered + head_extra + dequant, **persist,
+        Phase("head_backward", grads=held, buffers=gathered + root_head + dequant, **persist,
               activations_per_sample=at_loss, buffers_per_sample=logit_grad),
         Phase("block_backward", grads=max(held, unit_grad_shard), buffers=gathered + block_extra + dequant,
               **persist, activations_per_sample=in_block),
     ]
+    if inputs.fsdp_root == "split" and strategy != "fsdp_shard_grad_op" and rak is not False:
+        # The embedding unit is gathered for its own backward, last: all-gather buffer + unsharded
+        # copy, and (full fine-tune) its unsharded gradient + the reduce-scatter copy; the blocks'
+        # activations are gone by then.
+        embed_used = model.vocab * model.hidden * (root_used / max(root, 1))
+        embed_grads = model.vocab * model.hidden * (c + prec.reduce) if full else 0.0
+        out.append(Phase("embedding_backward", grads=held, buffers=2 * embed_used + embed_grads, **persist))
     if strategy != "fsdp_full_shard_offload":
         out.append(Phase("optimizer_step", grads=g, buffers=step_temp / shard, **persist))
     return out, host
+
+
+def reshard_group(value: bool | int | None) -> int | None:
+    """The group size of an int ``reshard_after_forward``; None for True/False/None (a bool is an
+    int in Python, so it is ruled out first)."""
+    if isinstance(value, bool) or value is None or value < 2:
+        return None
+    return value
+
+
+def fsdp_root_buffers(inputs: MemoryInputs, root_used: float) -> tuple[float, float, float]:
+    """Bytes of the root FSDP unit (embeddings, final norm, LM head) gathered at the loss's
+    backward, the head's backward and a block's backward, by ``inputs.fsdp_root``:
+
+    - "resharded": ``fully_shard(model, reshard_after_forward=True)`` in current PyTorch: the root
+      is resharded after forward, all-gathered again for the head's backward (all-gather buffer +
+      unsharded copy, 2x) and stays gathered until the root's post-backward at the very end
+      (the layout ``bot/bench/simulate.py`` runs);
+    - "kept": the root is never resharded after forward, so it stays gathered (1x) from forward
+      to the end of backward and is not all-gathered again: ``reshard_after_forward=None`` in
+      current PyTorch, and every root in the 2024 releases, whose ``FSDPState._lazy_init`` set the
+      root's ``post_forward_mesh_info = None`` unconditionally ("do not reshard after forward
+      since for training, the parameters would be freed and all-gathered immediately",
+      torch/distributed/_composable/fsdp/_fsdp_state.py at pytorch commit 005da465);
+    - "split": the embeddings and the LM head are FSDP units of their own (torchtune's
+      ``custom_sharded_layers: ['tok_embeddings', 'output']``, recipes/configs/llama3_1/70B_full.yaml
+      at torchtune commit 30b8519e): the root keeps only the final norm; the head is gathered for
+      its backward (2x the head alone) and resharded after it, so no embedding or head weights
+      are gathered during the blocks' backward (the embeddings' own moment is a separate phase).
+    """
+    model = inputs.model
+    if inputs.fsdp_root == "kept":
+        return root_used, root_used, root_used
+    if inputs.fsdp_root == "split":
+        head_share = 1.0 if model.tied_embeddings else model.vocab * model.hidden / max(root_params(model), 1)
+        return 0.0, 2 * root_used * head_share, 0.0
+    return 0.0, 2 * root_used, root_used
 
 
 def usable_gib(gpu_memory_gb: float) -> float:
