@@ -18,7 +18,7 @@ read from a config, with total and active parameters; a card the catalog lacks, 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional, Union, cast, get_args
+from typing import Annotated, Any, NamedTuple, Optional, Union, cast, get_args
 
 from pydantic import Field
 from pydantic.fields import FieldInfo
@@ -61,10 +61,6 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "float8": ("torchao float8 linears and float8 all-gathers.", ""),
     "mfu": ("Model FLOPs utilisation you assert for the step-time estimate.", "fraction 0..1"),
     "norm_impl": ("RMSNorm/LayerNorm kernel: eager PyTorch ops or one fused kernel (saves less for backward).", ""),
-    "fsdp_root": ("FSDP root unit (embeddings, final norm, LM head): resharded after forward and gathered again "
-                  "for the head's backward, kept gathered through backward, or split into units of their own.", ""),
-    "reshard_after_forward": ("FSDP2 reshard_after_forward for the blocks: true, false, or a group size k "
-                              "(blocks kept sharded over k GPUs between forward and backward).", ""),
     "fsdp_root": ("FSDP root unit (embeddings, final norm, LM head): resharded after forward and gathered again "
                   "for the head's backward, kept gathered through backward, or split into units of their own.", ""),
     "reshard_after_forward": ("FSDP2 reshard_after_forward for the blocks: true, false, or a group size k "
@@ -142,12 +138,26 @@ class ConfigInputError(ValueError):
     """An ``hf_config`` input that cannot be used; the message is one short line saying why."""
 
 
+class ConfigInput(NamedTuple):
+    """A tool's ``hf_config`` input, read: the model, where it came from, the config dict."""
+
+    spec: Any  # bot.catalog.ModelSpec
+    source: str
+    data: dict[str, Any]
+
+
 def read_config_input(config: Any, *, model: str | None = None, params_b: float | None = None):
-    """``(ModelSpec, source)`` for a tool's ``hf_config`` input, through the reader of ``shardwise
-    calc --config`` (``bot.catalog.hf_config.read_hf_config``): a file or folder path, JSON text
-    or object, or a Hub id (fetched config-only and cached in the data dir; offline: "no network:
-    paste the config.json or pass --config PATH"). ``source`` names where the config came from
-    without echoing pasted text. Raises ``ConfigInputError``."""
+    """``(ModelSpec, source)`` for a tool's ``hf_config`` input (``load_config_input``)."""
+    read = load_config_input(config, model=model, params_b=params_b)
+    return read.spec, read.source
+
+
+def load_config_input(config: Any, *, model: str | None = None, params_b: float | None = None) -> ConfigInput:
+    """A tool's ``hf_config`` input through the reader of ``shardwise calc --config`` and ``bench
+    simulate --config`` (``bot.catalog.hf_config.read_hf_config``): a file or folder path, JSON
+    text or object, or a Hub id (fetched config-only and cached in the data dir; offline: "no
+    network: paste the config.json or pass --config PATH"). ``source`` names where the config came
+    from without echoing pasted text. Raises ``ConfigInputError``."""
     from bot.catalog.hf_config import ConfigError, read_hf_config
 
     if model or params_b:  # the CLI's rule: one way to name the model
@@ -161,13 +171,13 @@ def read_config_input(config: Any, *, model: str | None = None, params_b: float 
     else:
         source = "the hf_config text"  # never echo a huge or binary value back
     try:
-        spec, _ = read_hf_config(config)
+        spec, data = read_hf_config(config)
     except ConfigError as err:
         raise ConfigInputError(_one_line(f"hf_config: {err}")) from None
     except (ValueError, OSError) as err:  # unreadable file, a config of an unknown shape (as the CLI)
         reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
         raise ConfigInputError(_one_line(f"hf_config: cannot read {source}: {reason}")) from None
-    return spec, source
+    return ConfigInput(spec, source, data)
 
 
 def _one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:

@@ -6,7 +6,8 @@ Four tools, each a thin wrapper over the one implementation every surface uses:
   by name, by size, or as a Hugging Face ``config.json`` (``hf_config``: path, JSON, Hub id), read by
   ``bot.fields.read_config_input`` as ``shardwise calc --config`` reads it
 - ``simulate_memory``  -> ``bot.bench.simulate.simulate_cached`` (exact per-GPU peak from a
-  FakeTensorMode run of one strategy; seconds to minutes, cached by config)
+  FakeTensorMode run of one strategy; seconds to minutes, cached by config); a catalog model or
+  ``hf_config`` (``SimConfig.from_hf_config``, as ``bench simulate --config``)
 - ``search_knowledge`` -> ``bot.knowledge.search.search`` (forum answers and docs, zh/en)
 - ``ask``              -> ``bot.ask`` (the full Answer JSON, the same as ``shardwise ask --json``)
 
@@ -35,8 +36,10 @@ from bot.fields import (
     MAX_NAME_CHARS,
     ConfigInputError,
     card_report,
+    config_field,
     describe,
     estimate_tool_fields,
+    load_config_input,
     model_report,
     read_config_input,
 )
@@ -65,6 +68,11 @@ LIMITS_TEXT = (f"Limits: names (model, gpu) up to {MAX_NAME_CHARS} characters, h
                f"ranges in the schema; an error message is at most {MAX_ERROR_CHARS} characters.")
 INSTRUCTIONS += "\n" + LIMITS_TEXT + (f" Questions up to {MAX_QUESTION_CHARS:,} characters with up to "
                                       f"{MAX_HISTORY_TURNS} earlier turns; search queries up to {MAX_QUERY_CHARS:,}.")
+
+
+# simulate_memory's hf_config: the field both estimate_memory tools take (bot.fields), at module
+# level because the SDK resolves the tool's annotations in this module's namespace
+HF_CONFIG_TYPE, HF_CONFIG_INFO = config_field()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,14 +226,18 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
 
     @server.tool(title="Simulate one strategy's exact per-GPU peak", description=(
         "Measure the exact per-GPU peak memory of one training step (forward, backward, optimizer "
-        "step) for a catalog model under one strategy, by running the real PyTorch DDP/FSDP2 code on "
-        "fake tensors on CPU (no GPU, nothing allocated). Slower than estimate_memory (seconds for "
-        "small models, minutes for 70B); results are cached by configuration and get a run_id to cite."))
+        "step) for a catalog model, or any model given as a Hugging Face config.json (`hf_config`: a "
+        "path, its JSON, or a Hub id; built with transformers), under one strategy, by running the "
+        "real PyTorch DDP/FSDP2 code on fake tensors on CPU (no GPU, nothing allocated). Slower than "
+        "estimate_memory (seconds for small models, minutes for 70B); results are cached by "
+        "configuration and get a run_id to cite."))
     def simulate_memory(
-        model: Annotated[str, Field(description="Catalog model name ('Llama-2-7B', 'GPT-2', 'tiny', ...) "
-                                                "or a size like '7b'.", min_length=1, max_length=100)],
         gpu_count: Annotated[int, Field(description="World size (total GPUs).", ge=1, le=65_536, strict=True)],
         strategy: StrategyName,
+        model: Annotated[str | None, Field(description="Catalog model name ('Llama-2-7B', 'GPT-2', 'tiny', ...) "
+                                                       "or a size like '7b'; or give hf_config instead.",
+                                           min_length=1, max_length=100)] = None,
+        hf_config: Annotated[HF_CONFIG_TYPE, HF_CONFIG_INFO] = None,  # type: ignore[valid-type]
         gpus_per_node: Annotated[int | None, Field(description="HSDP only: GPUs per node (shard group).",
                                                    ge=1, le=64, strict=True)] = None,
         seq_len: Annotated[int, Field(description=describe("seq_len"), ge=1, le=1 << 20, strict=True)] = 2048,
@@ -237,11 +249,22 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
     ) -> SimulationReport:
         from bot.bench.simulate import SimConfig, SimError
 
-        config = SimConfig(model=model, gpu_count=gpu_count, strategy=strategy, gpus_per_node=gpus_per_node,
-                           seq_len=seq_len, micro_batch=micro_batch, precision=precision,
-                           activation_checkpointing=activation_checkpointing, optimizer=optimizer)
+        if (model is None) == (hf_config is None):  # `bench simulate`'s rule: --model or --config
+            raise ToolError("pass either model or hf_config (a config.json path, its JSON, or a Hub id)")
+        options: dict[str, Any] = dict(
+            gpu_count=gpu_count, strategy=strategy, gpus_per_node=gpus_per_node, seq_len=seq_len,
+            micro_batch=micro_batch, precision=precision, activation_checkpointing=activation_checkpointing,
+            optimizer=optimizer)
         try:
+            if hf_config is not None:  # read as `bench simulate --config` reads it, then built with transformers
+                read = load_config_input(hf_config)
+                config = SimConfig.from_hf_config(read.data, model=read.spec.name, **options)
+            else:
+                assert model is not None  # one of the two is given (checked above)
+                config = SimConfig(model=model, **options)
             run_id, result = simulate_fn(config)
+        except ConfigInputError as err:
+            raise ToolError(str(err)) from None
         except SimError as err:
             raise ToolError(str(err).split("\n", 1)[0]) from None  # the reason, not the child's traceback
         return SimulationReport(

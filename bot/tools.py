@@ -72,8 +72,16 @@ def setup_args_model() -> type[BaseModel]:
                         __doc__="A (possibly partial) training setup; unknown fields are left out.", **fields)
 
 
+_CONFIG_ANNOTATION, _CONFIG_INFO = config_field()
+
+
 class SimulateArgs(BaseModel):
-    model: str = Field(description="catalog model name or a size like '7b'")
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default=None, description="catalog model name or a size like '7b'; or give "
+                                                        "hf_config instead")
+    # the field MCP's simulate_memory and both estimate_memory tools take (bot.fields.config_field)
+    hf_config: _CONFIG_ANNOTATION = _CONFIG_INFO  # type: ignore[valid-type]
     gpu_count: int = Field(description="number of GPUs (ranks)")
     strategy: Literal["ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard",
                       "fsdp_full_shard_offload"]
@@ -85,22 +93,35 @@ class SimulateArgs(BaseModel):
 
 
 def simulate_memory(**args) -> dict:
-    """Exact per-GPU peak from a FakeTensor simulation: stored result, or run now for small models."""
+    """Exact per-GPU peak from a FakeTensor simulation: stored result, or run now for small models.
+    The model is a catalog name or `hf_config` (a config.json path, its JSON, or a Hub id)."""
     from bot.bench.simulate import SimConfig, SimError, simulate_cached
     from bot.bench.store import ResultStore
-    from bot.catalog import UnknownNameError, lookup_model
+    from bot.catalog import UnknownNameError
+    from bot.fields import load_config_input
 
+    hf_config = args.pop(CONFIG_FIELD, None)
+    model = args.pop("model", None)
     try:
-        cfg = SimConfig(**args).normalized()
+        if (model is None) == (hf_config is None):  # `bench simulate`'s rule: --model or --config
+            return {"error": "pass either model or hf_config (a config.json path, its JSON, or a Hub id)"}
+        if hf_config is not None:  # read as `bench simulate --config` reads it
+            read = load_config_input(hf_config)
+            cfg = SimConfig.from_hf_config(read.data, model=read.spec.name, **args).normalized()
+        else:
+            cfg = SimConfig(model=model, **args).normalized()
         store = ResultStore()
         found = store.find_simulation(cfg)
         if found is not None:
             return {"run_id": found.run_id, **found.to_dict()}
-        if lookup_model(cfg.model).params_b > MAX_INLINE_SIM_PARAMS_B:
+        if cfg.spec().params_b > MAX_INLINE_SIM_PARAMS_B:
+            how = "--config PATH|HUB_ID" if hf_config is not None else f"--model {cfg.model!r}"
             return {"stored": False, "message": "no stored simulation for this config; run "
-                    "`shardwise bench simulate` to record one (takes about half a minute)"}
+                    f"`shardwise bench simulate {how}` to record one (takes about half a minute)"}
         run_id, result = simulate_cached(cfg, store)
         return {"run_id": run_id, **result.to_dict()}
+    except ConfigInputError as err:
+        return {"error": str(err)}
     except (SimError, UnknownNameError, TypeError) as err:
         return {"error": str(err)}
 

@@ -55,7 +55,7 @@ def test_tools_listed_with_schemas_and_descriptions():
     for tool in tools.values():
         assert len(tool.description) > 100, tool.name
         assert tool.input_schema["type"] == "object" and tool.output_schema, tool.name
-    assert tools["simulate_memory"].input_schema["required"] == ["model", "gpu_count", "strategy"]
+    assert tools["simulate_memory"].input_schema["required"] == ["gpu_count", "strategy"]  # model or hf_config
     strategy = tools["simulate_memory"].input_schema["properties"]["strategy"]
     assert set(json.dumps(strategy).split('"')) >= {"ddp", "fsdp_full_shard", "fsdp_hybrid_shard"}
     assert tools["ask"].input_schema["required"] == ["question"]
@@ -421,3 +421,33 @@ def test_estimate_memory_hostile_configs_give_short_errors_and_the_server_surviv
     text = error_text(bad)
     assert len(text) <= 200 and "名名名名" not in text and "\x00" not in text, text
     assert not good.is_error
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"gpu_count": 2, "strategy": "ddp"}, "pass either model or hf_config"),
+    ({"model": "tiny", "hf_config": "acme/tiny", "gpu_count": 2, "strategy": "ddp"}, "pass either model or hf_config"),
+    ({"hf_config": "meta-llama/Llama-3.1-8B", "gpu_count": 2, "strategy": "ddp"}, "no network: paste the config.json"),
+    ({"hf_config": '{"model_type": "llama",', "gpu_count": 2, "strategy": "ddp"}, "not valid JSON"),
+])
+def test_simulate_memory_takes_hf_config_or_model_with_clear_errors(arguments, message):
+    text = error_text(call("simulate_memory", arguments))
+    assert message in text and len(text) <= 200
+
+
+@pytest.mark.slow
+def test_simulate_memory_builds_a_config_with_transformers_like_bench_simulate_config():
+    from bot.bench.simulate import SimConfig, simulate_cached
+    from bot.catalog.hf_config import hf_config_for
+
+    options = {"gpu_count": 2, "strategy": "fsdp_full_shard", "seq_len": 128}
+    result = call("simulate_memory", {"hf_config": json.dumps(hf_config_for("tiny")), **options})
+    assert not result.is_error, error_text(result)
+    out = result.structured_content
+    assert out["config"]["hf_config"] and out["run_id"].startswith("run-")
+    # the same stored result `bench simulate --config` gets for that config
+    run_id, stored = simulate_cached(SimConfig.from_hf_config(hf_config_for("tiny"), model=out["config"]["model"],
+                                                              **options))
+    assert (run_id, stored.peak_gib) == (out["run_id"], out["peak_gib"])
+    # the transformers build of the catalog's tiny model peaks where the catalog's own build does
+    by_name = call("simulate_memory", {"model": "tiny", **options}).structured_content
+    assert abs(out["peak_gib"] - by_name["peak_gib"]) / by_name["peak_gib"] < 0.01

@@ -203,6 +203,18 @@ def test_a_card_the_catalog_lacks_is_accepted_with_its_memory_and_marked():
     assert tool.invoke({"model": "Llama-2-7B", **H100x8})["gpu_card"]["in_catalog"] is True
 
 
+def test_simulate_memory_takes_hf_config_or_model():
+    tool = next(t for t in make_tools() if t.name == "simulate_memory")
+    options = {"gpu_count": 2, "strategy": "fsdp_full_shard"}
+    assert "pass either" in tool.invoke(options)["error"]
+    assert "pass either" in tool.invoke({"model": "tiny", "hf_config": "acme/x", **options})["error"]
+    assert tool.invoke({"hf_config": "acme/x", **options})["error"] == f"hf_config: {OFFLINE_MESSAGE}"
+    # a config too large to simulate inside a tool call: how to record it instead
+    big = tool.invoke({"hf_config": hf_config_for("Llama-3.2-1B"), **options})
+    assert big["stored"] is False and "bench simulate --config" in big["message"]
+    assert "hf_config" in tool.args_schema.model_json_schema()["properties"]
+
+
 _CHILD = """
 import json, os, sys
 from bot.tools import estimate_memory
