@@ -123,8 +123,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     lang = ev.language
     parsed = ev.parsed
     cites = Citations()
-    numbers: dict[str, Any] = ev.numbers() if ev.resolved is not None else (
-        ev.inference.numbers() if ev.inference is not None else {})
+    numbers: dict[str, Any] = ev.numbers() if ev.resolved is not None or ev.inference is not None else {}
     if ev.resolved is not None:  # DESIGN's fields, then every run option that is set (the calc
         # citation is verified by recomputing from this setup, so nothing it used may be missing)
         setup = {k: v for k, v in ev.resolved.setup.model_dump().items()
@@ -270,11 +269,22 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
             f"Roughly: weights {say.num('inference.weights_gib')} GiB ({inf.dtype}), KV cache "
             f"{say.num('inference.kv_cache_gib')} GiB (context {say.num('inference.context_len')}, batch "
             f"{say.num('inference.batch')}), about {say.num('inference.total_gib')} GiB in all{say.c()}.")
-        sec.reasons.append(_t(lang, "单卡放不下时先考虑量化权重（int8/int4，如 AWQ、GPTQ），或用张量并行（tensor parallelism）切分权重；部署用 vLLM、SGLang、"
-                                    "TensorRT-LLM 这类推理引擎，而不是 DDP/FSDP。",
-                              "When it does not fit a single GPU, quantize the weights (int8/int4: AWQ, GPTQ) or split them with "
-                              "tensor parallelism, and serve "
-                              "with an inference engine (vLLM, SGLang, TensorRT-LLM), not DDP/FSDP."))
+        quant = ev.inference_quantized
+        if "int8" in quant and "int4" in quant:
+            sec.reasons.append(say.done(
+                f"只量化权重时：int8 权重约 {say.num('inference.int8.weights_gib')} GiB（合计约 "
+                f"{say.num('inference.int8.total_gib')} GiB），int4（AWQ、GPTQ）约 {say.num('inference.int4.weights_gib')} GiB"
+                f"（合计约 {say.num('inference.int4.total_gib')} GiB）{say.c()}；推理引擎的激活和工作区另算。",
+                f"With weight-only quantization: int8 weights about {say.num('inference.int8.weights_gib')} GiB "
+                f"(about {say.num('inference.int8.total_gib')} GiB in all), INT4 (AWQ, GPTQ) about "
+                f"{say.num('inference.int4.weights_gib')} GiB (about {say.num('inference.int4.total_gib')} GiB in "
+                f"all){say.c()}; the engine's activations and workspace come on top."))
+        sec.reasons.append(_t(lang, "单卡放不下时先考虑量化权重（int8/int4，如 AWQ、GPTQ），或用张量并行（tensor parallelism）把权重切到"
+                                    "几张卡上（vLLM 的 --tensor-parallel-size）；部署用 vLLM、SGLang、TensorRT-LLM 这类推理引擎，"
+                                    "而不是 DDP/FSDP（它们是训练用的，每张卡各跑一份或按训练步分片）。",
+                              "When it does not fit a single GPU, quantize the weights (int8/int4: AWQ, GPTQ) or split them "
+                              "across GPUs with tensor parallelism (vLLM's --tensor-parallel-size), and serve with an "
+                              "inference engine (vLLM, SGLang, TensorRT-LLM), not DDP/FSDP, which are training tools."))
         return
     if "inference" in topics:
         sec.headline = _t(lang, "这是推理/部署的问题，DDP/FSDP 是训练用的。单卡放不下时先量化权重（int8/int4，如 AWQ），或用张量并行，部署用 vLLM、"
@@ -304,8 +314,8 @@ def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Ci
     lang = ev.language
     direct = [_direct_text(ev, d, r, say, cites) for r in d.direct]
     direct = [x for x in direct if x]
-    if direct:
-        sec.direct_answer = " ".join(direct)
+    if direct:  # answered: the first sentence leads (the headline), the rest come before it once
+        sec.direct_answer = " ".join(direct[1:] if d.status == "ok" else direct) or None
     sec.headline = direct[0] if direct and d.status == "ok" else _t(
         lang, "结论取决于模型大小和显存：完整副本放得下就用 DDP（最简单），放不下就用 FSDP 分片；多机且机间网络慢时用 HSDP。"
               "告诉我模型和显卡，我按你的配置算。",
@@ -522,9 +532,23 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
                         f"your global batch{c}.")
     if code == "observed_oom":
         name = label(v["strategy"], lang)
+        if v.get("any_checkpointing"):
+            return say.done(f"你报告 {name} 已经 OOM，又没说当时有没有开激活检查点，所以 {name} 开不开检查点都不推荐（估算没覆盖到实际的峰值）。",
+                            f"You report {name} running out of memory and did not say whether activation "
+                            f"checkpointing was on, so {name} is not recommended with or without it (the estimate "
+                            f"missed the real peak).")
         return say.done(f"你报告 {name} 已经 OOM，所以不再推荐原样的 {name}（估算没覆盖到实际的峰值）。",
                         f"You report {name} running out of memory, so it is not recommended as it was (the "
                         f"estimate missed the real peak).")
+    if code == "thin_after_oom":
+        assert cfg is not None
+        return say.done(f"{config_name(cfg, lang)} 按估算只是勉强放得下（{say.cfg(cfg, 'memory', 'total_gib')} / "
+                        f"{say.cfg(cfg, 'memory', 'usable_gib')} GiB，没有余量）{c}；你已经实际 OOM 过，这点差距在估算误差之内，"
+                        f"所以不推荐它。",
+                        f"{config_name(cfg, lang)} fits only without a margin by the estimate "
+                        f"({say.cfg(cfg, 'memory', 'total_gib')} of {say.cfg(cfg, 'memory', 'usable_gib')} GiB){c}; "
+                        f"you already hit a real out-of-memory error, and a gap that small is within the estimate's "
+                        f"error, so it is not recommended.")
     if code == "tight":
         assert cfg is not None
         return say.done(f"余量很小（{say.cfg(cfg, 'memory', 'total_gib')} / {say.cfg(cfg, 'memory', 'usable_gib')} GiB），"
@@ -822,7 +846,7 @@ def _passages(ev: Evidence, sec: Sections, cites: Citations) -> None:
     for p in ev.passages:
         n = cites.add(p.id, p.kind, p.title, p.url, p.quote)
         line = f"{p.quote} [{n}]"
-        if line in (sec.direct_answer or "") or any(line in x for x in sec.passages):
+        if line in (sec.direct_answer or "") or line in (sec.headline or "") or any(line in x for x in sec.passages):
             continue
         from bot.figures import numbers_in_text
 

@@ -82,6 +82,27 @@ def simplicity(ev: Evidence, c: Config) -> float:
     return rank + (5 if checkpointing_on(ev, c) and c.strategy != "fsdp_full_shard_offload" else 0)
 
 
+# Topics a question can be about without any setup: how the strategies work and differ, answered
+# from the docs (bot.understand.TOPICS). "DDP or FSDP for me?" and "do I need checkpointing?"
+# are not among them: their answer depends on the model and the cards.
+CONCEPT_TOPICS = frozenset({"fsdp1_vs_fsdp2", "shard_grad_op_vs_full_shard", "zero_vs_fsdp", "hybrid_shard",
+                            "ddp_memory_knobs", "fsdp_slower_than_ddp", "grad_accumulation", "cpu_offload",
+                            "communication", "mixed_precision", "torch_compile"})
+_SETUP_FACTS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes")
+
+
+def answered_from_docs(ev: Evidence) -> bool:
+    """A question that states no setup at all and asks how the strategies work (a concept topic,
+    no "A or B for me?"): the docs answer it, whatever intent the reader gave it."""
+    parsed = ev.parsed
+    if parsed.compare:  # "A or B?" is answered for a setup: it still asks for one
+        return False
+    if parsed.intent == "concept":
+        return True
+    stated = any(getattr(parsed.setup, name, None) is not None for name in _SETUP_FACTS)
+    return not stated and bool(CONCEPT_TOPICS & set(parsed.topics))
+
+
 def fits_with_margin(c: Config) -> bool:
     return c.fits and c.total_gib <= MARGIN * c.usable_gib
 
@@ -89,6 +110,11 @@ def fits_with_margin(c: Config) -> bool:
 def slow_link(ev: Evidence) -> bool:
     r = ev.resolved
     return bool(r and r.nodes > 1 and (r.inter_node_link == "ethernet" or r.inter_node_gbps < SLOW_LINK_GBPS))
+
+
+def memory_share(c: Config) -> float:
+    """The share of usable memory a configuration needs (1.0 when nothing is usable)."""
+    return c.total_gib / c.usable_gib if c.usable_gib else 1.0
 
 
 def pick(ev: Evidence, candidates: list[Config]) -> tuple[Config, Config | None]:
@@ -115,8 +141,12 @@ def decide(ev: Evidence) -> Decision:
         return Decision("invalid", intent, "none", confidence="low",
                         questions=list(dict.fromkeys(p.field for p in ev.problems)))
     if ev.resolved is None:  # no model size: concept answers stand; a recommendation needs the setup
-        status = "ok" if intent in ("concept", "troubleshoot") and ev.passages else "needs_info"
-        return Decision(status, intent, "none", confidence="low", questions=list(parsed.missing),
+        concept = answered_from_docs(ev)
+        # "A or B?" with no setup is answered for a setup: it depends, and the answer asks for it
+        status = "ok" if (intent in ("concept", "troubleshoot") or concept) and ev.passages \
+            and not parsed.compare else "needs_info"
+        questions = [] if concept and status == "ok" else list(parsed.missing)
+        return Decision(status, intent, "none", confidence="low", questions=questions,
                         direct=_direct_without_setup(ev))
     d = _ladder(ev)
     d.intent = intent
@@ -139,14 +169,36 @@ def _ladder(ev: Evidence) -> Decision:
     weighed = [c for c in ev.configs if c.strategy in GPU_RESIDENT]
     reasons: list[Reason] = []
     ran = observed_run(ev)
+    suspect: list[Config] = []
     if ran is not None:  # the user ran this and it ran out of memory: not recommended as it was
         failed = [c for c in weighed if c.strategy == ran and not (c.variant in (CKPT, BUCKET_FUSED_CKPT)
                                                                    and checkpointing_on(ev, c))]
+        # When the user named the strategy (a log, a ZeRO stage) without saying whether activation
+        # checkpointing was on, it may well have been (LlamaFactory, llama-recipes and the HF
+        # Trainer recipes turn it on): its checkpointing variant is then only a fallback, after
+        # every strategy the user has not tried.
+        obs = ev.parsed.observed
+        named = obs.fsdp_strategy in GPU_RESIDENT or obs.zero_stage in ZERO_TO_STRATEGY
+        if named and ev.parsed.setup.activation_checkpointing is None:
+            suspect = [c for c in weighed if c.strategy == ran and c not in failed]
         if failed:
             weighed = [c for c in weighed if c not in failed]
-            reasons.append(Reason("observed_oom", {"strategy": ran}))
-    with_margin = [c for c in weighed if fits_with_margin(c)]
-    tight = [c for c in weighed if c.fits and not fits_with_margin(c)]
+            reasons.append(Reason("observed_oom", {"strategy": ran, "any_checkpointing": False}))
+
+    def untried_first(rows: list[Config]) -> list[Config]:
+        return [c for c in rows if c not in suspect] or rows
+
+    with_margin = untried_first([c for c in weighed if fits_with_margin(c)])
+    tight = untried_first([c for c in weighed if c.fits and not fits_with_margin(c)])
+    if suspect and with_margin and not set(with_margin) & set(suspect):
+        reasons = [Reason("observed_oom", {"strategy": ran, "any_checkpointing": True}) if x.code == "observed_oom"
+                   else x for x in reasons]
+    oom = bool(ev.parsed.observed.oom)
+    if oom and not with_margin and tight:
+        # The user already hit a real OOM: a fit with no margin is within the estimate's error,
+        # so it is not recommended (shown in the table and the what-ifs instead).
+        reasons.append(Reason("thin_after_oom", {"config": min(tight, key=memory_share)}))
+        tight = []
     candidates = with_margin or tight
     accumulate = False
     if not candidates and r.gpu_count > 1:
@@ -252,17 +304,21 @@ def _memory_reasons(ev: Evidence, chosen: Config | None, ddp: Config) -> list[Re
     return out
 
 
+def flipped_base(ev: Evidence, c: Config) -> Config | None:
+    """The as-asked row whose verdict the single knob of ``c`` (checkpointing flipped, or DDP's
+    bucket view + fused AdamW) flips between fits and does not, or None. The one home of "this
+    knob changes the verdict": the table shows such a row and the what-ifs word it."""
+    if c.variant not in (CKPT, BUCKET_FUSED):
+        return None
+    base = ev.config(c.strategy)
+    return base if base is not None and base.fits != c.fits else None
+
+
 def _rows(ev: Evidence, d: Decision) -> list[Config]:
     """The table: every strategy as asked, plus each variant row that changes a verdict or is
     the one chosen."""
     rows = [c for c in ev.configs if c.variant == BASE]
-    for c in ev.configs:
-        if c.variant == BASE:
-            continue
-        base = ev.config(c.strategy)
-        flips = base is not None and base.fits != c.fits
-        if c is d.chosen or (flips and c.variant in (CKPT, BUCKET_FUSED)):
-            rows.append(c)
+    rows += [c for c in ev.configs if c.variant != BASE and (c is d.chosen or flipped_base(ev, c) is not None)]
     return rows
 
 
@@ -277,10 +333,9 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     out: list[Reason] = []
     chosen = d.chosen
     for c in d.rows:  # each knob that flips a verdict, with its figure
-        base = ev.config(c.strategy)
-        if c.variant == BASE or base is None or base.fits == c.fits or c is d.chosen:
-            continue
-        out.append(Reason("knob_flips", {"config": c, "base": base}))
+        base = flipped_base(ev, c)
+        if base is not None and c is not d.chosen:
+            out.append(Reason("knob_flips", {"config": c, "base": base}))
     if chosen is not None and chosen.strategy == "ddp" and r.gpu_count > 1:
         out.append(Reason("ddp_mb_limit", {"config": chosen, "shard": ev.config("fsdp_full_shard", chosen.variant)
                                            or ev.config("fsdp_full_shard")}))
@@ -330,7 +385,7 @@ def _fixes(ev: Evidence) -> list[Reason]:
     r = ev.resolved
     assert r is not None
     out: list[Reason] = []
-    if (r.setup.finetune or "full") == "full":
+    if (r.setup.finetune or "full") in ("full", "lora"):
         for plain, with_ckpt in ((LORA, LORA_CKPT), (QLORA, QLORA_CKPT)):
             for name in (plain, with_ckpt):
                 v = ev.variants.get(name)
@@ -381,8 +436,9 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     if ev.parsed.intent == "capacity" or "how_many_gpus" in topics:
         if ev.capacity is not None:
             out.append(Reason("capacity_answer", {"capacity": ev.capacity}))
-    if "ddp_memory_knobs" in topics or (ev.parsed.observed.oom and d.strategy != "ddp"
-                                        and ev.parsed.observed.fsdp_strategy in (None, "ddp")):
+    obs = ev.parsed.observed
+    ran_ddp = obs.fsdp_strategy in (None, "ddp") and obs.zero_stage in (None, 0)  # a ZeRO-2 run is not DDP
+    if "ddp_memory_knobs" in topics or (obs.oom and d.strategy != "ddp" and ran_ddp):
         knob = ev.config("ddp", BUCKET_FUSED)
         if knob is not None:
             out.append(Reason("ddp_knobs", {"config": knob, "base": ev.config("ddp")}))

@@ -140,6 +140,8 @@ class Evidence:
     passages: list[Any] = field(default_factory=list)  # bot.knowledge.answering.Passage
     claims: list[Any] = field(default_factory=list)  # bot.knowledge.answering.ApplicableClaim
     inference: Any = None  # bot.calc.inference.InferenceEstimate for out-of-scope serving questions
+    # the same model with quantized weights (dtype -> InferenceEstimate): int8 and int4 (AWQ/GPTQ)
+    inference_quantized: dict[str, Any] = field(default_factory=dict)
     gpu_unknown: bool = False
 
     def config(self, strategy: str, variant: str = BASE) -> Config | None:
@@ -162,6 +164,9 @@ class Evidence:
             out.update(self.capacity.numbers)
         if self.inference is not None:
             out.update(self.inference.numbers())
+        for dtype, est in self.inference_quantized.items():
+            out[f"inference.{dtype}.weights_gib"] = round(est.weights_gib, 4)
+            out[f"inference.{dtype}.total_gib"] = round(est.total_gib, 4)
         return out
 
 
@@ -177,6 +182,8 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
     if parsed.empty or not parsed.on_topic:
         if parsed.intent == "out_of_scope" or not parsed.on_topic:
             ev.inference = _inference(parsed)
+            if ev.inference is not None:
+                ev.inference_quantized = _inference_quantized(parsed)
         return ev
     if parsed.problems:
         ev.problems = list(parsed.problems)
@@ -248,12 +255,14 @@ def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
         out[SINGLE_NODE] = {"nodes": 1, "gpus_per_node": resolved.gpus_per_node,
                             "gpu_count": resolved.gpus_per_node, "inter_node_link": None,
                             "inter_node_gbps": None}
-    if (s.finetune or "full") == "full":
-        out[LORA] = {"finetune": "lora"}
-        out[QLORA] = {"finetune": "qlora"}
+    # the cheaper fine-tuning modes: LoRA and QLoRA for a full fine-tune, QLoRA (a 4-bit base)
+    # for LoRA — each the fix when the asked mode cannot fit
+    cheaper = {"full": (LORA, QLORA), "lora": (QLORA,)}.get(s.finetune or "full", ())
+    for name in cheaper:
+        # the base's storage dtype follows the mode (a LoRA base in bf16 becomes QLoRA's nf4)
+        out[name] = {"finetune": name, "base_dtype": None}
         if not s.activation_checkpointing:
-            out[LORA_CKPT] = {"finetune": "lora", "activation_checkpointing": True}
-            out[QLORA_CKPT] = {"finetune": "qlora", "activation_checkpointing": True}
+            out[f"{name}+ckpt"] = {**out[name], "activation_checkpointing": True}
     return out
 
 
@@ -461,3 +470,19 @@ def _inference(parsed: Parsed) -> Any:
     except (SetupError, ValueError) as err:
         log.debug("no inference estimate: %s", err)
         return None
+
+
+# Weight-only quantization people serve with: int8 (LLM.int8, SmoothQuant) and int4 (AWQ, GPTQ);
+# the KV cache stays 16-bit (bot.calc.inference).
+QUANTIZED_DTYPES = ("int8", "int4")
+
+
+def _inference_quantized(parsed: Parsed) -> dict[str, Any]:
+    """The serving estimate with int8 and int4 weights (the fix people reach for first)."""
+    try:
+        from bot.calc.inference import inference_estimate
+
+        return {dtype: inference_estimate(parsed.setup, dtype=dtype) for dtype in QUANTIZED_DTYPES}
+    except (ImportError, SetupError, ValueError) as err:
+        log.debug("no quantized inference estimate: %s", err)
+        return {}
