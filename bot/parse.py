@@ -315,7 +315,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
         provenance["gpu_count"] = Provenance(per.source, per.span, per.confidence)
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)
-    intent = flags.intent
+    intent = _conversation_intent(flags.intent, question, turns, turn_fields)
     on_topic = flags.on_topic or follow_up
     if any_topic and turn_fields and intent == "out_of_scope" and not flags.injection:
         # "and with seq 8192?" changes the setup of an on-topic conversation: it is a follow-up
@@ -338,6 +338,36 @@ def parse_conversation(question: str, history=None) -> Parsed:
     if not parsed.on_topic and not follow_up:
         parsed.intent = "out_of_scope"
     return parsed
+
+
+def _conversation_intent(intent: str, question: str, turns: list[str], turn_fields: dict) -> str:
+    """The question sentence decides across the conversation too (evals/cases/README.md, "Intent
+    labels"): a follow-up that asks nothing ("4* 8 *A800", "And I want to use Llama-3.2-1B", "the
+    insufficient CPU memory caused issues") keeps the intent of the last question asked before it.
+    A capacity question ("全量微调72B需要多少资源") answered by the person's own hardware in later
+    turns becomes a question about that hardware: recommend."""
+    if intent == "out_of_scope" or not isinstance(question, str):
+        return intent
+    readings = [_read_cached(t) for t in [*turns, question]]
+    counted = any(k in r.fields for r in readings for k in ("gpu_count", "nodes", "gpus_per_node"))
+    carded = any(k in r.fields for r in readings for k in ("gpu", "gpu_memory_gb"))
+    if _read_cached(question).intent_asked:
+        if intent == "recommend" and _read_cached(question).can_question and carded and not counted:
+            return "capacity"  # "Can we use A100 40G to finetune llama-7B?": how many of them is the answer
+        return intent
+    if not turns:
+        return intent
+    for n, turn in enumerate(reversed(turns)):
+        earlier = _read_cached(turn)
+        if not earlier.intent_asked:
+            continue
+        if earlier.intent == "capacity":
+            later = [*turns[len(turns) - n:], question]
+            if any(k in _read_cached(t).fields for t in later for k in ("gpu_count", "nodes", "gpus_per_node")) and \
+                    not _read_cached(question).symptom:
+                return "recommend"
+        return earlier.intent
+    return intent
 
 
 _CONFIG_KEYS = ("hidden_size", "num_hidden_layers", "n_embd", "d_model")

@@ -12,6 +12,14 @@ as a false positive *and* a false negative (a wrong value is worse than a missin
 ``gpu`` matches by card family ("A100" vs "A100 80GB SXM"); ``gpu_count`` is the effective total
 (nodes x GPUs per node when the parser kept them apart); ``nodes`` of 1 equals an unstated count.
 
+Intent labels follow the convention written in ``evals/cases/README.md`` ("Intent labels"), the same
+one the gold cases use: a setup plus "which / can I / should I / is it enough" is ``recommend``; "how
+many GPUs / how much memory (显存/内存) do I need / 最低要求" is ``capacity``, also when the message
+reports an OOM; an OOM, a slowdown, a hang or "why" about the person's run, asking how to fix it, is
+``troubleshoot``; a question that needs no setup (what is X, X vs Y in general) is ``concept``;
+inference/serving, TPU/JAX and off-topic text are ``out_of_scope``. The question sentence decides;
+reported symptoms are context. Rows relabelled to this convention say so in their ``note``.
+
 A *silent default* is a setup field the parser reports without provenance, or with provenance
 "stated"/"config"/"log" whose span is not in the text: a value presented as the user's that the
 user never wrote.

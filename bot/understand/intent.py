@@ -1,16 +1,25 @@
 """What a question asks: its intent, the topics it is about, and the strategies it compares.
 
-Intents (``bot.understand.Intent``): ``recommend`` (which strategy for my setup), ``concept``
-(how something works; no setup needed), ``troubleshoot`` (a run failed or is slow: OOM, "FSDP is
-15% slower than DDP", "two nodes slower than one"), ``capacity`` (how many GPUs do I need, does it
-fit), ``out_of_scope`` (inference/serving, TPU/JAX/XLA, other frameworks, text that merely
-contains ML words). Rules are ordered: the first that applies wins, so a report of a failure is
-troubleshooting even when it also asks how many GPUs are needed.
+Intents (``bot.understand.Intent``) follow the convention in ``evals/cases/README.md`` ("Intent
+labels"): a setup plus "which / can I / should I / is it enough" is ``recommend``; "how many GPUs /
+how much memory (显存/内存) do I need / 最低要求" is ``capacity``, also when the same message reports
+an OOM; an OOM, a slowdown, a hang or "why" about a run the person did, asking how to fix it, is
+``troubleshoot``; a question that needs no setup (what is X, X vs Y in general, is there a way to
+do X in FSDP2) is ``concept``; inference/serving, TPU/JAX/XLA, other frameworks and text that merely
+contains ML words are ``out_of_scope``.
+
+**The question sentence decides; reported symptoms are context.** ``read_intent`` splits the
+person's words into sentences, classifies each question sentence (a question mark, 吗/呢, an
+interrogative such as 多少/为什么/how/which, "I would like to know ...") and the last one that has a
+class wins. Only a message with no classifiable question falls back on what it reports (an OOM or a
+slowdown is troubleshooting) and then on its words as a whole. ``bot.parse`` applies the same rule
+across a conversation: a follow-up without a question keeps the question asked before it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from bot.understand import TOPICS
 
@@ -127,12 +136,151 @@ def compare_of(text: str) -> tuple[str, ...]:
     return ()
 
 
+# --- question sentences --------------------------------------------------------------------------
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)(?=\s|$)")
+_QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|几张|几台|几块|几个|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
+                       r"有没有|什么|请问|求教|想问|想了解|想知道|问一下|"
+                       r"^\s*(?:how|what|which|why|can|could|should|is|are|does|do|did|would|will|any)\b|"
+                       r"\bi (?:would like|want|'d like) to know|\bi(?:'m| am)? wonder(?:ing)?|could you|please (?:share|tell|advise)|"
+                       r"(?:have|got) a question about|想问一下|咨询", _I)
+# how to fix a run, or why it failed / is slow
+_FIX_Q = re.compile(r"为什么|为啥|是什么原因|什么原因|原因是|\bwhy\b|how (?:can|do|should|could) (?:i|we) (?:fix|solve|avoid|resolve|speed|"
+                    r"make it|get rid|adjust|reduce|lower)|how to (?:fix|solve|avoid|resolve|speed up|deal with|get rid)|"
+                    r"any (?:solutions?|ideas?|fix(?:es)?|suggestions?|workarounds?|advice|hints?)|solutions? for|怎么办|咋办|"
+                    r"(?:如何|怎么|怎样|怎么样)(?:才能)?(?:解决|处理|优化|避免|加速|提速)|有没有(?:什么)?(?:办法|方法)|有什么(?:办法|方法|解决)|"
+                    r"有办法|哪里出(?:现)?了?问题|什么问题|what(?:'s| is) (?:wrong|the (?:problem|issue|reason|cause))|"
+                    r"is (?:this|that|it) (?:normal|expected)|正常吗|是正常的|这正常吗|what (?:am i|did i) (?:do(?:ing)? wrong|miss)|"
+                    r"what (?:could|might) (?:cause|be)|what causes|i(?:'m| am)? wonder(?:ing)? why|doesn'?t work as expected|"
+                    r"speed (?:it |things |training )?up|to speed|加速|提速|(?:any|some|another|other) (?:other )?ways? to (?:save|reduce|lower|"
+                    r"cut|avoid)|save (?:gpu |cuda )?memory|节省显存|省显存|降低显存|出错|哪个地方|什么地方|哪里.{0,4}(?:错|问题)|"
+                    r"what (?:might|could|would) (?:this |that |it )?(?:cause|be causing)|what should (?:i|we) (?:change|do|try|modify|set)|"
+                    r"what (?:can|do) (?:i|we) (?:change|do|try)|应该怎么(?:改|调|办|设置)|该怎么(?:改|调|办)", _I)
+# "why" asked about how things behave in general (no run, setup or symptom of the person's) is a concept
+_WHY = re.compile(r"为什么|为啥|\bwhy\b|是什么原因|什么原因|原因是", _I)
+# a quantity asked for: GPUs, memory, resources
+_CAPACITY_Q = re.compile(r"how many|how much|多少|几张|几台|几块|几个(?:gpu|卡|节点|机器)|要几|多大|最低|至少需要|最少需要|最少要|至少要|"
+                         r"minimum|requirements?\b|怎样的(?:配置|资源)|什么(?:样的)?配置|哪些资源|怎么算|how (?:to|do i) (?:calculate|estimate)|"
+                         r"which size|what size|how (?:big|large) (?:a|of a)? ?model|"
+                         r"need\w*\s+(?:\d+|two|three|four|eight|sixteen)\s+(?:nodes|gpus|cards|machines|servers)|"
+                         r"需要\s*\d+(?:\.\d+)?\s*(?:g|gb|t|tb)?\s*的?\s*(?:内存|显存)|(?:内存|显存)占用|memory (?:usage|footprint|requirements?)", _I)
+# can my setup do it / which option
+_CAN_Q = re.compile(r"can (?:i|we|it|this|one)|could (?:i|we|it)|is (?:it|this|that) possible|possible to|是否(?:可以|能)|能否|可否|"
+                    r"能不能|可不可以|可以[^？?。\n]{0,40}?[吗嘛么呢]|能[^？?。\n]{0,40}?[吗嘛么呢]|有机会|跑通|够吗|够不够|够用吗|足够吗|"
+                    r"\benough\b|suffic|will (?:it|this|that) (?:fit|work|oom|run)|would (?:it|this|that) (?:fit|work|oom)|"
+                    r"(?:does|do|will) (?:it|this|that|they) fit|fits? (?:on|in|into|onto)|会\s*oom吗|会爆显存吗|\bwhich\b|哪种|哪个|选哪|"
+                    r"用什么|用哪|用啥|should (?:i|we)|do (?:i|we) need|行吗|行不行|可行|怎么做|如何(?:做|进行)|"
+                    r"how (?:do|can|should) (?:i|we) (?:train|fine-?tune|finetune|do|run|set ?up)|"
+                    r"(?:ddp|fsdp|hsdp|zero[- _]?\d?|deepspeed|lora|qlora|offload|shard\w*|megatron)\s*(?:\bor\b|还是|vs\.?|/)", _I)
+# a question about how something works or what a tool offers (no run of theirs needed)
+_CONCEPT_Q = re.compile(r"what(?:'s| is| are| does)\b|difference|区别|差别|原理|是什么|什么意思|how does|how do .{0,30} work|explain|"
+                        r"\bvs\.?\b|versus|compare|对比|are there (?:any )?plans|plans? to|is there (?:a |an |any |some )?(?:other )?"
+                        r"(?:way|option|plan|support|equivalent|api|flag|setting)|is there no|parity|support(?:s|ed)?\b|是否支持|支持.{0,10}[吗么]|"
+                        r"how (?:do|can) (?:i|we|you) (?:turn|enable|disable|use|set|configure|specify|switch)|how to (?:use|enable|disable|set|"
+                        r"configure|turn|specify|switch)|怎么(?:用|开启|关闭|设置|配置)|如何(?:使用|开启|关闭|设置|配置)|how is .{1,60} achieved", _I)
+_CHOICE = re.compile(r"\bwhich\b|哪种|哪个|选哪|用什么|用哪|用啥|should (?:i|we)|do (?:i|we) need|怎么做|如何(?:做|进行)|"
+                     r"how (?:do|can|should) (?:i|we) (?:train|fine-?tune|finetune|do|run|set ?up)|"
+                     r"(?:ddp|fsdp|hsdp|zero[- _]?\d?|deepspeed|lora|qlora|offload|shard\w*|megatron)\s*(?:\bor\b|还是|vs\.?|/)", _I)
+_OWN_RUN = re.compile(r"\bi\b|\bmy\b|\bwe\b|\bour\b|我", _I)
+_FEATURE = re.compile(r"it would be (?:beneficial|nice|great|useful|helpful|good)|feature request|\[feature|would like to (?:see|have)|"
+                      r"\bpropos|建议(?:增加|支持)|希望(?:能)?支持|discussion:|^discussion\b", _I)
+_CONTINUES = re.compile(r"^\s*(?:还是说|还是|或者|or\b|\(?or is)", _I)
+# symptoms of a run the person did (context for a question; the intent when nothing is asked)
+_SYMPTOM = re.compile(r"out of (?:gpu |cuda )?memory|can ?not load|couldn'?t load|unable to load|慢于|奇怪|占满|满了|"
+                      r"(?:slower|faster) than|比.{0,16}(?:快|慢)|速度.{0,10}(?:快|慢)", _I)
+# the person's own run is inference: "目前测试的是推理", "for inference only"
+_INFERENCE_RUN = re.compile(r"(?:测试|用|做|跑|试|部署)的?(?:是|只是)?推理|(?:只|仅)(?:做|跑|用于?)推理|推理(?:时|的时候)|"
+                            r"(?:doing|running|only|just|for) inference|at inference time|inference only", _I)
+_CHAT_MODEL = re.compile(r"\d+(?:\.\d+)?\s*b-(?:chat|instruct|it)\b", _I)
+_RUN_VERB = re.compile(r"跑|运行|加载|load(?:ing)?\b|\brun(?:ning)?\b|启动|部署", _I)
+_TRAINING_WORDS = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|lora|grpo|ppo|dpo|rlhf|backward|梯度|gradient|optimizer|优化器|"
+                             r"ddp|fsdp|zero|deepspeed|shard|分片|offload|卸载|并行|parallel|分布式|distributed|全参|全量|预训练|pretrain|"
+                             r"batch|checkpointing|accumulat", _I)
+
+
+@dataclass
+class IntentReading:
+    intent: str
+    asked: bool = False     # a question sentence decided it
+    symptom: bool = False   # the message reports a failure or slowdown
+    # "can I do it on <card>?" (not "which one?"): with no GPU count anywhere in the conversation the
+    # answer is a number of GPUs, so bot.parse makes it capacity ("Can we use A100 40G to finetune 7B?")
+    can_question: bool = False
+
+
+def sentences_of(text: str) -> list[str]:
+    """The sentences of a message (Chinese and English stops, line breaks); a continuation such as
+    "还是说72B只能lora方式微调？" stays with the question before it."""
+    out: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if out and _CONTINUES.match(piece):
+            out[-1] = out[-1] + " " + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _question_class(sentence: str, *, has_setup: bool, own: bool = True) -> str | None:
+    """The intent one question sentence asks for (None: not a question, or none of ours). ``own``:
+    the message is about a run or setup of the person's (a setup, "I/my/我", a symptom)."""
+    if not _QUESTION.search(sentence):
+        return None
+    if _CONCEPT_STRONG.search(sentence) and not _OWN_RUN.search(sentence) or re.search(r"how is .{1,60} achieved", sentence, _I):
+        return "concept"
+    if _FIX_Q.search(sentence):
+        if not own and _WHY.search(sentence) and not _FIX_Q.search(_WHY.sub(" ", sentence)):
+            return "concept"  # "为什么FSDP的显存比DDP少那么多？": how things behave, not a run of theirs
+        return "troubleshoot"
+    if _CAPACITY_Q.search(sentence):
+        return "capacity"
+    if _CAN_Q.search(sentence):
+        if not has_setup and _CHOICE.search(sentence) and not re.search(r"\b(?:i|my|we|our|me)\b|我", sentence, _I) and \
+                not re.search(r"should|need|用什么|用啥|怎么做|如何", sentence, _I):
+            return "concept"  # "SHARD_GRAD_OP vs FULL_SHARD: when is each better?" in general
+        return "recommend"
+    if _CONCEPT_Q.search(sentence) and not has_setup:
+        return "concept"
+    return None
+
+
+# A question that fixes a run outranks one that asks for a quantity, which outranks "can my setup do
+# it", which outranks a question about how things work: "需要单张卡的显存多少？有没有办法将模型分到两张卡上？"
+# asks for the fix; "minimal hardware requirement ... Is it possible with 4 40G A100?" for a quantity.
+_RANK = {"concept": 0, "recommend": 1, "capacity": 2, "troubleshoot": 3}
+
+
 def intent_of(prose: str, *, has_setup: bool, oom: bool) -> str:
     """The intent of a question from the person's own words (``prose``: config/log blocks removed)."""
+    return read_intent(prose, has_setup=has_setup, oom=oom).intent
+
+
+def read_intent(prose: str, *, has_setup: bool, oom: bool) -> IntentReading:
+    """The intent of one message and whether a question sentence decided it (see the module doc)."""
     text = prose.strip()
+    symptom = bool(oom or _TROUBLE.search(text) or _SYMPTOM.search(text))
     if not text:
-        return "troubleshoot" if oom else "recommend"
+        return IntentReading("troubleshoot" if oom else "recommend", False, oom)
+    scope = _scope(text, has_setup=has_setup)
+    if scope is not None:
+        return IntentReading(scope, True, symptom)
+    own = has_setup or oom or bool(_OWN_RUN.search(text)) or bool(_SYMPTOM.search(text))
+    asked = [(x, c) for x in sentences_of(text) if (c := _question_class(x, has_setup=has_setup, own=own))]
+    if asked:
+        decided = max((c for _, c in asked), key=_RANK.__getitem__)
+        can = decided == "recommend" and not any(c == "recommend" and _CHOICE.search(x) for x, c in asked)
+        return IntentReading(decided, True, symptom, can)
+    return IntentReading(_fallback(text, has_setup=has_setup, oom=oom), False, symptom)
+
+
+def _scope(text: str, *, has_setup: bool) -> str | None:
+    """``out_of_scope`` when the message is not about training with PyTorch, else None."""
     train = bool(_TRAIN.search(text))
+    if _INFERENCE_RUN.search(text):
+        return "out_of_scope"  # the person's own run is inference, whatever else they ask about training
+    if _RUN_VERB.search(text) and not _TRAINING_WORDS.search(text) and _CHAT_MODEL.search(text):
+        return "out_of_scope"  # running a chat model with no training word at all: inference
     if _OFF_TOPIC.search(text) and not re.search(r"fsdp|ddp|deepspeed|zero|gpu", text, _I) or \
             _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam|"
                                                   r"训练我的狗|训狗|狗狗|宠物", text, _I):
@@ -146,16 +294,28 @@ def intent_of(prose: str, *, has_setup: bool, oom: bool) -> str:
         return "out_of_scope"
     if not _DIST.search(text) and not has_setup:
         return "out_of_scope"
+    return None
+
+
+def _fallback(text: str, *, has_setup: bool, oom: bool) -> str:
+    """A message with no classifiable question: what it reports, then its words as a whole."""
+    if _FEATURE.search(text) and not oom:
+        return "concept"  # "It would be beneficial if HYBRID_SHARD ...": a feature discussion
     if not oom and not has_setup and _CONCEPT_STRONG.search(text):
         return "concept"
     if re.search(r"会\s*oom\s*吗|会爆显存吗|will (?:it|this) (?:oom|fit)|would (?:it|this) oom", text, _I) and not oom:
         return "capacity"
-    if oom or _TROUBLE.search(text):
+    reported = re.search(r"\bissues?\b|problem|\bbug\b|error|问题|报错", text, _I)
+    if oom or _SYMPTOM.search(text) or _TROUBLE.search(text) and (has_setup or _OWN_RUN.search(text) or reported):
         return "troubleshoot"
+    if _TROUBLE.search(text) and re.search(r"fsdp|ddp|zero|deepspeed|shard|hsdp", text, _I):
+        return "concept"  # "full_shard ... its training speed is slow": how the tools behave, no run of theirs
     if _STRATEGY_ENOUGH.search(text):
         return "recommend"
     if _CAPACITY.search(text):
         return "capacity"
     if _CONCEPT.search(text) and not has_setup:
         return "concept"
+    if not has_setup and not _OWN_RUN.search(text) and re.search(r"fsdp|ddp|zero|deepspeed|shard|hsdp", text, _I):
+        return "concept"  # a statement about the tools with no run of the person's: a discussion
     return "recommend"

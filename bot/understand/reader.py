@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from bot.understand import FieldSource, Observed, Provenance
 from bot.understand.config import read_config, visible_devices
-from bot.understand.intent import compare_of, intent_of, topics_of
+from bot.understand.intent import compare_of, read_intent, topics_of
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.prose import GPU, MODEL, read_prose
 from bot.understand.spans import (
@@ -66,6 +66,9 @@ class Reading:
     topics: list = field(default_factory=list)
     compare: tuple = ()
     language: str = "en"
+    intent_asked: bool = False  # a question sentence decided the intent (bot.understand.intent)
+    symptom: bool = False       # the message reports a failure or a slowdown
+    can_question: bool = False  # "can I do it on <card>?" (bot.understand.intent.IntentReading)
     own_words: str = ""  # the text minus configs and logs
     text: str = ""       # the cleaned, capped text every span refers to
 
@@ -82,6 +85,11 @@ def _origin(span: str, marked: str, text: str) -> str:
     if not span:
         return ""
     i = marked.find(span)
+    if i < 0 and " " in span:
+        # a prose rule read across words it had blanked ("4096 两台机器 A100" -> "4096      ǤǤǤǤ"):
+        # blanks stand for any character at the same place
+        m = re.search("".join("." if ch == " " else re.escape(ch) for ch in span), marked, re.S)
+        i = m.start() if m else -1
     found = span if i < 0 else text[i: i + len(span)]
     return _gap_free(found)
 
@@ -346,7 +354,9 @@ def read_turn(raw: object) -> Reading:
         out.topics.append("multi_model_rl")
     out.compare = compare_of(own)
     hardware_or_model = {"model", "params_b", "gpu", "gpu_count", "gpu_memory_gb", "nodes", "gpus_per_node"}
-    out.intent = intent_of(own, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
+    reading = read_intent(own, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
+    out.intent, out.intent_asked, out.symptom = reading.intent, reading.asked, reading.symptom
+    out.can_question = reading.can_question
     if out.intent == "concept" and not (hardware_or_model & set(f)):
         # "What is activation checkpointing?" names a technique; it does not say the run uses it
         for key in ("activation_checkpointing", "torch_compile", "finetune", "optimizer_impl"):
