@@ -43,6 +43,7 @@ from bot.answer import Answer, Citation  # noqa: E402
 from bot.setup import SetupError, TrainingSetup, resolve_setup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES, label  # noqa: E402
 from bot.web import answer_view as view  # noqa: E402
+from bot.web import pool  # noqa: E402
 from bot.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
 from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     chart_strategies,
@@ -60,9 +61,10 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_CHARS = 4000
 # How much of a long message the chat shows back to its author.
 ECHO_CHARS = 600
-# Concurrent answers per server (the rest wait in Gradio's queue); simulations run one at a time
-# because each one keeps a core busy for tens of seconds.
-CHAT_CONCURRENCY = 4
+# Answers handed on at once (the rest wait in Gradio's queue): twice the answering processes, so a
+# worker never idles between two answers; simulations run one at a time because each one keeps
+# a core busy for tens of seconds.
+CHAT_CONCURRENCY = max(4, 2 * pool.default_workers())
 SIMULATE_CONCURRENCY = 1
 
 EXAMPLES = [
@@ -534,35 +536,32 @@ def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
 
 def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
     """Answer one exchange; fills ``ex.answer_html`` (an apology on failure) and the tab state."""
-    from bot.assistant import answer_for_setup
-    from bot.llm import answer as ask  # the same answer as every surface (the LLM when configured)
-
+    # The answer every surface gives (the LLM when configured), in a worker process when the
+    # server runs a pool (``bot.web.pool``), else here.
     language = conv.answer["language"] if conv.answer else "en"
     try:
         if ex.kind == "ask":
             text, notice = ex.payload
             history = list(conv.questions)
-            answer = ask(text, history=history)
-            try:
-                from bot.parse import parse_conversation
-
-                parsed = parse_conversation(text, history).setup.model_dump()
-            except Exception:  # noqa: BLE001  (only for the assumed-field fallback)
-                parsed = None
+            answer, parsed = pool.run(pool.ask_question, text, history)
             conv.questions.append(text)
             conv.stated = _stated_from(answer, parsed)
         else:
             data = dict(ex.payload["setup"])
             language = ex.payload.get("language", language)
-            answer = answer_for_setup(TrainingSetup(**data), language)
+            answer = pool.run(pool.answer_setup, TrainingSetup(**data), language)
             notice = None
             conv.stated = data
     except Exception as err:  # a bug must not take the page down; the log has the traceback
         from pydantic import ValidationError
 
-        if isinstance(err, ValidationError | SetupError):
-            problems = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-                        if isinstance(err, ValidationError) else "; ".join(str(p) for p in err.problems))
+        if isinstance(err, ValidationError | SetupError | pool.SetupProblem):
+            if isinstance(err, ValidationError):
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+            elif isinstance(err, SetupError):
+                problems = "; ".join(str(p) for p in err.problems)
+            else:
+                problems = str(err)
             message = f"The setup has invalid values: {problems}"
         else:
             log.exception("answering failed")
@@ -947,13 +946,12 @@ def make_downloads(request: gr.Request):
 
 
 def chat_api(message: str) -> str:
-    """``/chat``: one question (no conversation) -> the markdown answer with its sources."""
-    from bot.llm import answer as ask
-
+    """``/chat``: one question (no conversation) -> the markdown answer with its sources
+    (answered in a worker process when the server runs a pool, ``bot.web.pool``)."""
     text, notice = prepare_message(message)
     if not text:
         return notice or ""
-    return answer_plain_markdown(ask(text), notice)
+    return pool.run(pool.chat_markdown, text, notice)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1050,7 +1048,9 @@ def build_demo():
         answered(demo.load(open_link, None, [chat], queue=False, api_visibility="private"))
         demo.unload(close_tab)
         gr.api(chat_api, api_name="chat", concurrency_id="answer", concurrency_limit=CHAT_CONCURRENCY)
-    demo.queue(default_concurrency_limit=CHAT_CONCURRENCY, max_size=400)
+    # Queue positions are sent to waiting clients once a second, not to every waiting client at
+    # every start (that is ~n^2/2 messages for a burst of n: 1,225 for 50 API clients).
+    demo.queue(default_concurrency_limit=CHAT_CONCURRENCY, max_size=400, status_update_rate=1.0)
     return demo
 
 
@@ -1117,16 +1117,52 @@ def prepare_server() -> None:
     ensure_index()
 
 
-def serve(host: str = "127.0.0.1", port: int = 7860) -> None:
+def lighten_sessions(demo) -> None:
+    """Cut Gradio's per-request work in the server's process (it is the serial part once answers
+    run in workers; measured with cProfile on the event loop under 50 clients):
+
+    - every new session (each ``/chat`` call, each tab) copies the config of all ~60 blocks, and
+      for the upload/download buttons that means a pydantic JSON schema each time (about a third
+      of that copy). Their schema is fixed once the page is built, so it is computed once here;
+      each call gets its own copy;
+    - after every event the queue rebuilt a pandas table of up to 10,000 past events for the
+      monitoring dashboard, which this page turns off (``enable_monitoring=False``).
+    """
+    import functools
+
+    import orjson  # a JSON round trip copies a schema ~10x faster than copy.deepcopy
+
+    for block in demo.blocks.values():
+        if not isinstance(block, gr.UploadButton | gr.DownloadButton):
+            continue
+        for name in ("api_info", "api_info_as_input", "api_info_as_output"):
+            method = getattr(block, name, None)
+            if method is None:
+                continue
+            setattr(block, name, functools.partial(orjson.loads, orjson.dumps(method())))
+    queue = getattr(demo, "_queue", None)
+    if queue is not None and hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY"):  # gradio's spelling
+        queue.ANAYLTICS_CACHE_FREQUENCY = 2**62  # never rebuilt: the dashboard is off
+
+
+def serve(host: str = "127.0.0.1", port: int = 7860, workers: int | None = None) -> None:
     """Start the page and block. Nothing leaves the machine: no share link, no analytics,
-    the theme's fonts are the ones Gradio ships locally."""
+    the theme's fonts are the ones Gradio ships locally. Answers run in ``workers`` processes
+    (default ``SHARDWISE_WEB_WORKERS``, else one per core; 0 = in this process)."""
     print("Preparing the knowledge index (built on first start, reused afterwards)...", flush=True)
     prepare_server()
     demo = build_demo()
+    lighten_sessions(demo)
+    answer_pool = pool.start(workers)
+    if answer_pool is not None:
+        print(f"answering in {answer_pool.workers} worker processes (warming up)", flush=True)
     print(f"shardwise page on http://{host}:{port}", flush=True)
-    demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
-                theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
-                ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False)
+    try:
+        demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
+                    theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
+                    ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False)
+    finally:
+        pool.stop()  # (a killed server's workers leave by themselves: they watch their parent)
 
 
 @click.command(name="app")

@@ -1,42 +1,71 @@
-"""Load on the chat page: browser tabs and ``/chat`` API clients at once, each checked to get its
-own answer; plus page-load and answer times in one browser tab.
+"""Load on the chat page: ``/chat`` API clients and browser tabs at once, each checked to get its
+own answer; page load and answer times in one browser tab; each beside a baseline page, as ratios.
 
-    .venv/bin/python evals/bench_web_load.py [--url http://127.0.0.1:7860/] [--api 50] [--tabs 20]
-    .venv/bin/python evals/bench_web_load.py --timing 5 [--url ...]   # page load and answer times
+    .venv/bin/python -m evals.bench_web_load                         # this page, started on a free port
+    .venv/bin/python -m evals.bench_web_load --baseline HEAD~3       # ... and the page at a git ref
+    .venv/bin/python -m evals.bench_web_load --url http://127.0.0.1:7860/ [--baseline-url URL]
+    .venv/bin/python -m evals.bench_web_load --timing 5 --baseline 48b8964^ --api 0 --tabs 0
 
 Without ``--url`` it starts ``app.py`` on a free 127.0.0.1 port (index built if absent) and stops
-it afterwards. Every client asks a different setup (model x GPU count x micro-batch), so an
-answer that went to the wrong client shows: each API answer must name its own model, GPU count
-and micro-batch; each tab's answer its own model. Lost = no answer (error or timeout).
-Prints the single-call median, then p50/p95 of the API clients and of the tabs under load.
-Browser tabs use Debian's /usr/bin/chromium through Playwright (never ``playwright install``).
+it afterwards. ``--baseline REF`` extracts that commit with ``git archive`` into a temporary
+folder and starts *its* ``app.py`` (own data dir, so its index is its own) on another port; the
+two pages are measured in alternating rounds (``--rounds``), so load from other programs on the
+machine falls on both, and the report prints each figure for this page, the baseline and their
+ratio. Without a baseline the reference is one ``/chat`` call alone (p95 / single).
+
+API load: every client asks a different setup (model x GPU count x micro-batch), so an answer
+that went to the wrong client shows: each answer must name its own model, GPU count and
+micro-batch. The clients connect first, then all ask at the same instant (a barrier); the time
+is from asking to the answer. Two kinds of client (``--client``): ``http``, Gradio's plain HTTP
+API (``POST /gradio_api/call/chat``, then its event stream; what ``curl`` does), from one asyncio
+loop; and ``gradio``, one ``gradio_client.Client`` per user in its own thread (what docs/web.md
+shows). The ``gradio`` client costs about 7x more CPU than the server per call, and on a 2-core
+machine it runs on the server's cores, so the ``http`` row is the server's figure.
+
+CPU accounting (when the bench started the page): CPU seconds of the server and its answering
+workers during the burst, and of the clients; ``floor`` = all of it / cores, the wall time the
+burst needs even with perfect scheduling on an otherwise idle machine. Other programs' load
+(``load avg``) shows as wall time above that floor.
+
+Browser tabs (Debian's /usr/bin/chromium through Playwright, never ``playwright install``): each
+tab loads the page, asks its own question and must show its own model. Lost = no answer (error or
+timeout). Timing (``--timing N``): in N fresh tabs, one after another, the page's
+DOMContentLoaded, first contentful paint and the message box shown (from navigation start), then
+the answer shown after pressing Ask.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot import webui  # noqa: E402  (sets the offline switches gradio_client needs)
-from bot.env import free_port  # noqa: E402
-from tests.webserver import start_subprocess  # noqa: E402
+from bot import webui  # noqa: E402,F401  (sets the offline switches gradio_client needs)
+from bot.env import data_dir, free_port, repo_root  # noqa: E402
 
 MODELS = (("Llama-2-7B", "A100 80GB"), ("Llama-2-13B", "H100 80GB"), ("Mistral-7B", "A100 40GB"),
           ("GPT-2 XL", "RTX 4090 24GB"), ("Qwen2.5-14B", "H200"), ("Llama-3.1-8B", "L40S 48GB"))
 COUNTS = (2, 4, 8, 16)
-MICRO_BATCHES = (1, 2, 4)
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 3, 6, 12, 24, 5, 7, 10, 20, 48, 64)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 # An answer is a .sw-answer block; before issue 16 (for before/after timing) a bot message.
 ANSWERS_NEW, ANSWERS_OLD = "#sw-chat .sw-answer", "#sw-chat .message.bot"
+_no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 async def answers_selector(page) -> str:
@@ -50,13 +79,14 @@ def answered_js(selector: str) -> str:
             "&& !/Loading content/.test(e.innerText))")
 
 
-def cases(n: int) -> list[tuple[str, str, int, int]]:
-    """(question, model, GPU count, micro-batch), all different."""
+def cases(n: int, offset: int = 0) -> list[tuple[str, str, int, int]]:
+    """(question, model, GPU count, micro-batch), all different; ``offset`` skips the first ones
+    (each round asks new questions: a repeated one would come from the answer caches)."""
     combos = [(f"DDP or FSDP for {m} on {c}x {g} with micro-batch {b}?", m, c, b)
               for b in MICRO_BATCHES for m, g in MODELS for c in COUNTS]
-    if n > len(combos):
-        raise SystemExit(f"at most {len(combos)} distinct clients")
-    return combos[:n]
+    if offset + n > len(combos):
+        raise SystemExit(f"at most {len(combos)} distinct questions (asked for {offset + n})")
+    return combos[offset:offset + n]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -71,18 +101,200 @@ def own_api_answer(answer: str, model: str, count: int, micro_batch: int) -> boo
     return model in answer and gpus and f"micro-batch {micro_batch}" in answer
 
 
-def api_call(url: str, case) -> tuple[float | None, bool]:
-    from gradio_client import Client
+# ----------------------------------------------------------------------------------------------
+# Pages under test
+# ----------------------------------------------------------------------------------------------
 
-    question, model, count, mb = case
+
+@dataclass
+class Page:
+    name: str
+    url: str
+    proc: subprocess.Popen | None = None
+    folder: tempfile.TemporaryDirectory | None = None
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds of the server and its children (answering workers) so far."""
+        if self.proc is None:
+            return None
+        return _tree_cpu(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self.folder is not None:
+            self.folder.cleanup()
+
+
+def _proc_cpu(pid: int) -> float:
     try:
-        client = Client(url, verbose=False)  # one client per user (a shared one's SSE reader is racy)
-        started = time.perf_counter()
-        answer = client.predict(question, api_name="/chat")
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu(pid: int) -> float:
+    children = subprocess.run(["ps", "--ppid", str(pid), "-o", "pid="], capture_output=True, text=True).stdout
+    return _proc_cpu(pid) + sum(_tree_cpu(int(c)) for c in children.split())
+
+
+def _wait_served(proc: subprocess.Popen, url: str, timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the page exited with {proc.returncode} before serving (log: {log})")
+        try:
+            with _no_proxy.open(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit(f"the page did not serve {url} within {timeout:.0f} s (log: {log})")
+
+
+def start_page(name: str, ref: str | None = None, timeout: float = 900) -> Page:
+    """This checkout's ``app.py``, or the one at git ``ref`` (extracted, with its own data dir)."""
+    folder = None
+    root = repo_root()
+    env = dict(os.environ)
+    if ref is not None:
+        folder = tempfile.TemporaryDirectory(prefix="sw-bench-baseline-")
+        archive = subprocess.run(["git", "-C", str(root), "archive", ref], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", folder.name], input=archive, check=True)
+        root = Path(folder.name)
+        safe = "".join(ch if ch.isalnum() else "-" for ch in ref)
+        env["SHARDWISE_DATA_DIR"] = str(data_dir() / f"bench-baseline-{safe}")
+    port = free_port()
+    log = Path(tempfile.gettempdir()) / f"sw-bench-{name}-{port}.log"
+    print(f"starting {name} ({ref or 'this checkout'}) on 127.0.0.1:{port}, log {log} ...", flush=True)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, str(root / "app.py"), "--port", str(port)], cwd=str(root),
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_served(proc, url, timeout, log)
+    except BaseException:
+        proc.kill()
+        if folder is not None:
+            folder.cleanup()
+        raise
+    return Page(name, url, proc, folder)
+
+
+# ----------------------------------------------------------------------------------------------
+# API clients
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Burst:
+    times: list[float | None]  # None: lost
+    own: list[bool]
+    wall: float
+    server_cpu: float | None
+    client_cpu: float
+
+    @property
+    def lost(self) -> int:
+        return sum(1 for t in self.times if t is None)
+
+    @property
+    def wrong(self) -> int:
+        return sum(1 for t, ok in zip(self.times, self.own, strict=True) if t is not None and not ok)
+
+    def q(self, p: float) -> float | None:
+        done = [t for t in self.times if t is not None]
+        return percentile(done, p) if done else None
+
+
+async def _http_call(client, url: str, case, start: asyncio.Event) -> tuple[float | None, bool]:
+    question, model, count, mb = case
+    await start.wait()
+    started = time.perf_counter()
+    try:
+        posted = await client.post(f"{url}gradio_api/call/chat", json={"data": [question]})
+        posted.raise_for_status()
+        event_id = posted.json()["event_id"]
+        event, data = None, None
+        async with client.stream("GET", f"{url}gradio_api/call/chat/{event_id}") as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("event: "):
+                    event = line[7:].strip()
+                elif line.startswith("data: ") and event in ("complete", "error"):
+                    data = json.loads(line[6:])
+                    break
+        if event != "complete":
+            raise RuntimeError(f"{event}: {data}")
+        answer = data[0]
         return time.perf_counter() - started, own_api_answer(answer, model, count, mb)
     except Exception as err:  # noqa: BLE001  (a lost answer is counted, not raised)
-        print(f"  lost: {question!r}: {err}", file=sys.stderr)
+        print(f"  lost: {question!r}: {err!r}", file=sys.stderr)
         return None, False
+
+
+async def _http_burst(url: str, batch) -> list[tuple[float | None, bool]]:
+    import httpx
+
+    start = asyncio.Event()
+    limits = httpx.Limits(max_connections=2 * len(batch) + 10)
+    async with httpx.AsyncClient(timeout=300, limits=limits, trust_env=False) as client:
+        tasks = [asyncio.create_task(_http_call(client, url, c, start)) for c in batch]
+        await asyncio.sleep(0.2)  # every task waits at the start line
+        start.set()
+        return await asyncio.gather(*tasks)
+
+
+def _gradio_burst(url: str, batch) -> list[tuple[float | None, bool]]:
+    from gradio_client import Client
+
+    # One Client per user (a shared one's SSE reader is racy under threads), connected first.
+    with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+        clients = list(pool.map(lambda _: Client(url, verbose=False), batch))
+    barrier = threading.Barrier(len(batch))
+
+    def call(i: int) -> tuple[float | None, bool]:
+        question, model, count, mb = batch[i]
+        barrier.wait()
+        started = time.perf_counter()
+        try:
+            answer = clients[i].predict(question, api_name="/chat")
+            return time.perf_counter() - started, own_api_answer(answer, model, count, mb)
+        except Exception as err:  # noqa: BLE001
+            print(f"  lost: {question!r}: {err!r}", file=sys.stderr)
+            return None, False
+
+    with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+        return list(pool.map(call, range(len(batch))))
+
+
+def api_burst(page: Page, batch, kind: str) -> Burst:
+    server0, client0, started = page.cpu_seconds(), time.process_time(), time.perf_counter()
+    results = asyncio.run(_http_burst(page.url, batch)) if kind == "http" else _gradio_burst(page.url, batch)
+    wall = time.perf_counter() - started
+    server1 = page.cpu_seconds()
+    server = None if server0 is None or server1 is None else server1 - server0
+    return Burst([t for t, _ in results], [ok for _, ok in results], wall, server, time.process_time() - client0)
+
+
+def single_calls(page: Page, batch) -> list[float]:
+    """One call at a time (the unloaded reference)."""
+    out = []
+    for case in batch:
+        result = asyncio.run(_http_burst(page.url, [case]))[0]
+        if result[0] is not None:
+            out.append(result[0])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Browser tabs
+# ----------------------------------------------------------------------------------------------
 
 
 async def tab_session(browser, url: str, case, timeout_ms: int) -> tuple[float | None, bool]:
@@ -101,7 +313,7 @@ async def tab_session(browser, url: str, case, timeout_ms: int) -> tuple[float |
         text = await page.locator(answers).last.inner_text()
         return elapsed, model in text
     except Exception as err:  # noqa: BLE001
-        print(f"  lost tab: {question!r}: {err}", file=sys.stderr)
+        print(f"  lost tab: {question!r}: {err!r}", file=sys.stderr)
         return None, False
     finally:
         await context.close()
@@ -118,53 +330,26 @@ async def tabs_run(url: str, tab_cases, timeout_ms: int = 180_000):
             await browser.close()
 
 
-def report(name: str, results, single: float | None = None) -> int:
-    times = [t for t, _ in results if t is not None]
-    lost = sum(1 for t, _ in results if t is None)
-    wrong = sum(1 for t, ok in results if t is not None and not ok)
-    line = f"{name:<14} n={len(results):3d}  lost {lost}  not their own answer {wrong}"
-    if times:
-        p50, p95 = percentile(times, 0.5), percentile(times, 0.95)
-        line += f"  p50 {p50:6.2f} s  p95 {p95:6.2f} s  max {max(times):6.2f} s"
-        if single:
-            line += f"  (p95 {p95 / single:4.1f}x single)"
-    print(line, flush=True)
-    return lost + wrong
-
-
-def load(url: str, api: int, tabs: int, single_n: int) -> int:
-    from gradio_client import Client
-
-    all_cases = cases(api + tabs)
-    api_cases, tab_cases = all_cases[:api], all_cases[api:]
-    client = Client(url, verbose=False)
-    client.predict(api_cases[0][0], api_name="/chat")  # warm-up: models and corpus loaded
-    alone = []
-    for case in api_cases[:single_n]:
-        t, _ = api_call(url, case)
-        if t is not None:
-            alone.append(t)
-    single = statistics.median(alone) if alone else None
-    print(f"single /chat call median {single or float('nan'):.2f} s (n={len(alone)})", flush=True)
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=api) as pool:
-        futures = [pool.submit(api_call, url, c) for c in api_cases]
-        tab_results = asyncio.run(tabs_run(url, tab_cases)) if tabs else []
-        api_results = [f.result() for f in futures]
+def tabs_burst(page: Page, batch) -> Burst:
+    server0, client0, started = page.cpu_seconds(), time.process_time(), time.perf_counter()
+    results = asyncio.run(tabs_run(page.url, batch))
     wall = time.perf_counter() - started
-    print(f"{api} API clients and {tabs} browser tabs at once (server concurrency {webui.CHAT_CONCURRENCY}), "
-          f"wall {wall:.1f} s")
-    bad = report("/chat API", api_results, single)
-    if tabs:
-        bad += report("browser tabs", tab_results)
-    return bad
+    server1 = page.cpu_seconds()
+    server = None if server0 is None or server1 is None else server1 - server0
+    return Burst([t for t, _ in results], [ok for _, ok in results], wall, server, time.process_time() - client0)
 
 
-async def timing_run(url: str, repeats: int):
+# Navigation timing from the page itself (ms from navigation start).
+_NAV_JS = """() => { const n = performance.getEntriesByType('navigation')[0];
+  const p = performance.getEntriesByName('first-contentful-paint')[0];
+  const kb = performance.getEntriesByType('resource').reduce((s, e) => s + e.decodedBodySize, 0) / 1024;
+  return {dcl: n.domContentLoadedEventEnd, fcp: p ? p.startTime : null, kb: kb}; }"""
+
+
+async def timing_run(url: str, questions: list[str]) -> dict[str, list[float]]:
     from playwright.async_api import async_playwright
 
-    loads, answers = [], []
-    questions = [c[0] for c in cases(repeats)]
+    out: dict[str, list[float]] = {"dcl": [], "fcp": [], "box": [], "answer": [], "kb": []}
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for question in questions:
@@ -173,53 +358,171 @@ async def timing_run(url: str, repeats: int):
             started = time.perf_counter()
             await page.goto(url, wait_until="domcontentloaded")
             await page.wait_for_selector("#sw-msg textarea", timeout=120_000)
-            loads.append(time.perf_counter() - started)
+            out["box"].append(time.perf_counter() - started)
+            nav = await page.evaluate(_NAV_JS)
+            out["dcl"].append(nav["dcl"] / 1000)
+            if nav["fcp"] is not None:
+                out["fcp"].append(nav["fcp"] / 1000)
             answers_css = await answers_selector(page)
             await page.fill("#sw-msg textarea", question)
             started = time.perf_counter()
             await page.click("#sw-send")
             await page.wait_for_function(answered_js(answers_css), timeout=120_000)
-            answers.append(time.perf_counter() - started)
+            out["answer"].append(time.perf_counter() - started)
+            out["kb"].append((await page.evaluate(_NAV_JS))["kb"])
             await context.close()
         await browser.close()
-    return loads, answers
+    return out
 
 
-def timing(url: str, repeats: int) -> None:
-    asyncio.run(timing_run(url, 1))  # warm-up
-    loads, answers = asyncio.run(timing_run(url, repeats))
-    print(f"page load (to the message box)  median {statistics.median(loads):.2f} s  max {max(loads):.2f} s  "
-          f"(n={repeats})")
-    print(f"answer in the page               median {statistics.median(answers):.2f} s  "
-          f"max {max(answers):.2f} s  (n={repeats})")
+# ----------------------------------------------------------------------------------------------
+# Rounds and the report
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    """Per page: metric -> one value per round (the report shows the median of the rounds)."""
+    values: dict[str, list[float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, metric: str, value: float | None) -> None:
+        if value is not None:
+            self.values.setdefault(metric, []).append(value)
+
+
+def measure_round(page: Page, figures: Figures, args, offset: int) -> tuple[int, int]:
+    """One round on one page; returns (clients that lost their answer or got another's, questions used)."""
+    bad, used = 0, 0
+    load = os.getloadavg()[0]
+    figures.add("load avg (1 min) at start", load)
+    if args.single:
+        times = single_calls(page, cases(args.single, offset))
+        used += args.single
+        figures.add("/chat alone, median s", statistics.median(times) if times else None)
+    for kind in args.client:
+        if not args.api:
+            break
+        burst = api_burst(page, cases(args.api, offset + used), kind)
+        used += args.api
+        name = f"/chat x{args.api} ({kind})"
+        figures.add(f"{name} p50 s", burst.q(0.5))
+        figures.add(f"{name} p95 s", burst.q(0.95))
+        figures.add(f"{name} lost + not own", burst.lost + burst.wrong)
+        figures.add(f"{name} wall s", burst.wall)
+        if burst.server_cpu is not None:
+            figures.add(f"{name} server CPU s", burst.server_cpu)
+            figures.add(f"{name} client CPU s", burst.client_cpu)
+            figures.add(f"{name} floor s (CPU / {os.cpu_count()} cores)",
+                        (burst.server_cpu + burst.client_cpu) / (os.cpu_count() or 1))
+        print(f"  {page.name}: {name}: p50 {burst.q(0.5) or float('nan'):.2f} s, p95 {burst.q(0.95) or float('nan'):.2f} s, "
+              f"lost {burst.lost}, not own {burst.wrong}, wall {burst.wall:.1f} s, server CPU "
+              f"{burst.server_cpu if burst.server_cpu is not None else float('nan'):.1f} s, client CPU "
+              f"{burst.client_cpu:.1f} s, load {load:.1f}", flush=True)
+        bad += burst.lost + burst.wrong
+    if args.tabs:
+        burst = tabs_burst(page, cases(args.tabs, offset + used))
+        used += args.tabs
+        name = f"{args.tabs} browser tabs"
+        figures.add(f"{name} p50 s", burst.q(0.5))
+        figures.add(f"{name} p95 s", burst.q(0.95))
+        figures.add(f"{name} lost + not own", burst.lost + burst.wrong)
+        print(f"  {page.name}: {name}: p50 {burst.q(0.5) or float('nan'):.2f} s, p95 {burst.q(0.95) or float('nan'):.2f} s, "
+              f"lost {burst.lost}, not own {burst.wrong}", flush=True)
+        bad += burst.lost + burst.wrong
+    if args.timing:
+        questions = [c[0] for c in cases(args.timing, offset + used)]
+        used += args.timing
+        timing = asyncio.run(timing_run(page.url, questions))
+        for key, label in (("dcl", "page DOMContentLoaded s"), ("fcp", "page first contentful paint s"),
+                           ("box", "page message box shown s"), ("answer", "answer shown in the page s"),
+                           ("kb", "page resources KB")):
+            if timing[key]:
+                figures.add(label, statistics.median(timing[key]))
+        print(f"  {page.name}: page load median: DOMContentLoaded {statistics.median(timing['dcl']):.2f} s, "
+              f"message box {statistics.median(timing['box']):.2f} s; answer {statistics.median(timing['answer']):.2f} s",
+              flush=True)
+    return bad, used
+
+
+def report(this: Figures, base: Figures | None, base_name: str) -> None:
+    metrics = list(this.values)
+    if base is not None:
+        metrics += [m for m in base.values if m not in this.values]
+    width = max(len(m) for m in metrics) + 2 if metrics else 10
+    header = f"{'':{width}}{'this page':>12}"
+    if base is not None:
+        header += f"{base_name:>22}{'ratio':>8}   (ratio = this / baseline; below 1 is faster)"
+    print("\n" + header)
+    single = statistics.median(this.values["/chat alone, median s"]) if "/chat alone, median s" in this.values else None
+    for metric in metrics:
+        mine = statistics.median(this.values[metric]) if metric in this.values else None
+        line = f"{metric:<{width}}{_fmt(mine):>12}"
+        if base is not None:
+            theirs = statistics.median(base.values[metric]) if metric in base.values else None
+            ratio = f"{mine / theirs:.2f}x" if mine is not None and theirs else ""
+            line += f"{_fmt(theirs):>22}{ratio:>8}"
+        elif single and mine is not None and metric.endswith(("p50 s", "p95 s")) and metric.startswith("/chat x"):
+            line += f"   ({mine / single:.1f}x one call alone)"
+        print(line)
+    rounds = len(next(iter(this.values.values()), []))
+    print(f"(medians of {rounds} round(s); load avg is the machine's 1-minute load when each round started)")
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", help="a running page; default: start app.py on a free port")
-    parser.add_argument("--api", type=int, default=50, help="concurrent /chat API clients")
-    parser.add_argument("--tabs", type=int, default=20, help="concurrent browser tabs")
-    parser.add_argument("--single", type=int, default=5, help="single calls for the baseline median")
-    parser.add_argument("--timing", type=int, default=0, help="only measure page load and answer time, N times")
+    parser.add_argument("--url", help="a running page; default: start this checkout's app.py on a free port")
+    parser.add_argument("--baseline", metavar="REF", help="also start and measure the page at this git ref")
+    parser.add_argument("--baseline-url", help="a running baseline page instead of --baseline")
+    parser.add_argument("--api", type=int, default=50, help="concurrent /chat API clients (0: none)")
+    parser.add_argument("--client", default="http,gradio",
+                        help="API client kinds, comma-separated: http (plain HTTP API), gradio (gradio_client)")
+    parser.add_argument("--tabs", type=int, default=20, help="concurrent browser tabs (0: none)")
+    parser.add_argument("--single", type=int, default=5, help="single /chat calls for the unloaded median")
+    parser.add_argument("--timing", type=int, default=0, help="page load and answer times, N fresh tabs")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per page, alternating pages")
     args = parser.parse_args()
-    proc = None
-    url = args.url
-    if not url:
-        port = free_port()
-        print(f"starting app.py on 127.0.0.1:{port} ...", flush=True)
-        proc = start_subprocess(port, timeout=600)
-        url = f"http://127.0.0.1:{port}/"
+    args.client = [k.strip() for k in args.client.split(",") if k.strip()]
+    if unknown := set(args.client) - {"http", "gradio"}:
+        raise SystemExit(f"unknown --client kind(s): {sorted(unknown)}")
+
+    pages: list[Page] = []
     try:
-        if args.timing:
-            timing(url, args.timing)
-            return
-        bad = load(url, args.api, args.tabs, args.single)
+        this = Page("this page", args.url) if args.url else start_page("this page")
+        pages.append(this)
+        base = None
+        if args.baseline_url:
+            base = Page("baseline", args.baseline_url)
+        elif args.baseline:
+            base = start_page("baseline", args.baseline)
+        if base is not None:
+            pages.append(base)
+        base_name = args.baseline or args.baseline_url or ""
+        figures = {p.name: Figures() for p in pages}
+        for page in pages:  # warm-up: models and corpus loaded, first page served
+            asyncio.run(_http_burst(page.url, cases(1)))
+            if args.timing or args.tabs:
+                asyncio.run(timing_run(page.url, [cases(1)[0][0]]))
+        bad, offset = 0, 1
+        for _ in range(args.rounds):
+            used = 0
+            for page in pages:
+                page_bad, used = measure_round(page, figures[page.name], args, offset)
+                if page is this:
+                    bad += page_bad
+            offset += used
+        report(figures["this page"], figures.get("baseline"), base_name)
         if bad:
             raise SystemExit(f"{bad} clients lost their answer or got someone else's")
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(30)
+        for page in pages:
+            page.stop()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,130 @@
+"""The page's answering processes (``bot.web.pool``): the same answers as in-process, a setup
+error that crosses the process boundary, a dead worker that loses no answer, no orphans when the
+server is killed, and Gradio's per-session config unchanged by ``lighten_sessions``."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bot.setup import TrainingSetup
+from bot.web import pool
+
+QUESTION = "DDP or FSDP for Mistral-7B on 4x A100 40GB with micro-batch 2?"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_default_workers_reads_the_setting(monkeypatch):
+    monkeypatch.setenv(pool.WORKERS_ENV, "0")
+    assert pool.default_workers() == 0
+    monkeypatch.setenv(pool.WORKERS_ENV, "3")
+    assert pool.default_workers() == 3
+    monkeypatch.setenv(pool.WORKERS_ENV, "many")
+    assert 1 <= pool.default_workers() <= pool.MAX_DEFAULT_WORKERS
+    monkeypatch.delenv(pool.WORKERS_ENV)
+    assert 1 <= pool.default_workers() <= pool.MAX_DEFAULT_WORKERS
+
+
+def test_without_a_pool_jobs_run_here():
+    assert pool._pool is None
+    assert pool.run(os.getpid) == os.getpid()
+
+
+@pytest.mark.slow
+def test_a_worker_gives_the_same_answers_and_setup_errors():
+    answer_pool = pool.AnswerPool(1)
+    answer_pool.start(warm=False)
+    try:
+        assert answer_pool.run(pool.chat_markdown, QUESTION) == pool.chat_markdown(QUESTION)
+        [worker] = answer_pool.pids()
+        assert worker != os.getpid()
+        answer, parsed = answer_pool.run(pool.ask_question, QUESTION, [])
+        assert answer.setup["model"] == "Mistral-7B" and parsed["gpu_count"] == 4
+        setup = TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4)
+        assert answer_pool.run(pool.answer_setup, setup, "en").setup["model"] == "GPT-2 XL"
+        assert answer_pool.run(pool.answer_setup, setup, "en").model_dump() == pool.answer_setup(setup, "en").model_dump()
+    finally:
+        answer_pool.close()
+
+
+def test_a_setup_problem_crosses_processes_and_is_shown(monkeypatch):
+    problem = pickle.loads(pickle.dumps(pool.SetupProblem("gpu_count: 3 GPUs do not split evenly over 2 nodes")))
+    assert isinstance(problem, pool.SetupProblem)
+
+    from bot import webui
+    from bot.web.conversation import Conversation, Exchange
+
+    def refuse(fn, *args):
+        raise problem
+
+    monkeypatch.setattr(pool, "run", refuse)
+    conv = Conversation()
+    ex = Exchange(kind="edit", user_html="", payload={"setup": {"gpu_count": 3, "nodes": 2}, "language": "en"})
+    assert webui.run_exchange(conv, ex) is None
+    assert "The setup has invalid values: gpu_count: 3 GPUs do not split evenly" in ex.answer_html
+
+
+def test_a_dead_worker_loses_no_answer():
+    answer_pool = pool.AnswerPool(1)
+    answer_pool.start(warm=False)
+    try:
+        first = answer_pool.run(os.getpid)
+        os.kill(first, signal.SIGKILL)
+        time.sleep(0.5)
+        # This call finds the pool broken: it is answered here, and the pool starts afresh.
+        assert answer_pool.run(os.getpid) in (os.getpid(), *answer_pool.pids())
+        again = answer_pool.run(os.getpid)
+        assert again not in (first, os.getpid()) and _alive(again)
+    finally:
+        answer_pool.close()
+
+
+def test_workers_leave_when_the_server_is_killed():
+    script = ("import sys, time\nfrom bot.web import pool\n"
+              "p = pool.start(2, warm=False)\n[p.run(time.sleep, 0.2) for _ in range(4)]\n"
+              "print(*p.pids(), flush=True)\ntime.sleep(120)\n")
+    server = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in server.stdout.readline().split()]
+        assert workers and all(_alive(p) for p in workers)
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in workers if _alive(p)]
+    finally:
+        server.kill()
+
+
+def test_lighter_sessions_keep_the_same_config():
+    from gradio.state_holder import SessionState
+
+    from bot import webui
+
+    demo = webui.build_demo()
+    before = SessionState(demo).config_values
+    webui.lighten_sessions(demo)
+    after = SessionState(demo).config_values
+    assert after == before
+    # Each session gets its own copy of the fixed schemas.
+    upload = next(k for k, b in demo.blocks.items() if type(b).__name__ == "UploadButton")
+    assert SessionState(demo).config_values[upload]["api_info"] is not after[upload]["api_info"]
+    assert demo._queue.ANAYLTICS_CACHE_FREQUENCY > 10**9
