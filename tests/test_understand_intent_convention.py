@@ -126,3 +126,9 @@ def test_sentences_keep_a_continuation_with_its_question():
     assert len(parts) == 2 and parts[0].endswith("微调？")
     reading = read_intent("why is my FSDP run so slow?", has_setup=False, oom=False)
     assert reading.asked and reading.intent == "troubleshoot"
+
+
+def test_a_comparison_asked_in_general_is_concept_and_about_a_run_is_troubleshoot():
+    assert intent("Is an H100 faster than an A100 for 7B?") == "concept"
+    assert intent("Why FSDP is much slower than normal data Parallel? I change the ddp-backend to fully_sharded") == "troubleshoot"
+    assert intent("Can a single A100 train 7B?") == "recommend"

@@ -160,3 +160,8 @@ def test_a_turn_of_figures_only_keeps_the_conversations_language():
     assert parse_conversation("8x H100", ["我有一个7B模型要全参微调"]).language == "zh"
     # a sentence of the person's own decides: they switched language
     assert parse_conversation("what about 8x H100 then?", ["我有一个7B模型要全参微调"]).language == "en"
+
+
+def test_two_cards_joined_by_and_are_not_one_gpu():
+    assert setup_of("fine-tune 7B on a 4090 and a 3090").gpu_count is None
+    assert setup_of("Can the fine-tuning of the 7B model be done on an A100 40G? I tried with an A100").gpu_count == 1

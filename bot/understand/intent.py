@@ -164,7 +164,8 @@ _CAPACITY_Q = re.compile(r"how many|how much|多少|几张|几台|几块|几个(
                          r"need\w*\s+(?:\d+|two|three|four|eight|sixteen)\s+(?:nodes|gpus|cards|machines|servers)|"
                          r"需要\s*\d+(?:\.\d+)?\s*(?:g|gb|t|tb)?\s*的?\s*(?:内存|显存)|(?:内存|显存)占用|memory (?:usage|footprint|requirements?)", _I)
 # can my setup do it / which option
-_CAN_Q = re.compile(r"can (?:i|we|it|this|one)|could (?:i|we|it)|is (?:it|this|that) possible|possible to|是否(?:可以|能)|能否|可否|"
+_CAN_Q = re.compile(r"can (?:i|we|it|this|one)|could (?:i|we|it)|\b(?:can|could)\b.{0,60}?\b(?:train|fine-?tune|finetune|run|fit|handle|"
+                    r"hold|support)\b|is (?:it|this|that) possible|possible to|是否(?:可以|能)|能否|可否|"
                     r"能不能|可不可以|可以[^？?。\n]{0,40}?[吗嘛么呢]|能[^？?。\n]{0,40}?[吗嘛么呢]|有机会|跑通|够吗|够不够|够用吗|足够吗|"
                     r"\benough\b|suffic|will (?:it|this|that) (?:fit|work|oom|run)|would (?:it|this|that) (?:fit|work|oom)|"
                     r"(?:does|do|will) (?:it|this|that|they) fit|fits? (?:on|in|into|onto)|会\s*oom吗|会爆显存吗|\bwhich\b|哪种|哪个|选哪|"
@@ -222,13 +223,17 @@ def sentences_of(text: str) -> list[str]:
     return out
 
 
-def _question_class(sentence: str, *, has_setup: bool, own: bool = True) -> str | None:
+def _question_class(sentence: str, *, has_setup: bool, own: bool = True, mine: bool = True) -> str | None:
     """The intent one question sentence asks for (None: not a question, or none of ours). ``own``:
-    the message is about a run or setup of the person's (a setup, "I/my/我", a symptom)."""
+    the message is about a run or setup of the person's (a setup, "I/my/我", a symptom); ``mine``: it
+    speaks of the person's own run ("I/my/我", an OOM)."""
     if not _QUESTION.search(sentence):
         return None
     if _CONCEPT_STRONG.search(sentence) and not _OWN_RUN.search(sentence) or re.search(r"how is .{1,60} achieved", sentence, _I):
         return "concept"
+    if re.search(r"\b(?:is|are|would|will)\b.{0,40}\b(?:faster|slower|better|worse|cheaper)\b.{0,12}\bthan\b", sentence, _I) \
+            and not mine:
+        return "concept"  # "Is an H100 faster than an A100 for 7B?"
     if _FIX_Q.search(sentence):
         if not own and _WHY.search(sentence) and not _FIX_Q.search(_WHY.sub(" ", sentence)):
             return "concept"  # "为什么FSDP的显存比DDP少那么多？": how things behave, not a run of theirs
@@ -266,7 +271,8 @@ def read_intent(prose: str, *, has_setup: bool, oom: bool) -> IntentReading:
     if scope is not None:
         return IntentReading(scope, True, symptom)
     own = has_setup or oom or bool(_OWN_RUN.search(text)) or bool(_SYMPTOM.search(text))
-    asked = [(x, c) for x in sentences_of(text) if (c := _question_class(x, has_setup=has_setup, own=own))]
+    mine = oom or bool(_OWN_RUN.search(text))
+    asked = [(x, c) for x in sentences_of(text) if (c := _question_class(x, has_setup=has_setup, own=own, mine=mine))]
     if asked:
         decided = max((c for _, c in asked), key=_RANK.__getitem__)
         can = decided == "recommend" and not any(c == "recommend" and _CHOICE.search(x) for x, c in asked)

@@ -325,7 +325,10 @@ def read_counts(text: str, out: ProseReading) -> None:
         r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?\s*(?:an?\s*)?$",
         text[max(0, m.start() - 16): m.start()], re.I | re.A)), None)
     if count is None and single and nodes is None and per_node is None and "gpu_count" not in out.fields \
-            and "gpus_per_node" not in out.fields:
+            and "gpus_per_node" not in out.fields and not (
+                # "on a 4090 and a 3090": two cards, so "on a" is not a count
+                re.match(r"on\s+an?\s", single.group(0), re.I)
+                and re.match(r"\s*(?:and|or|vs\.?|/|,)\s*(?:an?\s+)?" + GPU, text[single.end():], re.I)):
         count, count_text = 1, single.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
             and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
