@@ -255,7 +255,8 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
                           f"Please ask a question about distributed training, e.g. \"{_EXAMPLE_EN}\"")
         return
     topics = set(ev.parsed.topics)
-    if ev.inference is not None:
+    tpu = {"tpu", "jax"} & {w.lower() for w in ev.question.replace("/", " ").split()} or "TPU" in ev.question
+    if ev.inference is not None and not tpu:
         inf = ev.inference
         n = cites.add("calc", "calc", _t(lang, "shardwise 推理显存估算", "shardwise inference memory estimate"),
                       None, inf.quote())
@@ -294,7 +295,7 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
                           "with an engine such as vLLM or SGLang; "
                           "name the model and context length and I will size the weights and KV cache.")
         return
-    if {"tpu", "jax"} & {w.lower() for w in ev.question.replace("/", " ").split()} or "TPU" in ev.question:
+    if tpu:
         sec.headline = _t(lang, "TPU/JAX 上不用 DDP/FSDP：用 XLA 的分片（JAX 的 jax.sharding / pjit，或 PyTorch/XLA "
                                 "的 SPMD 与 FSDP 封装）。",
                           "On TPU/JAX the tool is XLA sharding, not DDP/FSDP: jax.sharding / pjit in JAX, or "
@@ -817,6 +818,16 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                             "offload to FSDP CPU offload")
         en = "; ".join(parts_en)
         return say.done("；".join(parts_zh) + "。", en[:1].upper() + en[1:] + ".")
+    if code == "lora_sharding_gain":
+        mode = "QLoRA" if v.get("finetune") == "qlora" else "LoRA"
+        return say.done(f"{mode} 下 ZeRO-3/FULL_SHARD 比 ZeRO-2/SHARD_GRAD_OP 多分片的只有冻结的基座权重；梯度和优化器状态只属于很小的适配器，"
+                        f"而激活值两者都不分片：micro-batch 大、序列长时激活占大头，两者的显存就差不多。监控里看到的占用还包括 PyTorch "
+                        f"缓存分配器留着的缓存（reserved），比实际分配的多。",
+                        f"With {mode}, all ZeRO-3/FULL_SHARD shards beyond ZeRO-2/SHARD_GRAD_OP is the frozen base "
+                        f"weights: gradients and optimizer state belong to the small adapters, and neither shards "
+                        f"activations, which dominate at a large micro-batch or a long sequence, so the two use about "
+                        f"the same memory. The usage a monitor shows also includes the PyTorch caching allocator's "
+                        f"cache (reserved), more than what is allocated.")
     if code == "from_passages":
         passages = v["passages"]
         if not passages:

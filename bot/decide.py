@@ -494,4 +494,9 @@ def _direct_without_setup(ev: Evidence) -> list[Reason]:
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": None, "stage": ev.parsed.observed.zero_stage,
                                            "offload": ev.parsed.observed.zero_offload}))
+    sharded = {"fsdp_shard_grad_op", "fsdp_full_shard"}
+    asks_sharding = sharded <= set(ev.parsed.compare) or "shard_grad_op_vs_full_shard" in ev.parsed.topics
+    if asks_sharding and ev.parsed.setup.finetune in ("lora", "qlora"):
+        # with adapters, what FULL_SHARD adds over SHARD_GRAD_OP is sharding the frozen base only
+        out.append(Reason("lora_sharding_gain", {"finetune": ev.parsed.setup.finetune}))
     return out

@@ -179,7 +179,7 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
     """All the evidence for ``parsed`` (``question``: the asked text, for retrieval); computes
     nothing twice. Raises only on internal bugs."""
     ev = Evidence(parsed=parsed, language=parsed.language, question=question)
-    if parsed.empty or not parsed.on_topic:
+    if parsed.empty or not parsed.on_topic or parsed.intent == "out_of_scope":  # decided out of scope
         if parsed.intent == "out_of_scope" or not parsed.on_topic:
             ev.inference = _inference(parsed)
             if ev.inference is not None:
@@ -458,8 +458,15 @@ def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:
 
 
 def _inference(parsed: Parsed) -> Any:
-    """Weights + KV cache for an inference/serving question that names a model (else None)."""
-    if "inference" not in parsed.topics:
+    """Weights + KV cache for an inference/serving question that names a model (else None): one
+    the reader tagged as inference, or any out-of-scope question that names a model size ("how
+    much memory to run Qwen-72B?" is a serving question even without the word)."""
+    def said_now(name: str) -> bool:  # stated in this question, not carried from an earlier turn
+        source = getattr((parsed.provenance or {}).get(name), "source", None)
+        return bool(getattr(parsed.setup, name, None)) and source != "history"
+
+    named = said_now("model") or said_now("params_b")
+    if "inference" not in parsed.topics and not (parsed.intent == "out_of_scope" and named):
         return None
     try:
         from bot.calc.inference import inference_estimate

@@ -181,3 +181,27 @@ def test_a_serving_question_is_out_of_scope_with_weights_by_dtype(lang, words):
     assert a.numbers["inference.int4.weights_gib"] == pytest.approx(a.numbers["inference.weights_gib"] / 4, rel=1e-3)
     for w in words:
         assert w in a.text, w
+
+
+def test_an_out_of_scope_question_naming_a_model_gets_the_serving_figure():
+    # "how much memory to run Qwen-72B?" is out of scope and has no "inference" word: the figure
+    # people want is still the weights + KV cache; a TPU question gets the XLA pointer instead.
+    from bot.compose import compose
+
+    parsed = Parsed(setup=TrainingSetup(params_b=72), language="zh", intent="out_of_scope", on_topic=False)
+    ev = build_evidence(parsed, with_knowledge=False)
+    assert ev.inference is not None and set(ev.inference_quantized) == {"int8", "int4"}
+    a = compose(ev, decide(ev))
+    assert a.status == "out_of_scope" and "张量并行" in a.text and "inference.int4.total_gib" in a.numbers
+    tpu = build_evidence(Parsed(setup=TrainingSetup(model="Llama-2-7B"), language="en", intent="out_of_scope",
+                                on_topic=False), question="Train Llama-2-7B on TPU v4 with JAX?", with_knowledge=False)
+    assert "XLA" in compose(tpu, decide(tpu)).text
+
+
+@pytest.mark.parametrize("finetune,said", [("lora", True), ("full", False)])
+def test_zero2_vs_zero3_under_lora_says_only_the_frozen_base_is_sharded(finetune, said):
+    parsed = Parsed(setup=TrainingSetup(finetune=finetune, gpu_count=2, gpu_memory_gb=40), language="en",
+                    intent="troubleshoot", compare=("fsdp_shard_grad_op", "fsdp_full_shard"),
+                    missing=["params_b"])
+    d = decide(build_evidence(parsed, with_knowledge=False))
+    assert ("lora_sharding_gain" in codes(d.direct)) is said
