@@ -65,6 +65,10 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                   "for the head's backward, kept gathered through backward, or split into units of their own.", ""),
     "reshard_after_forward": ("FSDP2 reshard_after_forward for the blocks: true, false, or a group size k "
                               "(blocks kept sharded over k GPUs between forward and backward).", ""),
+    "optimizer_in_backward": ("The optimizer steps each parameter inside backward and frees its gradient at once "
+                              "(torchtune optimizer_in_bwd).", ""),
+    "paged_optimizer": ("Optimizer state in CUDA managed memory, paged to host RAM under pressure (bitsandbytes "
+                        "PagedAdamW/PagedAdamW8bit).", ""),
     "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
     "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
     "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),

@@ -88,6 +88,12 @@ class TrainingSetup(BaseModel):
     # group size the blocks are resharded to after forward (a divisor of the shard group).
     fsdp_root: Literal["resharded", "kept", "split"] | None = None
     reshard_after_forward: bool | int | None = None
+    # The optimizer steps each parameter inside backward, freeing its gradient at once
+    # (torchtune optimizer_in_bwd; register_post_accumulate_grad_hook); default False.
+    optimizer_in_backward: bool | None = None
+    # Optimizer state in CUDA managed memory, paged to host RAM under pressure (bitsandbytes
+    # PagedAdamW / PagedAdamW8bit); default False.
+    paged_optimizer: bool | None = None
     # Parallelism the calculator does not model: a stated degree > 1 is named in the estimate's
     # ``not_modelled`` notices (figures then assume pure data parallelism), never silently dropped.
     tensor_parallel: int | None = None
@@ -205,6 +211,12 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
         problems.append(Problem(lora_only[0], f"{lora_only[0]} applies to LoRA/QLoRA, not a full fine-tune"))
     if setup.finetune == "qlora" and setup.base_dtype not in (None, "nf4"):
         problems.append(Problem("base_dtype", f"QLoRA stores the frozen base in 4 bit (nf4), not {setup.base_dtype}"))
+    if setup.optimizer_in_backward and (setup.grad_accum_steps or 1) > 1:
+        problems.append(Problem("optimizer_in_backward", "stepping in backward needs each gradient complete: "
+                                                         "it cannot accumulate over micro-batches"))
+    if setup.paged_optimizer and setup.optimizer_impl in ("fused", "forloop"):
+        problems.append(Problem("paged_optimizer", "paged optimizers are bitsandbytes kernels, not torch.optim's "
+                                                   f"{setup.optimizer_impl!r} implementation"))
     rak = setup.reshard_after_forward
     if isinstance(rak, int) and not isinstance(rak, bool):
         # FSDP2: "a non-trivial divisor of the mesh shard dim size (excluding 1 and the dim size)"

@@ -186,3 +186,19 @@ def test_tensor_parallel_is_named_as_not_modelled():
     assert "not modelled: tensor parallelism" in result.stdout.replace("\n", " ")
     data = json.loads(run(*BASE, "--tensor-parallel", "4", "--json").stdout)
     assert len(data["not_modelled"]) == 1
+
+
+def test_fsdp_layout_and_optimizer_flags():
+    result = run(*BASE, "--precision", "bf16", "--fsdp-root", "split", "--reshard-after-forward", "4",
+                 "--optimizer-in-backward", "--json")
+    assert result.exit_code == 0, result.output
+    setup = json.loads(result.stdout)["setup"]
+    assert (setup["fsdp_root"], setup["reshard_after_forward"], setup["optimizer_in_backward"]) == ("split", 4, True)
+    assert json.loads(run(*BASE, "--reshard-after-forward", "false", "--json").stdout)["setup"][
+        "reshard_after_forward"] is False
+    for bad, field in ((("--reshard-after-forward", "3"), "reshard_after_forward"),
+                       (("--reshard-after-forward", "maybe"), "reshard_after_forward"),
+                       (("--paged-optimizer", "--optimizer-impl", "fused"), "paged_optimizer"),
+                       (("--optimizer-in-backward", "--grad-accum-steps", "4"), "optimizer_in_backward")):
+        result = run(*BASE, *bad)
+        assert result.exit_code == 2 and field in result.stderr, bad

@@ -127,3 +127,47 @@ def test_compile_never_lifts_utilisation_above_the_ceiling():
     eager = estimate_setup(TrainingSetup(**small)).inputs["compute_seconds"]
     compiled = estimate_setup(TrainingSetup(**small, torch_compile=True)).inputs["compute_seconds"]
     assert compiled < eager / 1.1
+
+
+# --- the loss's bytes per logit (measured on CPU Inductor, docs/calc.md) ---------------------------
+
+
+def test_compiled_losses_keep_no_fp32_logits():
+    from bot.calc.memory import LOSS_CHUNKS, loss_bytes_per_logit
+
+    inputs = mem_inputs()
+    assert loss_bytes_per_logit(dataclasses.replace(inputs, loss_impl="standard"), 2) == (4, 8, 2)
+    assert loss_bytes_per_logit(dataclasses.replace(inputs, loss_impl="fused"), 2) == (2, 2, 2)
+    chunked = dataclasses.replace(inputs, loss_impl="chunked", torch_compile=True)
+    assert loss_bytes_per_logit(chunked, 2) == (2, 2 / LOSS_CHUNKS, 2)
+
+
+# --- optimizer in backward, paged optimizer state (torchtune's 8B single-device full fine-tune) ----
+
+ONE_4090 = dict(model="llama3.1-8b", gpu="4090", gpu_count=1, precision="bf16", optimizer="adam8bit",
+                activation_checkpointing=True, seq_len=2048, micro_batch=2, torch_compile=True, loss_impl="chunked")
+
+
+def test_optimizer_in_backward_drops_the_moment_all_gradients_coexist():
+    plain = {ph.name for ph in phases(_mem_inputs(resolve_setup(TrainingSetup(**ONE_4090))), "ddp")[0]}
+    fused = {ph.name for ph in phases(_mem_inputs(resolve_setup(TrainingSetup(**ONE_4090, optimizer_in_backward=True))),
+                                      "ddp")[0]}
+    assert "optimizer_step" in plain and "optimizer_step" not in fused
+    for strategy in ("fsdp_full_shard", "ddp"):
+        a = estimate_setup(TrainingSetup(**{**BASE, "finetune": "full"})).memory[strategy]
+        b = estimate_setup(TrainingSetup(**{**BASE, "finetune": "full", "optimizer_in_backward": True})).memory[strategy]
+        assert b.total_gib <= a.total_gib and b.grads_gib < a.grads_gib + 1e-9
+    problems = check_setup(TrainingSetup(**ONE_4090, optimizer_in_backward=True, grad_accum_steps=4))
+    assert [p.field for p in problems] == ["optimizer_in_backward"]
+
+
+def test_paged_state_leaves_the_allocator_figures_for_host_ram():
+    plain = estimate_setup(TrainingSetup(**ONE_4090)).memory["ddp"]
+    paged = estimate_setup(TrainingSetup(**ONE_4090, paged_optimizer=True, optimizer_in_backward=True)).memory["ddp"]
+    assert paged.optimizer_gib == 0 and plain.host_ram_gib == 0
+    # 8-bit Adam: 2 B/param (+ block constants) of Llama-3.1-8B's 8.03 B parameters, all pageable to host
+    assert paged.host_ram_gib == pytest.approx(8.03e9 * 2 * (1 + 4 / 2048) / 2**30, rel=0.01)
+    assert not plain.fits and paged.fits  # torchtune runs this on one 24 GB card (README: 18.9 GiB)
+    assert paged.reserved_gib == pytest.approx(18.9, rel=0.10)
+    bad = check_setup(TrainingSetup(**{**ONE_4090, "optimizer": "adamw"}, paged_optimizer=True, optimizer_impl="fused"))
+    assert [p.field for p in bad] == ["paged_optimizer"]

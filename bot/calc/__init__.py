@@ -124,6 +124,7 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         lora_targets=setup.lora_targets or "attention", base_dtype=setup.base_dtype,
         float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
         fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
+        optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
     )
 
 

@@ -90,6 +90,14 @@ def _fail(problems: list[Problem]) -> NoReturn:
               help="Frozen base weights under LoRA (default: compute dtype; nf4 for QLoRA).")
 @click.option("--float8/--no-float8", default=None, help="torchao float8 linears and all-gathers (default off).")
 @click.option("--norm-impl", type=click.Choice(["eager", "fused"]), help="RMSNorm/LayerNorm kernel (default eager).")
+@click.option("--fsdp-root", type=click.Choice(["resharded", "kept", "split"]),
+              help="FSDP root unit (embeddings + head): resharded (default), kept gathered, or split into own units.")
+@click.option("--reshard-after-forward", help="FSDP2 reshard_after_forward for the blocks: true, false or a group "
+                                              "size k (default true).")
+@click.option("--optimizer-in-backward/--no-optimizer-in-backward", default=None,
+              help="Step each parameter inside backward, freeing its gradient (default off).")
+@click.option("--paged-optimizer/--no-paged-optimizer", default=None,
+              help="bitsandbytes paged optimizer state (CUDA managed memory; default off).")
 @click.option("--mfu", type=float, help="Model FLOPs utilisation to assume (0-1); default: calibrated per GPU.")
 @click.option("--tensor-parallel", type=int, help="TP degree (not modelled; named in the output).")
 @click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
@@ -103,7 +111,8 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
          ddp_bucket_view: bool | None, checkpointing_policy: str | None, checkpoint_every: int | None,
          torch_compile: bool | None, loss_impl: str | None, grad_accum_steps: int | None,
          lora_targets: str | None, base_dtype: str | None, float8: bool | None, norm_impl: str | None,
-         mfu: float | None, tensor_parallel: int | None, pipeline_parallel: int | None,
+         fsdp_root: str | None, reshard_after_forward: str | None, optimizer_in_backward: bool | None,
+         paged_optimizer: bool | None, mfu: float | None, tensor_parallel: int | None, pipeline_parallel: int | None,
          context_parallel: int | None, as_json: bool) -> None:
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
 
@@ -118,6 +127,15 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
     inter_link = inter_gbps = None
     if inter_node is not None:
         inter_link, inter_gbps, problems = parse_inter_node(inter_node)
+    reshard: bool | int | None = None
+    if reshard_after_forward is not None:
+        text = reshard_after_forward.strip().lower()
+        if text in ("true", "false"):
+            reshard = text == "true"
+        elif text.isdigit():
+            reshard = int(text)
+        else:
+            problems.append(Problem("reshard_after_forward", f"say true, false or a group size, not {text!r}"))
     setup = TrainingSetup(
         model=model, params_b=params_b, gpu=gpu, gpu_memory_gb=gpu_memory_gb, gpu_count=gpu_count,
         nodes=nodes, gpus_per_node=gpus_per_node, seq_len=seq_len, micro_batch=micro_batch,
@@ -127,7 +145,9 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         optimizer_impl=optimizer_impl, ddp_bucket_view=ddp_bucket_view, checkpointing_policy=checkpointing_policy,
         checkpoint_every=checkpoint_every, torch_compile=torch_compile, loss_impl=loss_impl,
         grad_accum_steps=grad_accum_steps, lora_targets=lora_targets, base_dtype=base_dtype, float8=float8,
-        norm_impl=norm_impl, mfu=mfu, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
+        norm_impl=norm_impl, fsdp_root=fsdp_root, reshard_after_forward=reshard,
+        optimizer_in_backward=optimizer_in_backward, paged_optimizer=paged_optimizer,
+        mfu=mfu, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
         context_parallel=context_parallel,
     )
     problems += check_setup(setup)
