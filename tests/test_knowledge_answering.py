@@ -51,6 +51,29 @@ def test_passages_come_from_the_entry_that_answers(question, language, topics, e
     assert expect & {p.id for p in passages}, [p.id for p in passages]
 
 
+# The fixes real threads found, asked in our own words: the quoted sentence itself must name the fix
+# (the answer quotes passages; a passage from the right doc that misses the fix does not help).
+@pytest.mark.parametrize("question, language, topics, fix_words", [
+    ("Loading a 70B model on 8 GPUs: every process loads the full model into memory and then copies it to "
+     "its GPU, 1 TB of RAM is not enough", "en", ["oom"], ("rank 0", "meta", "cpu_ram_efficient_loading")),
+    ("With FSDP and a 4-bit quantization_config the whole model lands on GPU0 and OOMs", "en", ["oom", "lora"],
+     ("bnb_4bit_quant_storage",)),
+    ("8卡训练时每个进程都把完整模型加载到内存再拷到GPU上，内存不够怎么办", "zh", ["oom"],
+     ("rank 0", "meta", "cpu_ram_efficient_loading")),
+    ("DeepSpeed ZeRO-3 with CPU offload runs out of CPU memory for a 70B full fine-tune on 8 x A100 80GB", "en",
+     ["cpu_offload"], ("8-bit", "paged")),
+    ("How do I get hybrid sharding across nodes with FSDP2?", "en", ["hybrid_shard", "fsdp1_vs_fsdp2"],
+     ("mesh", "dp_replicate", "reshard_after_forward")),
+    ("ZeRO3比ZeRO2慢是因为牺牲了计算精度吗", "zh", ["zero_vs_fsdp"], ("通信",)),
+    ("相同配置两张卡收敛到同样的loss比单卡还慢，为什么", "zh", [], ("batch",)),
+    ("部署72B模型推理至少需要多少显存", "zh", ["inference"], ("张量并行", "量化", "vLLM")),
+])
+def test_passages_name_the_fix_the_threads_found(question, language, topics, fix_words):
+    passages = retrieve_passages(question, language=language, topics=topics, k=3)
+    quotes = " ".join(p.quote for p in passages)
+    assert any(w.lower() in quotes.lower() for w in fix_words), [(p.id, p.quote[:80]) for p in passages]
+
+
 def test_every_quote_is_verbatim_whole_sentences():
     for question, lang in [("why is FSDP slower than DDP", "en"), ("多机训练为什么比单机慢", "zh"),
                            ("how much memory does DDP need for a 7B full fine-tune", "en"),
