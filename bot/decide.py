@@ -166,7 +166,8 @@ def decide(ev: Evidence) -> Decision:
 def _ladder(ev: Evidence) -> Decision:
     r = ev.resolved
     assert r is not None
-    weighed = [c for c in ev.configs if c.strategy in GPU_RESIDENT]
+    # on one GPU there is nothing to shard across: DDP's rows (plain training) are the candidates
+    weighed = [c for c in ev.configs if c.strategy in GPU_RESIDENT and (r.gpu_count > 1 or c.strategy == "ddp")]
     reasons: list[Reason] = []
     ran = observed_run(ev)
     suspect: list[Config] = []
@@ -212,7 +213,6 @@ def _ladder(ev: Evidence) -> Decision:
 
     if r.gpu_count == 1:
         reasons.append(Reason("single_gpu"))
-        candidates = [c for c in candidates if c.strategy == "ddp"]
 
     if candidates:
         chosen, rival = pick(ev, candidates)

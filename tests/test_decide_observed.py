@@ -128,6 +128,8 @@ def test_the_recommended_row_always_fits_and_is_never_the_reported_oom(fields, o
         assert d.chosen.fits or ("accumulate" in reasons and d.chosen.max_micro_batch >= 1)
         assert d.strategy == d.chosen.strategy and d.variant == d.chosen.variant
         assert d.chosen in d.rows
+        if ev.resolved.gpu_count == 1 and d.chosen.strategy in GPU_RESIDENT:  # nothing to shard across
+            assert d.chosen.strategy == "ddp"
     else:
         assert d.strategy == "none"
     if observed.oom and "observed_oom" in reasons:  # the run that failed is not recommended as it ran
