@@ -966,6 +966,12 @@ INTRO = (
 )
 
 
+def share_href(query: str) -> str:
+    """The link's target for markdown: the query string with markdown's link delimiters escaped
+    (setup_query url-encodes values, so only its own characters remain)."""
+    return query.replace("\\", "%5C").replace("(", "%28").replace(")", "%29").replace(" ", "%20")
+
+
 def build_demo():
     """The Blocks app (not launched)."""
     from bot.catalog import list_gpus, list_models
@@ -992,7 +998,9 @@ def build_demo():
                     dl_json = gr.DownloadButton("Answer (.json)", visible=False, size="sm", elem_id="sw-dl-json")
                     dl_png = gr.DownloadButton("Chart (.png)", visible=False, size="sm", elem_id="sw-dl-png")
                     dl_svg = gr.DownloadButton("Chart (.svg)", visible=False, size="sm", elem_id="sw-dl-svg")
-                share_link = gr.HTML("", elem_id="sw-share")
+                # Markdown, not gr.HTML: gr.HTML's module (107 KB with a template engine) would be
+                # fetched and parsed before the page first renders, for one link.
+                share_link = gr.Markdown("", elem_id="sw-share")
             with gr.Column(scale=2, min_width=340):
                 plot = gr.Plot(label="Per-GPU memory by strategy", show_label=False, elem_id="sw-chart")
                 chart_note = gr.Markdown("", elem_id="sw-chart-note")
@@ -1037,7 +1045,7 @@ def build_demo():
         for comp in fields:  # choices re-answer at once; numbers on Enter or the button
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
             answered(event(submit_edit, fields, [chat], **fast))
-        share.change(lambda q: (f'<a href="{html.escape(q)}">Link to this answer</a>' if q else ""),
+        share.change(lambda q: f"[Link to this answer]({share_href(q)})" if q else "",
                      [share], [share_link], queue=False, api_visibility="private")
         # The chat's trash button starts a new conversation: earlier questions no longer apply.
         chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
