@@ -67,6 +67,9 @@ def numbers_in_text(text: str) -> list[NumberMention]:
     Chinese characters separate tokens; full-width digits are read as ASCII (NFKC).
     """
     mentions: list[NumberMention] = []
+    # A full-width comma separates Chinese clauses ("batch_size为1，744G"): keep it a separator,
+    # never a thousands comma once NFKC makes it ASCII.
+    text = text.replace("\uff0c", ", ")
     for raw_line in strip_code_blocks(unicodedata.normalize("NFKC", text)).split("\n"):
         line = _HEADING.sub("", raw_line)
         line = _LIST_NUMBER.sub(r"\1", line)

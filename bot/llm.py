@@ -299,6 +299,9 @@ def fits_claims(text: str) -> list[tuple[str, bool, bool]]:
 
 def _strategy_problems(text: str, answer: Answer) -> list[str]:
     problems = []
+    for c in answer.citations:  # a quoted doc or forum sentence is its source's claim, not the answer's
+        if c.kind in ("doc", "forum") and c.quote:
+            text = text.replace(c.quote, " ")
     chosen = answer.recommendation.strategy
     allowed = [chosen, *answer.recommendation.alternatives]
     for named in recommended_in_text(text):

@@ -280,6 +280,7 @@ def test_names_markers_urls_numbering_and_code_are_not_figures(text):
     ("needs 40GB, i.e. 12.6 GiB per GPU", ["40", "12.6"]),
     ("about 1.5x DDP's traffic, 15% slower", ["1.5", "15"]),
     ("单卡40G，8张A100，7B模型", ["40", "8", "7"]),
+    ("batch_size为1，744G CPU memory", ["1", "744"]),  # a full-width comma is never a thousands comma
     ("fp16 needs 14-16GB", ["14", "16"]),
     ("2x8 GPUs or 2×8", ["2", "8", "2", "8"]),
     ("10,000 GPUs", ["10000"]),
