@@ -646,3 +646,12 @@ def test_named_choices_need_an_unnegated_mention(text, proposal, accepted):
     check = check_llm_setup(proposal, Parsed(setup=TrainingSetup(), language="en"), text)
     (name, value), = proposal.items()
     assert (getattr(check.setup, name) == value) is accepted and (name in check.rejected) is not accepted
+
+
+def test_a_tool_only_argument_in_the_proposal_is_not_a_rejected_setup_field():
+    from bot.parse import parse_conversation
+    from bot.understand.proposal import check_llm_setup
+
+    question = "Llama-2-7B full fine-tune on 8x A100 40GB"
+    check = check_llm_setup({"hf_config": "meta-llama/Llama-2-7b-hf", "gpu_count": 8}, parse_conversation([question]), question)
+    assert "hf_config" not in check.rejected and "gpu_count" not in check.rejected

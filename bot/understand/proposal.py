@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.catalog import UnknownNameError, list_gpus, lookup_gpu, lookup_model
+from bot.fields import TOOL_ONLY_FIELDS
 from bot.numwords import spelled_numbers
 from bot.setup import LIMITS, TrainingSetup
 from bot.understand import Provenance
@@ -267,6 +268,8 @@ def check_llm_setup(proposed: TrainingSetup | dict, parsed, text: str) -> Propos
         if value is None:
             continue
         name = str(name)
+        if name in TOOL_ONLY_FIELDS:  # the model as a config.json: the reader reads a pasted config itself
+            continue
         why = _valid(name, value)
         if why:
             rejected[name] = why
