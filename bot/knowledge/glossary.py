@@ -94,6 +94,14 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("保存", "checkpoint save state dict"),
     ("状态字典", "state dict"),
     ("量化", "quantization"),
+    # Inference/serving, model loading and convergence: the words of the real threads behind the
+    # serving, loading and global-batch docs (doc-serving-large-models, doc-model-loading-host-ram, ...).
+    ("张量并行", "tensor parallel"),
+    ("推理", "inference"),
+    ("部署", "serving"),
+    ("加载", "loading"),
+    ("主机内存", "host RAM"),
+    ("收敛", "convergence"),
     ("低秩", "LoRA low-rank"),
     ("选", "choose"),
     ("怎么选", "which to choose"),
