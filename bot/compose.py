@@ -26,7 +26,15 @@ from bot.answer import (
     SetupItem,
     TableRow,
 )
-from bot.decide import TOLERANCE, ZERO_TO_STRATEGY, Decision, Reason, checkpointing_on, deepspeed_user
+from bot.decide import (
+    TOLERANCE,
+    ZERO_TO_STRATEGY,
+    Decision,
+    Reason,
+    checkpointing_on,
+    deepspeed_user,
+    fits_with_margin,
+)
 from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, Config, Evidence, variant_key
 from bot.render import fmt, multi_model_text, notice_text, problem_text, question_text, render_markdown
 from bot.strategies import label, optimizer_label, short_label
@@ -621,8 +629,9 @@ def _what_if_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noq
         on = not (cfg.variant == CKPT and not checkpointing_on(ev, cfg))
         verb_zh, verb_en = ("打开", "With") if on else ("关掉", "Without")
         name = label(cfg.strategy, lang)
-        state_zh = "放得下" if cfg.fits else "放不下"
-        state_en = "fits" if cfg.fits else "no longer fits"
+        thin = cfg.fits and not fits_with_margin(cfg)  # said, so it does not read as a clean fit
+        state_zh = ("勉强放得下（没有余量）" if thin else "放得下") if cfg.fits else "放不下"
+        state_en = ("fits, without a margin" if thin else "fits") if cfg.fits else "no longer fits"
         return say.done(f"{verb_zh}{knob[0]}：{name} 每卡 {say.cfg(base, 'memory', 'total_gib')} → "
                         f"{say.cfg(cfg, 'memory', 'total_gib')} GiB，{state_zh}{c}。",
                         f"{verb_en} {knob[1]}, {name} goes from {say.cfg(base, 'memory', 'total_gib')} to "
