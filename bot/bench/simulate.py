@@ -48,7 +48,9 @@ PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
 OPTIMIZERS = ("adamw", "sgd")
 OPTIMIZER_IMPLS = ("foreach", "fused", "forloop")
 RUN_OPTION_DEFAULTS = {"optimizer_impl": "foreach", "ddp_bucket_view": False, "checkpointing_policy": "full",
-                       "checkpoint_every": 1, "loss_impl": "standard"}
+                       "checkpoint_every": 1, "loss_impl": "standard", "fsdp_root": "resharded",
+                       "reshard_after_forward": 0}
+FSDP_ROOTS = ("resharded", "kept", "split")
 LOSS_IMPLS = ("standard", "chunked", "fused")
 # Row blocks the fused cross-entropy emulation works through (its fp32 scratch is one block's).
 FUSED_LOSS_BLOCKS = 32
@@ -86,6 +88,13 @@ class SimConfig:
     # standard | chunked (torchtune's 8-chunk cross-entropy) | fused (a compiled / Liger-style
     # cross-entropy kernel, emulated by ``fused_loss_fn``)
     loss_impl: str = "standard"
+    # FSDP layout (calc engineer 3; bot.calc's ``fsdp_root`` and ``reshard_after_forward``): the root
+    # unit resharded after forward (``fully_shard(model, reshard_after_forward=True)``), kept gathered
+    # (``False`` on the root) or split (the embeddings and the LM head wrapped as units of their
+    # own); and the group size the blocks are resharded to after forward (0: the strategy's own;
+    # any other value is refused by ``normalized``: it cannot run on fake tensors).
+    fsdp_root: str = "resharded"
+    reshard_after_forward: int = 0
 
     @classmethod
     def from_hf_config(cls, source, **kwargs) -> SimConfig:
@@ -132,7 +141,9 @@ class SimConfig:
                    ddp_bucket_view=bool(getattr(s, "ddp_bucket_view", False)),
                    checkpointing_policy=getattr(s, "checkpointing_policy", None) or "full",
                    checkpoint_every=getattr(s, "checkpoint_every", None) or 1,
-                   loss_impl=getattr(s, "loss_impl", None) or "standard")
+                   loss_impl=getattr(s, "loss_impl", None) or "standard",
+                   fsdp_root=getattr(s, "fsdp_root", None) or "resharded",
+                   reshard_after_forward=_group_size(getattr(s, "reshard_after_forward", None)))
 
     @classmethod
     def from_dict(cls, data: dict) -> SimConfig:
@@ -165,6 +176,13 @@ class SimConfig:
             problems.append(f"checkpointing_policy {self.checkpointing_policy!r} is not full, every_k or selective_op")
         if self.loss_impl not in LOSS_IMPLS:
             problems.append(f"loss_impl {self.loss_impl!r} is not simulated; one of {', '.join(LOSS_IMPLS)}")
+        if self.fsdp_root not in FSDP_ROOTS:
+            problems.append(f"fsdp_root {self.fsdp_root!r} is not one of {', '.join(FSDP_ROOTS)}")
+        elif self.fsdp_root == "split" and (self.hf_config or spec.tied_embeddings):
+            problems.append("fsdp_root 'split' is simulated for catalog models with untied embeddings only")
+        k = self.reshard_after_forward
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0 or k == 1:
+            problems.append(f"reshard_after_forward must be 0 (the strategy's) or a group size >= 2, got {k!r}")
         for key, high in (("gpu_count", MAX_SIM_WORLD), ("seq_len", MAX_TOKENS), ("micro_batch", MAX_TOKENS)):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value > high:
@@ -187,6 +205,13 @@ class SimConfig:
                                f"gpus_per_node ({per_node})")
         else:
             per_node = None  # only HSDP's mesh depends on it; keep the cache key independent of it
+        layout_applies = self.strategy in ("fsdp_full_shard", "fsdp_hybrid_shard", "fsdp_full_shard_offload")
+        group = self.reshard_after_forward if layout_applies else 0
+        if group:
+            # Tried (torch 2.13): FSDP2's resharding to a group size reads a tensor value
+            # (aten._local_scalar_dense) that fake tensors do not have, so the step cannot run here.
+            raise SimError(f"reshard_after_forward={group} is not simulated: FSDP2's resharding to a group size "
+                           "reads tensor values, which the simulator's fake tensors do not have")
         return SimConfig(name, self.gpu_count, self.strategy, per_node, self.seq_len, self.micro_batch,
                          self.precision, bool(self.activation_checkpointing), self.optimizer, self.hf_config,
                          optimizer_impl=self.optimizer_impl,
@@ -194,7 +219,9 @@ class SimConfig:
                          checkpointing_policy=self.checkpointing_policy if self.activation_checkpointing else "full",
                          checkpoint_every=(self.checkpoint_every if self.activation_checkpointing
                                            and self.checkpointing_policy == "every_k" else 1),
-                         loss_impl=self.loss_impl)
+                         loss_impl=self.loss_impl,
+                         fsdp_root=self.fsdp_root if layout_applies else "resharded",
+                         reshard_after_forward=group)
 
     def key(self, torch_version: str) -> str:
         """Hash of the normalized config, the torch version and the method version (cache key)."""
@@ -333,6 +360,11 @@ def _local_shard(tensor):
     return tensor._local_tensor if isinstance(tensor, DTensor) else tensor
 
 
+def _group_size(value: bool | int | None) -> int:
+    """A setup's ``reshard_after_forward`` as the simulator's group size (0: not an int)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 0
+
+
 def _row_blocks(rows: int, blocks: int) -> list[tuple[int, int]]:
     """[lo, hi) bounds of ``blocks`` near-equal row blocks (plain ints: fake tensors have no values)."""
     step = max(1, -(-rows // blocks))
@@ -445,7 +477,11 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
                     kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=False)
                 for block in model.layers:
                     fully_shard(block, **kwargs)
-                fully_shard(model, **kwargs)
+                if cfg.fsdp_root == "split":
+                    fully_shard(model.embed, **kwargs)
+                    fully_shard(model.head, **kwargs)
+                root_kwargs = dict(kwargs, reshard_after_forward=False) if cfg.fsdp_root == "kept" else kwargs
+                fully_shard(model, **root_kwargs)
             else:
                 # init_sync=False: the start-up shape check and broadcast read tensor data, which
                 # fake tensors do not have; they allocate nothing that lasts.
