@@ -351,3 +351,19 @@ def test_more_real_phrasings_of_length_and_batch(text, field, value):
 ])
 def test_multi_model_topic_needs_the_word_not_a_substring(text, multi):
     assert ("multi_model_rl" in parse_conversation([text]).topics) is multi
+
+
+@pytest.mark.parametrize("text, used", [
+    ("My 1B model OOMs with DDP on 4x 4090. Would gradient_as_bucket_view=True and fused AdamW fix it?", {}),
+    ("Does torch.compile reduce memory for 7B on 8 A100?", {}),
+    ("7B 8张A100 开fused AdamW能不能省显存？", {}),
+    ("Llama-3.2-1B，4张4090用DDP爆显存，开gradient_as_bucket_view和fused AdamW能不能解决？", {}),
+    # reported, not asked: the run uses them
+    ("I use fused AdamW on 8 A100, would FSDP help?", {"optimizer_impl": "fused"}),
+    ("我用了fused AdamW，能不能用DDP？", {"optimizer_impl": "fused"}),
+    ("7B 8张A100，用了torch.compile，显存不够", {"torch_compile": True}),
+])
+def test_an_option_asked_about_is_not_the_runs_setup(text, used):
+    setup = parse_conversation(text).setup
+    for name in ("optimizer_impl", "ddp_bucket_view", "torch_compile"):
+        assert getattr(setup, name) == used.get(name), name

@@ -73,6 +73,30 @@ class Reading:
     text: str = ""       # the cleaned, capped text every span refers to
 
 
+
+# Run options a question may propose rather than report: "Would fused AdamW fix my OOM?", "开
+# torch.compile 会不会省显存？". Named after a modal inside a question, they are not the run's setup.
+_ASKABLE_OPTIONS = ("ddp_bucket_view", "optimizer_impl", "torch_compile", "loss_impl")
+_MODAL = re.compile(r"(?<![a-z])(?:would|will|could|can|does|do|should|might|if|what if|how about)(?![a-z])|"
+                    r"会不会|能不能|能否|是否|如果|要不要|可不可以", re.I | re.A)
+
+
+def _asked_about(span: str, text: str) -> bool:
+    """``span`` sits in a question after a modal ("Would X fix it?", "Does X save memory?") or
+    right before a Chinese one ("开 X 能不能省显存？", "X 会不会有用")."""
+    if not span:
+        return False
+    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？；\n])", text):
+        at = sentence.find(span)
+        if at < 0 or not sentence.rstrip().endswith(("?", "？", "吗", "呢")):
+            continue
+        modal = _MODAL.search(sentence)
+        if modal and modal.start() < at:
+            return True
+        if re.match(r"[^，,。；;]{0,24}?(?:会不会|能不能|能否|是否|有没有用|有用吗|管用吗|有效吗)", sentence[at + len(span):], re.S):
+            return True
+    return False
+
 def detect_language(text: str) -> str:
     cjk = len(CJK.findall(text))
     words = len(_EN_WORD.findall(text))
@@ -357,6 +381,10 @@ def read_turn(raw: object) -> Reading:
     reading = read_intent(own, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
     out.intent, out.intent_asked, out.symptom = reading.intent, reading.asked, reading.symptom
     out.can_question = reading.can_question
+    for key in _ASKABLE_OPTIONS:  # "Would gradient_as_bucket_view=True fix it?" asks; the run does not use it yet
+        if key in prov and prov[key].source in ("stated", "config") and _asked_about(prov[key].span, text):
+            f.pop(key, None)
+            prov.pop(key, None)
     if out.intent == "concept" and not (hardware_or_model & set(f)):
         # "What is activation checkpointing?" names a technique; it does not say the run uses it
         for key in ("activation_checkpointing", "torch_compile", "finetune", "optimizer_impl"):
