@@ -541,6 +541,9 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
                         f"your global batch{c}.")
     if code == "observed_oom":
         name = label(v["strategy"], lang)
+        if v.get("stage") is not None:  # say it in the user's words: the ZeRO stage they ran
+            short = short_label(v["strategy"], lang)
+            name = f"ZeRO-{v['stage']}（即 {short}）" if lang == "zh" else f"ZeRO-{v['stage']} (i.e. {short})"
         if v.get("any_checkpointing"):
             return say.done(f"你报告 {name} 已经 OOM，又没说当时有没有开激活检查点，所以 {name} 开不开检查点都不推荐（估算没覆盖到实际的峰值）。",
                             f"You report {name} running out of memory and did not say whether activation "

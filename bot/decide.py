@@ -184,7 +184,8 @@ def _ladder(ev: Evidence) -> Decision:
             suspect = [c for c in weighed if c.strategy == ran and c not in failed]
         if failed:
             weighed = [c for c in weighed if c not in failed]
-            reasons.append(Reason("observed_oom", {"strategy": ran, "any_checkpointing": False}))
+            reasons.append(Reason("observed_oom", {"strategy": ran, "any_checkpointing": False,
+                                                   "stage": obs.zero_stage if obs.fsdp_strategy is None else None}))
 
     def untried_first(rows: list[Config]) -> list[Config]:
         return [c for c in rows if c not in suspect] or rows
@@ -192,7 +193,7 @@ def _ladder(ev: Evidence) -> Decision:
     with_margin = untried_first([c for c in weighed if fits_with_margin(c)])
     tight = untried_first([c for c in weighed if c.fits and not fits_with_margin(c)])
     if suspect and with_margin and not set(with_margin) & set(suspect):
-        reasons = [Reason("observed_oom", {"strategy": ran, "any_checkpointing": True}) if x.code == "observed_oom"
+        reasons = [Reason("observed_oom", {**x.values, "any_checkpointing": True}) if x.code == "observed_oom"
                    else x for x in reasons]
     oom = bool(ev.parsed.observed.oom)
     if oom and not with_margin and tight:

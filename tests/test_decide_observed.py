@@ -61,6 +61,7 @@ def test_a_named_oom_strategy_with_unstated_checkpointing_yields_to_an_untried_o
     assert d.strategy != "fsdp_shard_grad_op" and d.chosen in others
     oom = [r for r in d.reasons if r.code == "observed_oom"]
     assert oom and oom[0].values["any_checkpointing"] is True
+    assert oom[0].values["stage"] == 2  # worded in the user's terms: "ZeRO-2 (i.e. FSDP grad-op)"
 
 
 def test_a_stated_checkpointing_off_keeps_its_checkpointing_variant_as_the_fix():
