@@ -5,7 +5,8 @@ This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the b
 return; it computes no figure of its own. Its parts live in ``bot/web/``: ``answer_view`` (each
 message as one inert HTML block; the answer from ``answer.sections``, long parts collapsed),
 ``chart`` (Plotly chart, matplotlib for the PNG/SVG download, the chart in words),
-``conversation`` (the per-tab message queue kept on the server) and ``share`` (setup <-> link).
+``conversation`` (the per-tab message queue kept on the server), ``share`` (setup <-> link) and
+``pool`` (the answering worker processes).
 
 Messages: every submitted message is appended to the tab's conversation at once (no queue,
 milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled
@@ -17,7 +18,10 @@ assumed again for the new setup (so two nodes get an inter-node link, GPT-2 a se
 its positions hold). Empty number fields mean unknown.
 
 ``serve()`` is what ``python app.py`` and ``shardwise app`` run: one torch thread, index built
-if absent, bound to 127.0.0.1 by default, no share link, no analytics, fonts served locally.
+if absent, bound to 127.0.0.1 by default, no share link, no analytics, fonts served locally. The
+answers (page and ``/chat``) run in warm worker processes, one per core (``bot/web/pool.py``), so
+answering is not held to one core by the GIL; the server's own process keeps Gradio's work, made
+lighter per request by ``lighten_sessions``.
 """
 
 from __future__ import annotations
@@ -1027,8 +1031,8 @@ def build_demo():
                 "show_progress": "minimal"}
         fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple", "show_progress": "hidden"}
 
-        def answered(event):
-            (event.then(process, None, [chat, *answer_outputs], **work)
+        def answered(event, **options):
+            (event.then(process, None, [chat, *answer_outputs], **{**work, **options})
              .then(make_downloads, None, downloads, api_visibility="private", queue=False, show_progress="hidden")
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
@@ -1053,7 +1057,11 @@ def build_demo():
          .then(simulate, fields, [chat, sim, sim_note], api_visibility="private",
                concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY)
          .then(make_downloads, None, downloads, api_visibility="private", queue=False))
-        answered(demo.load(open_link, None, [chat], queue=False, api_visibility="private"))
+        # Opening the page: a shared link's question is answered; without one nothing is. Its own
+        # group, unlimited and without overlays, so a freshly opened tab never waits behind other
+        # users' answers (under 50 API clients it did, with a status overlay over the Ask button).
+        answered(demo.load(open_link, None, [chat], queue=False, api_visibility="private", show_progress="hidden"),
+                 concurrency_id="open", concurrency_limit=None, show_progress="hidden")
         demo.unload(close_tab)
         gr.api(chat_api, api_name="chat", concurrency_id="answer", concurrency_limit=CHAT_CONCURRENCY)
     # Queue positions are sent to waiting clients once a second, not to every waiting client at

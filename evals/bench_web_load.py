@@ -28,7 +28,9 @@ burst needs even with perfect scheduling on an otherwise idle machine. Other pro
 (``load avg``) shows as wall time above that floor.
 
 Browser tabs (Debian's /usr/bin/chromium through Playwright, never ``playwright install``): each
-tab loads the page, asks its own question and must show its own model. Lost = no answer (error or
+tab loads the page, asks its own question and must show its own model; the tabs run together
+with another ``--api`` plain-HTTP clients, which start asking ``--tab-head-start`` s after the
+tabs start opening (so both load the page at once: the issue's 20 tabs and 50 clients at once). Lost = no answer (error or
 timeout). Timing (``--timing N``): in N fresh tabs, one after another, the page's
 DOMContentLoaded, first contentful paint and the message box shown (from navigation start), then
 the answer shown after pressing Ask.
@@ -73,10 +75,12 @@ async def answers_selector(page) -> str:
 
 
 def answered_js(selector: str) -> str:
-    """True once an answer with real text is shown (a pending bot bubble is empty or says
-    "Loading content")."""
-    return (f"() => [...document.querySelectorAll({selector!r})].some(e => e.innerText.trim().length > 40 "
-            "&& !/Loading content/.test(e.innerText))")
+    """The last shown answer's text once one with real text is shown, else false (a pending bot
+    bubble is empty or says "Loading content"). Waiting and reading in one step: under heavy
+    load a second round trip to read the text took longer than the answer itself."""
+    return (f"() => {{ const done = [...document.querySelectorAll({selector!r})].filter(e => "
+            "e.innerText.trim().length > 40 && !/Loading content/.test(e.innerText)); "
+            "return done.length ? done[done.length - 1].innerText : false; }")
 
 
 def cases(n: int, offset: int = 0) -> list[tuple[str, str, int, int]]:
@@ -242,7 +246,9 @@ async def _http_burst(url: str, batch) -> list[tuple[float | None, bool]]:
     import httpx
 
     start = asyncio.Event()
-    limits = httpx.Limits(max_connections=2 * len(batch) + 10)
+    # A connection per request, as from separate machines (a kept-alive one can be closed by the
+    # server's idle timeout just as it is reused, which is the client's problem, not a lost answer).
+    limits = httpx.Limits(max_connections=2 * len(batch) + 10, max_keepalive_connections=0)
     async with httpx.AsyncClient(timeout=300, limits=limits, trust_env=False) as client:
         tasks = [asyncio.create_task(_http_call(client, url, c, start)) for c in batch]
         await asyncio.sleep(0.2)  # every task waits at the start line
@@ -308,10 +314,9 @@ async def tab_session(browser, url: str, case, timeout_ms: int) -> tuple[float |
         await page.fill("#sw-msg textarea", question)
         started = time.perf_counter()
         await page.click("#sw-send")
-        await page.wait_for_function(answered_js(answers), timeout=timeout_ms)
+        shown = await page.wait_for_function(answered_js(answers), timeout=timeout_ms)
         elapsed = time.perf_counter() - started
-        text = await page.locator(answers).last.inner_text()
-        return elapsed, model in text
+        return elapsed, model in await shown.json_value()
     except Exception as err:  # noqa: BLE001
         print(f"  lost tab: {question!r}: {err!r}", file=sys.stderr)
         return None, False
@@ -421,15 +426,27 @@ def measure_round(page: Page, figures: Figures, args, offset: int) -> tuple[int,
               f"{burst.client_cpu:.1f} s, load {load:.1f}", flush=True)
         bad += burst.lost + burst.wrong
     if args.tabs:
-        burst = tabs_burst(page, cases(args.tabs, offset + used))
+        # The tabs and (when asked for) the plain-HTTP API clients at the same time.
+        tab_cases = cases(args.tabs, offset + used)
         used += args.tabs
-        name = f"{args.tabs} browser tabs"
-        figures.add(f"{name} p50 s", burst.q(0.5))
-        figures.add(f"{name} p95 s", burst.q(0.95))
-        figures.add(f"{name} lost + not own", burst.lost + burst.wrong)
-        print(f"  {page.name}: {name}: p50 {burst.q(0.5) or float('nan'):.2f} s, p95 {burst.q(0.95) or float('nan'):.2f} s, "
-              f"lost {burst.lost}, not own {burst.wrong}", flush=True)
-        bad += burst.lost + burst.wrong
+        api_cases = cases(args.api, offset + used) if args.api else []
+        used += len(api_cases)
+        with ThreadPoolExecutor(max_workers=1) as side:
+            tabs_future = side.submit(tabs_burst, page, tab_cases)
+            if api_cases:
+                time.sleep(args.tab_head_start)  # the tabs are loaded and asking when the API clients ask
+            api = api_burst(page, api_cases, "http") if api_cases else None
+            tabs = tabs_future.result()
+        rows = [(f"{args.tabs} browser tabs" + (f" with {args.api} API clients" if api else ""), tabs)]
+        if api is not None:
+            rows.append((f"/chat x{args.api} (http) with {args.tabs} tabs", api))
+        for name, burst in rows:
+            figures.add(f"{name} p50 s", burst.q(0.5))
+            figures.add(f"{name} p95 s", burst.q(0.95))
+            figures.add(f"{name} lost + not own", burst.lost + burst.wrong)
+            print(f"  {page.name}: {name}: p50 {burst.q(0.5) or float('nan'):.2f} s, "
+                  f"p95 {burst.q(0.95) or float('nan'):.2f} s, lost {burst.lost}, not own {burst.wrong}", flush=True)
+            bad += burst.lost + burst.wrong
     if args.timing:
         questions = [c[0] for c in cases(args.timing, offset + used)]
         used += args.timing
@@ -455,18 +472,25 @@ def report(this: Figures, base: Figures | None, base_name: str) -> None:
         header += f"{base_name:>22}{'ratio':>8}   (ratio = this / baseline; below 1 is faster)"
     print("\n" + header)
     single = statistics.median(this.values["/chat alone, median s"]) if "/chat alone, median s" in this.values else None
+    def combined(figures: Figures, metric: str) -> float | None:
+        values = figures.values.get(metric)
+        if not values:
+            return None
+        return sum(values) if metric.endswith("lost + not own") else statistics.median(values)
+
     for metric in metrics:
-        mine = statistics.median(this.values[metric]) if metric in this.values else None
+        mine = combined(this, metric)
         line = f"{metric:<{width}}{_fmt(mine):>12}"
         if base is not None:
-            theirs = statistics.median(base.values[metric]) if metric in base.values else None
+            theirs = combined(base, metric)
             ratio = f"{mine / theirs:.2f}x" if mine is not None and theirs else ""
             line += f"{_fmt(theirs):>22}{ratio:>8}"
         elif single and mine is not None and metric.endswith(("p50 s", "p95 s")) and metric.startswith("/chat x"):
             line += f"   ({mine / single:.1f}x one call alone)"
         print(line)
     rounds = len(next(iter(this.values.values()), []))
-    print(f"(medians of {rounds} round(s); load avg is the machine's 1-minute load when each round started)")
+    print(f"(medians of {rounds} round(s), lost counts summed; load avg is the machine's 1-minute load when "
+          "each round started)")
 
 
 def _fmt(value: float | None) -> str:
@@ -484,6 +508,8 @@ def main() -> None:
     parser.add_argument("--client", default="http,gradio",
                         help="API client kinds, comma-separated: http (plain HTTP API), gradio (gradio_client)")
     parser.add_argument("--tabs", type=int, default=20, help="concurrent browser tabs (0: none)")
+    parser.add_argument("--tab-head-start", type=float, default=8.0,
+                        help="seconds the tabs get to open before the API clients of the combined run ask")
     parser.add_argument("--single", type=int, default=5, help="single /chat calls for the unloaded median")
     parser.add_argument("--timing", type=int, default=0, help="page load and answer times, N fresh tabs")
     parser.add_argument("--rounds", type=int, default=1, help="rounds per page, alternating pages")
