@@ -330,7 +330,8 @@ def _numbers_in_value(value: Any) -> Iterable[float]:
         if math.isfinite(value):
             yield float(value)
     elif isinstance(value, str):
-        text = _THOUSANDS.sub("", unicodedata.normalize("NFKC", value))
+        # as bot.figures reads text: a full-width comma separates clauses, never thousands
+        text = _THOUSANDS.sub("", unicodedata.normalize("NFKC", value.replace("\uff0c", ", ")))
         for match in _ANY_NUMBER.finditer(text):
             yield float(match.group(0))
     elif isinstance(value, dict):

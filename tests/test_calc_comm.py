@@ -142,3 +142,16 @@ def test_numbers_are_flat_and_keyed_by_the_contract():
     assert len(numbers) == 5 * (11 + 3 + 3)
     assert numbers["memory.ddp.fits"] is False and isinstance(numbers["memory.ddp.max_micro_batch"], int)
     assert all(isinstance(v, (int, float, bool)) for v in numbers.values())
+
+
+def test_an_nvlink_card_without_nvlink_runs_at_its_own_host_bus():
+    """V100s "without NVLink" share PCIe Gen3 (16 GB/s per direction), not the Gen4 default."""
+    from bot.calc import _comm_inputs
+    from bot.calc.comm import links
+    from bot.setup import TrainingSetup, resolve_setup
+
+    def bus(gpu: str) -> float:
+        resolved = resolve_setup(TrainingSetup(model="Llama-2-13B", gpu=gpu, gpu_count=4, intra_node_link="pcie"))
+        return links(_comm_inputs(resolved)).intra_gb_s
+
+    assert bus("V100 32GB") == pytest.approx(bus("A100 80GB") / 2)

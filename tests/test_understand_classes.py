@@ -367,3 +367,13 @@ def test_an_option_asked_about_is_not_the_runs_setup(text, used):
     setup = parse_conversation(text).setup
     for name in ("optimizer_impl", "ddp_bucket_view", "torch_compile"):
         assert getattr(setup, name) == used.get(name), name
+
+
+@pytest.mark.parametrize("text, model", [
+    ("全参数微调Qwen-2.5-instruct 32B", "Qwen2.5-32B"),  # LlamaFactory#6755
+    ("qwen2.5-instruct-32b, 8 x A100", "Qwen2.5-32B"),
+    ("llama 3.1 chat 70B on 16 H100", "Llama-3.1-70B"),
+])
+def test_a_release_word_between_family_and_size_names_the_model(text, model):
+    parsed = parse_conversation(text)
+    assert parsed.setup.model == model and parsed.provenance["model"].span in text

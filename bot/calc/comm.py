@@ -153,6 +153,8 @@ def links(inputs: CommInputs) -> Links:
     link = inputs.intra_node_link
     if inputs.gpu is not None and inputs.gpu.intra_link == link:
         nominal = inputs.gpu.intra_link_gb_s
+    elif link == "pcie" and inputs.gpu is not None and inputs.gpu.host_pcie_gb_s:
+        nominal = inputs.gpu.host_pcie_gb_s  # an NVLink card run over its host bus (V100: Gen3)
     else:
         nominal = DEFAULT_INTRA_GB_S[link]
     intra = nominal * BUS_EFFICIENCY[link]

@@ -51,6 +51,9 @@ class GPUSpec:
     device_type: Literal["cuda", "npu", "hpu"] = "cuda"  # torch device ("cuda" under ROCm too)
     approximate: bool = False  # figures other than memory are placeholders or unofficial
     notes: str = ""
+    # The host bus of an NVLink card, per direction: what its GPUs share when run without NVLink
+    # ("4 x V100 without NVLink"). None: PCIe Gen4 x16, as on the cards of the last five years.
+    host_pcie_gb_s: float | None = None
 
     @property
     def memory_gib(self) -> float:
@@ -119,9 +122,13 @@ _GPUS: list[GPUSpec] = [
             aliases=("a6000", "rtx a6000", "rtxa6000", "a6000 48g", "rtx-a6000"),
             notes="a 2-way NVLink bridge is optional"),
     # --- NVIDIA data center: Volta, Turing, Ada ----------------------------------------------------
+    # Host interface PCIe Gen3 x16: 32 GB/s in both directions, 16 per direction (datasheet)
     GPUSpec("V100 16GB SXM2", 16, 125, 0.9, **_fabric("NVLink 2 (300 GB/s total)", 150), supports_bf16=False,
+            host_pcie_gb_s=_PCIE3[1],
             source_url=_V100, aliases=("v100-16gb", "v100 16g", "v100-16g", "v100-sxm2-16gb")),
+    # Host interface PCIe Gen3 x16: 32 GB/s in both directions, 16 per direction (datasheet)
     GPUSpec("V100 32GB SXM2", 32, 125, 0.9, **_fabric("NVLink 2 (300 GB/s total)", 150), supports_bf16=False,
+            host_pcie_gb_s=_PCIE3[1],
             source_url=_V100, aliases=("v100", "v100-32gb", "v100 32g", "v100-32g", "v100-sxm2-32gb")),
     GPUSpec("T4 16GB", 16, 65, 0.32, **_pcie(_PCIE3), supports_bf16=False,
             source_url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf",

@@ -176,9 +176,16 @@ def _resolve_gpu(raw: str, size: float | None, form: str) -> str | None:
     return None
 
 
+# A release word between a family and its size ("Qwen-2.5-instruct 32B", "llama 3.1 chat 70B"):
+# blanked for matching (same length, so spans stay the user's text).
+_VARIANT_WORD = re.compile(r"(?<=[a-z0-9.])[-_ ]?(?:instruct|chat|base|hf)(?=[-_ ]+\d+(?:\.\d+)?\s*b(?![a-z]))",
+                           re.I | re.A)
+
+
 def find_models(text: str) -> list[NameMention]:
     head_re, full_re, names = _model_matchers(_signature(list_models()))
-    return [NameMention(s, e, text[s:e], name) for s, e, name in _scan(text, head_re, full_re, names)]
+    masked = _VARIANT_WORD.sub(lambda m: " " * len(m.group(0)), text)
+    return [NameMention(s, e, text[s:e], name) for s, e, name in _scan(masked, head_re, full_re, names)]
 
 
 def card_family(gpu_name: str) -> str:
