@@ -131,6 +131,8 @@ textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 
 .sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
   border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
 .sw-assumed-line { margin: 0.3em 0 0.5em 0; }
+.sw-assumed-options { display: inline; }
+.sw-assumed-options > summary { display: inline; cursor: pointer; font-size: 0.92em; color: #7c2d12; }
 .sw-notice { color: #7c2d12; }
 .sw-user .sw-note { display: block; font-size: 0.85em; color: #374151; }
 .sw-answer table td, .sw-answer table th { padding: 0.15em 0.5em; white-space: nowrap; }

@@ -363,3 +363,23 @@ def test_howto_comes_from_the_answer_sections_only():
                                                                    code="torchrun --nproc_per_node 8 train.py")]))
     assert "torchrun --nproc_per_node 8 train.py" in webui.howto_code(answer)
     assert "Fill in" in webui.howto_code(_answer())  # no sections.howto: nothing is recomputed
+
+
+def test_assumed_line_folds_run_options_and_leaves_lora_out_of_full_fine_tunes():
+    from bot.answer import SetupItem
+    from bot.assistant import answer_for_setup
+    from bot.setup import TrainingSetup
+    from bot.web.answer_view import assumed_html, field_sources
+
+    answer = answer_for_setup(TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4), "en")
+    read = [i for i in answer.sections.setup_read if i.field not in ("lora_rank", "torch_compile")]
+    read += [SetupItem(field="lora_rank", value=16, source="assumed"),
+             SetupItem(field="torch_compile", value=False, source="assumed")]
+    answer = answer.model_copy(update={"sections": answer.sections.model_copy(update={"setup_read": read})})
+    line = assumed_html(answer, field_sources(answer))
+    head, _, folded = line.partition("<details")
+    assert "precision bf16-mixed" in head and "micro-batch" in head  # the setup's own fields first
+    assert "torch.compile off" in folded and "run option" in folded  # named, folded
+    assert "LoRA rank" not in line  # a full fine-tune has no LoRA rank
+    lora = answer.model_copy(update={"setup": {**answer.setup, "finetune": "lora"}})
+    assert "LoRA rank 16" in assumed_html(lora, field_sources(lora))

@@ -165,6 +165,9 @@ _SETUP_LINE = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes"
                "seq_len", "micro_batch", "activation_checkpointing", "cpu_ram_gb", "lora_rank")
 
 
+_LORA_ONLY = ("lora_rank", "lora_targets", "base_dtype")
+
+
 def stated_html(answer: Answer) -> str:
     """The setup as the user gave it (stated, from a config, a log or earlier turns)."""
     zh = answer.language == "zh"
@@ -192,14 +195,29 @@ def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
         items = [SetupItem(field=f, value=answer.setup[f], source="assumed") for f, s in sources.items()
                  if s == "assumed" and answer.setup.get(f) is not None
                  and not isinstance(answer.setup.get(f), dict | list)]
+    # LoRA's own options say nothing about a full fine-tune: not listed there.
+    if answer.setup.get("finetune") not in ("lora", "qlora"):
+        items = [i for i in items if i.field not in _LORA_ONLY]
     if not items:
         return ""
-    chips = "".join(
-        f'<span class="sw-chip" data-field="{html.escape(i.field)}">'
-        f'{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
-        f"{html.escape(_show_value(i.value))}</span>" for i in items)
+
+    def chips(group: list[SetupItem]) -> str:
+        return "".join(
+            f'<span class="sw-chip" data-field="{html.escape(i.field)}">'
+            f'{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
+            f"{html.escape(_show_value(i.value))}</span>" for i in group)
+
+    # The setup's own fields first; run options at their defaults (optimizer implementation,
+    # torch.compile, ...) are named too, folded, so the table stays in view.
+    main = [i for i in items if i.field in _SETUP_LINE]
+    options = [i for i in items if i.field not in _SETUP_LINE]
     label = "假设（问题里没说）：" if zh else "Assumed (not stated):"
-    return f'<div class="sw-assumed-line"><span>{label}</span> {chips}</div>'
+    folded = ""
+    if options:
+        summary = (f"另有 {len(options)} 个运行选项取默认值" if zh
+                   else f"and {len(options)} run option{'s' if len(options) > 1 else ''} at their defaults")
+        folded = (f'<details class="sw-assumed-options"><summary>{summary}</summary>{chips(options)}</details>')
+    return f'<div class="sw-assumed-line"><span>{label}</span> {chips(main)}{folded}</div>'
 
 
 # ----------------------------------------------------------------------------------------------
