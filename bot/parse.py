@@ -313,6 +313,14 @@ def parse_conversation(question: str, history=None) -> Parsed:
         fields["gpu_count"] = fields["nodes"] * fields["gpus_per_node"]
         per = provenance.get("gpus_per_node") or Provenance("stated", "")
         provenance["gpu_count"] = Provenance(per.source, per.span, per.confidence)
+    observed_now = _merge_observed(observed, flags.observed)
+    if observed_now.framework == "llamafactory" and fields.get("activation_checkpointing") is None:
+        # LlamaFactory checkpoints every block unless `disable_gradient_checkpointing: true`
+        # (ModelArguments.disable_gradient_checkpointing defaults to False:
+        # https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/hparams/model_args.py).
+        fields["activation_checkpointing"] = True
+        provenance["activation_checkpointing"] = Provenance("assumed", "", 0.8)
+        notices.append("framework_checkpointing")
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)
     intent = _conversation_intent(flags.intent, question, turns, turn_fields)
@@ -328,7 +336,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
         injection=flags.injection, empty=not question.strip() and not turns,
         unknown_model=unknown_model, intent=intent, topics=list(flags.topics),
         provenance={k: v for k, v in provenance.items() if k in setup.model_dump() and getattr(setup, k) is not None},
-        observed=_merge_observed(observed, flags.observed), compare=flags.compare or compare,
+        observed=observed_now, compare=flags.compare or compare,
         unknown_gpu=unknown_gpu, model_spec=model_spec if "params_b" in turn_fields else None,
     )
     if parsed.empty:

@@ -185,6 +185,10 @@ def notice_text(notice: str, lang: str) -> str:
         "model_from_config": _t(lang, "模型按粘贴的 config.json 的结构计算（层数、注意力宽度、词表），不是同等参数量的通用模型。",
                                 "The model is computed from the pasted config.json (its layers, attention width "
                                 "and vocabulary), not as a generic model of its size."),
+        "framework_checkpointing": _t(lang, "按 LlamaFactory 的默认值假设开启了激活检查点（gradient checkpointing；"
+                                            "配置里 `disable_gradient_checkpointing: true` 才会关掉）。",
+                                      "Activation checkpointing is assumed on: LlamaFactory turns it on unless the "
+                                      "config sets `disable_gradient_checkpointing: true`."),
         # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
         "moe_expert_parallel": _t(
             lang, "这是 MoE 模型：专家并行不属于 DDP/FSDP。FSDP 下每张卡存每个专家的 1/N，前向和反向时把整层的"

@@ -377,3 +377,17 @@ def test_an_option_asked_about_is_not_the_runs_setup(text, used):
 def test_a_release_word_between_family_and_size_names_the_model(text, model):
     parsed = parse_conversation(text)
     assert parsed.setup.model == model and parsed.provenance["model"].span in text
+
+
+@pytest.mark.parametrize("text, on, source", [
+    ("用LlamaFactory全参微调Qwen2.5-7B，4 * A800 80G", True, "assumed"),  # LlamaFactory's default
+    ("llamafactory-cli train x.yaml\ndisable_gradient_checkpointing: true\nQwen2.5-7B 8 A100", False, "config"),
+    ("--disable_gradient_checkpointing True --finetuning_type full Qwen2.5-7B on 8 A100", False, "config"),
+    ("Qwen2.5-7B full fine-tune on 8 A100", None, None),  # no framework named: nothing assumed here
+])
+def test_llamafactorys_checkpointing_default(text, on, source):
+    parsed = parse_conversation(text)
+    assert parsed.setup.activation_checkpointing is on
+    prov = parsed.provenance.get("activation_checkpointing")
+    assert (prov.source if prov else None) == source
+    assert ("framework_checkpointing" in parsed.notices) is (source == "assumed")

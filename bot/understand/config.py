@@ -39,6 +39,7 @@ _BOOL_KEYS = {
     "gradient_checkpointing": "activation_checkpointing", "enable_activation_checkpointing": "activation_checkpointing",
     "activation_checkpointing": "activation_checkpointing", "use_gradient_checkpointing": "activation_checkpointing",
     "fsdp_activation_checkpointing": "activation_checkpointing",
+    "disable_gradient_checkpointing": "disable_checkpointing",  # LlamaFactory: true turns it off
     "torch_compile": "torch_compile", "compile": "torch_compile", "use_compile": "torch_compile",
     "bf16": "bf16", "fp16": "fp16", "pure_bf16": "pure_bf16", "use_fp16": "fp16", "half": "fp16",
     "load_in_4bit": "load_in_4bit", "load_in_8bit": "load_in_8bit", "use_lora": "use_lora", "use_peft": "use_lora",
@@ -172,6 +173,9 @@ def read_config(text: str) -> ConfigReading:
                 obs["quantized"] = True
         elif role in ("activation_checkpointing", "torch_compile", "ddp_bucket_view"):
             put(role, _flag(value), key)
+        elif role == "disable_checkpointing":
+            off = _flag(value)
+            put("activation_checkpointing", None if off is None else not off, key)
         elif role == "offload":
             if _as_bool(value):
                 obs["zero_offload"] = True
