@@ -391,3 +391,14 @@ def test_llamafactorys_checkpointing_default(text, on, source):
     prov = parsed.provenance.get("activation_checkpointing")
     assert (prov.source if prov else None) == source
     assert ("framework_checkpointing" in parsed.notices) is (source == "assumed")
+
+
+def test_a_llamafactory_example_config_is_its_setup():
+    # LlamaFactory#5014: the example named on the command line trains Llama-3-8B-Instruct with LoRA
+    text = "FORCE_TORCHRUN=1 NNODES=2 llamafactory-cli train examples/train_lora/llama3_lora_sft_ds3.yaml"
+    parsed = parse_conversation(text)
+    assert (parsed.setup.model, parsed.setup.finetune, parsed.setup.seq_len) == ("Llama-3.1-8B", "lora", 2048)
+    assert parsed.provenance["model"].source == "config"
+    # what the user states wins over the example's defaults
+    stated = parse_conversation(text + "\nmodel_name_or_path: Qwen/Qwen2.5-7B-Instruct\ncutoff_len: 4096")
+    assert (stated.setup.model, stated.setup.seq_len) == ("Qwen2.5-7B", 4096)

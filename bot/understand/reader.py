@@ -74,6 +74,18 @@ class Reading:
 
 
 
+# LlamaFactory's example configs (examples/train_lora|train_qlora|train_full/llama3_*.yaml) all train
+# meta-llama/Meta-Llama-3-8B-Instruct at cutoff_len 2048, per_device_train_batch_size 1, e.g.
+# https://github.com/hiyouga/LLaMA-Factory/blob/main/examples/train_lora/llama3_lora_sft_ds3.yaml
+_LLAMAFACTORY_EXAMPLE = re.compile(r"examples/train_(lora|qlora|full)/llama3_[a-z0-9_]*?\.yaml", re.I | re.A)
+
+
+def _llamafactory_example(match: re.Match[str]) -> dict[str, object]:
+    method = match.group(1).lower()
+    return {"model": "Llama-3.1-8B", "finetune": "full" if method == "full" else method, "seq_len": 2048,
+            "micro_batch": 1}
+
+
 # Run options a question may propose rather than report: "Would fused AdamW fix my OOM?", "开
 # torch.compile 会不会省显存？". Named after a modal inside a question, they are not the run's setup.
 _ASKABLE_OPTIONS = ("ddp_bucket_view", "optimizer_impl", "torch_compile", "loss_impl")
@@ -218,6 +230,10 @@ def read_turn(raw: object) -> Reading:
         elif size := _size_from_name(cfg.model_text.rstrip("/").rsplit("/", 1)[-1]):
             put("params_b", size[0], "config", cfg.spans.get("model_text", cfg.model_text))
             out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
+    if "model" not in f and "params_b" not in f and (example := _LLAMAFACTORY_EXAMPLE.search(text)):
+        # A LlamaFactory example config named on the command line is that example's setup
+        for name, value in _llamafactory_example(example).items():
+            put(name, value, "config", example.group(0))
     if unknown_models and "model" not in f:
         size = _size_from_name(unknown_models[0].raw)
         if size:
