@@ -402,3 +402,18 @@ def test_a_llamafactory_example_config_is_its_setup():
     # what the user states wins over the example's defaults
     stated = parse_conversation(text + "\nmodel_name_or_path: Qwen/Qwen2.5-7B-Instruct\ncutoff_len: 4096")
     assert (stated.setup.model, stated.setup.seq_len) == ("Qwen2.5-7B", 4096)
+
+
+@pytest.mark.parametrize("text, model", [
+    ("reproduce the finetuning results of llama2 7B/13B model, 4 A100s(40GB)", "Llama-2-13B"),  # proxy-tuning#2
+    ("Qwen2.5-7B或14B，8张A100", "Qwen2.5-14B"),
+    ("Llama-2-13B/7B on 8 A100", "Llama-2-13B"),
+])
+def test_two_sizes_of_one_family_compute_the_larger_and_say_so(text, model):
+    parsed = parse_conversation(text)
+    assert parsed.setup.model == model and not parsed.problems
+    assert "larger_of_two_sizes" in parsed.notices
+
+
+def test_a_size_no_sibling_has_is_still_a_contradiction():
+    assert parse_conversation("Llama-2-7B/500B on 8 A100").problems

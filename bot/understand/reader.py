@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from bot.catalog import UnknownNameError, lookup_model
 from bot.understand import FieldSource, Observed, Provenance
 from bot.understand.config import read_config, visible_devices
 from bot.understand.intent import compare_of, read_intent, topics_of
@@ -72,6 +73,22 @@ class Reading:
     own_words: str = ""  # the text minus configs and logs
     text: str = ""       # the cleaned, capped text every span refers to
 
+
+
+_ALTERNATIVE_SIZE = re.compile(r"\s*(?:/|or|或者?|和|、)\s*(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])", re.A)
+
+
+def _family_size(name: str, size_b: float) -> str | None:
+    """The catalog model of ``name``'s family at ``size_b`` when it is the larger one
+    ("Llama-2-7B", 13 -> "Llama-2-13B"), else None."""
+    own = re.search(r"(\d+(?:\.\d+)?)B$", name)
+    if not own or size_b <= float(own.group(1)):
+        return None
+    candidate = name[: own.start(1)] + f"{size_b:g}B"
+    try:
+        return lookup_model(candidate).name
+    except UnknownNameError:
+        return None
 
 
 # LlamaFactory's example configs (examples/train_lora|train_qlora|train_full/llama3_*.yaml) all train
@@ -241,6 +258,17 @@ def read_turn(raw: object) -> Reading:
             out.unknown_model = unknown_models[0].raw[:80]
     if logs.params_b is not None and "params_b" not in f and "model" not in f:
         put("params_b", logs.params_b, "log", logs.params_span)  # the estimator counted the real model
+    if models and (alt := _ALTERNATIVE_SIZE.match(text, models[0].end)):
+        # "llama2 7B/13B": two sizes of one family asked about together; the larger is computed
+        # (the smaller needs less), and the answer says so
+        bigger = _family_size(models[0].name, float(alt.group(1)))
+        named_size = re.search(r"(\d+(?:\.\d+)?)B$", models[0].name)
+        if bigger is not None:
+            f["model"] = bigger
+        if bigger is not None or (named_size and float(alt.group(1)) < float(named_size.group(1))):
+            prov["model"] = Provenance("stated", text[models[0].start: alt.end()], 1.0)
+            out.notices.append("larger_of_two_sizes")
+            prose.fields.pop("params_b", None)
     if "params_b" in prose.fields and "params_b" not in f and not ("model" in f and _hedged(prose.spans["params_b"], marked)):
         # a named catalog model carries its own size: "30b左右全参半精度不是300g就够了" beside
         # "qwen-2.5-32b" is a rule of thumb, not the model trained
