@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from bot.answer import Intent as AnswerIntent
 from bot.answer import Status as AnswerStatus
+from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, LORA, LORA_CKPT, QLORA, QLORA_CKPT
 from bot.setup import TrainingSetup
 from bot.strategies import ALL_STRATEGIES
 from evals.metrics import METRIC_NAMES, MetricResult, Sources, run_metrics
@@ -47,8 +48,11 @@ STATUSES = get_args(AnswerStatus)
 SETUP_FIELDS = tuple(TrainingSetup.model_fields)
 # DESIGN.md number keys: memory.<strategy>.<field>, comm.<strategy>.<field>, time.<strategy>.step_seconds
 _STRATEGY = "|".join(ALL_STRATEGIES)
+# A key may name one of the variants the answer weighed beside the setup as asked
+# ("ckpt.memory.ddp.fits": the same setup with activation checkpointing flipped; bot.evidence).
+_VARIANT = "|".join(re.escape(v) for v in (CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT, LORA, QLORA, LORA_CKPT, QLORA_CKPT))
 NUMBER_KEY = re.compile(
-    rf"^(memory\.({_STRATEGY})\.(params_gib|grads_gib|optimizer_gib|activations_gib|buffers_gib|total_gib"
+    rf"^(?:(?:{_VARIANT})\.)?(memory\.({_STRATEGY})\.(params_gib|grads_gib|optimizer_gib|activations_gib|buffers_gib|total_gib"
     rf"|fits|max_micro_batch|usable_gib|host_ram_gib)"
     rf"|comm\.({_STRATEGY})\.(gb_per_step|seconds_per_step|vs_ddp)"
     rf"|time\.({_STRATEGY})\.step_seconds)$"
@@ -134,7 +138,7 @@ class Expect(BaseModel):
             raise ValueError("must be an object of DESIGN.md number keys")
         for key, want in value.items():
             if not NUMBER_KEY.match(key):
-                raise ValueError(f"{key!r} is not a DESIGN.md number key (memory.<strategy>.<field>, "
+                raise ValueError(f"{key!r} is not a DESIGN.md number key ([<variant>.]memory.<strategy>.<field>, "
                                  "comm.<strategy>.<field>, time.<strategy>.step_seconds)")
             if isinstance(want, bool):
                 continue
