@@ -719,35 +719,75 @@ def _what_if_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noq
 # --------------------------------------------------------------------------------------------
 
 
+
+def _compare_text(v: dict[str, Any], say: Say, lang: str, c: str) -> str:
+    """"A or B?" answered for this setup: the winner, with throughput, memory and communication."""
+    a, b = v["pair"]
+    winner = v["winner"]
+    if winner is None:
+        return say.done(f"{label(a, lang)} 和 {label(b, lang)} 按这个配置都放不下{c}。",
+                        f"Neither {label(a, lang)} nor {label(b, lang)} fits this setup as asked{c}.")
+    other = b if winner == a else a
+    wc: Config | None = v["a"] if winner == a else v["b"]
+    oc: Config | None = v["b"] if winner == a else v["a"]
+    if wc is None:
+        return ""
+    if oc is None:
+        return say.done(f"选 {label(winner, lang)}：{label(other, lang)} 放不下，{label(winner, lang)} 每卡约 "
+                        f"{say.cfg(wc, 'memory', 'total_gib')} GiB{c}。",
+                        f"{label(winner, lang)}: {label(other, lang)} does not fit, {label(winner, lang)} needs "
+                        f"about {say.cfg(wc, 'memory', 'total_gib')} GiB per GPU{c}.")
+    return say.done(f"选 {label(winner, lang)}：估计每卡 {say.cfg(wc, 'throughput', 'tokens_per_s_per_gpu')} tokens/s，"
+                    f"{label(other, lang)} 是 {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')}；每卡显存 "
+                    f"{say.cfg(wc, 'memory', 'total_gib')} 对 {say.cfg(oc, 'memory', 'total_gib')} GiB，通信时间是 DDP 的 "
+                    f"{say.cfg(wc, 'comm', 'vs_ddp')} 倍对 {say.cfg(oc, 'comm', 'vs_ddp')} 倍{c}。",
+                    f"{label(winner, lang)}: an estimated {say.cfg(wc, 'throughput', 'tokens_per_s_per_gpu')} "
+                    f"tokens/s per GPU vs {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')} for "
+                    f"{label(other, lang)}; {say.cfg(wc, 'memory', 'total_gib')} vs "
+                    f"{say.cfg(oc, 'memory', 'total_gib')} GiB per GPU, communication "
+                    f"{say.cfg(wc, 'comm', 'vs_ddp')}x vs {say.cfg(oc, 'comm', 'vs_ddp')}x DDP's time{c}.")
+
+
+def _asked_text(v: dict[str, Any], say: Say, lang: str, c: str) -> str:
+    """"Should I use X?" answered yes or no first, with X's best configuration beside the pick."""
+    asked, best, chosen = label(v["asked"], lang), v["best"], v["chosen"]
+    if v["verdict"] == "no_fit":
+        base: Config | None = v["base"]
+        if base is None:
+            return ""
+        return say.done(f"不行：{asked} 按这个配置放不下（每卡约 {say.cfg(base, 'memory', 'total_gib')} GiB，可用 "
+                        f"{say.cfg(base, 'memory', 'usable_gib')} GiB）{c}。",
+                        f"No: {asked} does not fit this setup (about {say.cfg(base, 'memory', 'total_gib')} GiB per "
+                        f"GPU of {say.cfg(base, 'memory', 'usable_gib')} GiB usable){c}.")
+    mine, pick = config_name(best, lang), config_name(chosen, lang)
+    if v["verdict"] == "yes":
+        return say.done(f"是的：{mine} 就是这里的推荐，估计每卡 {say.cfg(best, 'throughput', 'tokens_per_s_per_gpu')} "
+                        f"tokens/s，每卡显存约 {say.cfg(best, 'memory', 'total_gib')} GiB{c}。",
+                        f"Yes: {mine} is the pick here, an estimated {say.cfg(best, 'throughput', 'tokens_per_s_per_gpu')} "
+                        f"tokens/s per GPU at about {say.cfg(best, 'memory', 'total_gib')} GiB per GPU{c}.")
+    if v["verdict"] == "close":
+        return say.done(f"可以，但不必：{mine} 估计每卡 {say.cfg(best, 'throughput', 'tokens_per_s_per_gpu')} tokens/s，"
+                        f"和推荐的 {pick}（{say.cfg(chosen, 'throughput', 'tokens_per_s_per_gpu')}）相差不到 "
+                        f"{say.num('decision.tolerance_pct')}%，所以选更简单的那个{c}。",
+                        f"You can, but it buys little: {mine} is estimated at "
+                        f"{say.cfg(best, 'throughput', 'tokens_per_s_per_gpu')} tokens/s per GPU, within "
+                        f"{say.num('decision.tolerance_pct')}% of the recommended {pick} "
+                        f"({say.cfg(chosen, 'throughput', 'tokens_per_s_per_gpu')}), so the simpler one is preferred{c}.")
+    return say.done(f"不建议：{mine} 放得下，但估计每卡只有 {say.cfg(best, 'throughput', 'tokens_per_s_per_gpu')} tokens/s，"
+                    f"推荐的 {pick} 是 {say.cfg(chosen, 'throughput', 'tokens_per_s_per_gpu')}{c}。",
+                    f"No: {mine} fits but is estimated at {say.cfg(best, 'throughput', 'tokens_per_s_per_gpu')} tokens/s "
+                    f"per GPU, against {say.cfg(chosen, 'throughput', 'tokens_per_s_per_gpu')} for the recommended "
+                    f"{pick}{c}.")
+
+
 def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:  # noqa: C901
     lang, c = ev.language, say.c()
     v = r.values
     code = r.code
     if code == "compare":
-        a, b = v["pair"]
-        winner = v["winner"]
-        if winner is None:
-            return say.done(f"{label(a, lang)} 和 {label(b, lang)} 按这个配置都放不下{c}。",
-                            f"Neither {label(a, lang)} nor {label(b, lang)} fits this setup as asked{c}.")
-        other = b if winner == a else a
-        wc: Config | None = v["a"] if winner == a else v["b"]
-        oc: Config | None = v["b"] if winner == a else v["a"]
-        if wc is None:
-            return ""
-        if oc is None:
-            return say.done(f"选 {label(winner, lang)}：{label(other, lang)} 放不下，{label(winner, lang)} 每卡约 "
-                            f"{say.cfg(wc, 'memory', 'total_gib')} GiB{c}。",
-                            f"{label(winner, lang)}: {label(other, lang)} does not fit, {label(winner, lang)} needs "
-                            f"about {say.cfg(wc, 'memory', 'total_gib')} GiB per GPU{c}.")
-        return say.done(f"选 {label(winner, lang)}：估计每卡 {say.cfg(wc, 'throughput', 'tokens_per_s_per_gpu')} tokens/s，"
-                        f"{label(other, lang)} 是 {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')}；每卡显存 "
-                        f"{say.cfg(wc, 'memory', 'total_gib')} 对 {say.cfg(oc, 'memory', 'total_gib')} GiB，通信时间是 DDP 的 "
-                        f"{say.cfg(wc, 'comm', 'vs_ddp')} 倍对 {say.cfg(oc, 'comm', 'vs_ddp')} 倍{c}。",
-                        f"{label(winner, lang)}: an estimated {say.cfg(wc, 'throughput', 'tokens_per_s_per_gpu')} "
-                        f"tokens/s per GPU vs {say.cfg(oc, 'throughput', 'tokens_per_s_per_gpu')} for "
-                        f"{label(other, lang)}; {say.cfg(wc, 'memory', 'total_gib')} vs "
-                        f"{say.cfg(oc, 'memory', 'total_gib')} GiB per GPU, communication "
-                        f"{say.cfg(wc, 'comm', 'vs_ddp')}x vs {say.cfg(oc, 'comm', 'vs_ddp')}x DDP's time{c}.")
+        return _compare_text(v, say, lang, c)
+    if code == "asked_strategy":
+        return _asked_text(v, say, lang, c)
     if code == "need_checkpointing":
         without: Config | None = v["without"]
         withc: Config | None = v["with"]

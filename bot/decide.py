@@ -30,6 +30,7 @@ from bot.evidence import (
     Config,
     Evidence,
 )
+from bot.understand.intent import asked_strategy
 
 MARGIN = 0.9  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
 DDP_MARGIN = MARGIN  # the name the advisor's tests import
@@ -432,6 +433,9 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
                 and d.strategy not in compare:  # "DDP or FSDP?": FSDP means its best variant here
             compare = tuple(d.strategy if s == "fsdp_full_shard" else s for s in compare)
         out.append(_compare(ev, compare))
+    asked = asked_strategy(ev.question) if len(compare) != 2 else None
+    if asked is not None and d.chosen is not None:
+        out.append(_asked_strategy(ev, d, asked))
     if "activation_checkpointing" in topics:
         out.append(_need_checkpointing(ev))
     if ev.parsed.intent == "capacity" or "how_many_gpus" in topics:
@@ -472,6 +476,25 @@ def _compare(ev: Evidence, pair: tuple[str, ...]) -> Reason:
         winner = min((a, b), key=lambda c: simplicity(ev, c)).strategy if near else faster.strategy
     return Reason("compare", {"pair": pair, "winner": winner, "a": a, "b": b,
                               "a_base": ev.config(pair[0]), "b_base": ev.config(pair[1])})
+
+
+def _asked_strategy(ev: Evidence, d: Decision, asked: str) -> Reason:
+    """"Should I use X?": X's best fitting configuration against the recommended one. ``verdict``:
+    yes (X is the pick), close (within TOLERANCE of it: the simpler one was preferred), slower,
+    or no_fit."""
+    fitting = [c for c in ev.configs if c.strategy == asked and c.fits and c.variant != SINGLE_NODE]
+    best = max(fitting, key=lambda c: c.tokens_per_s_per_gpu, default=None)
+    chosen = d.chosen
+    if best is None:
+        verdict = "no_fit"
+    elif asked == d.strategy:
+        verdict = "yes"
+    elif chosen is not None and best.tokens_per_s_per_gpu >= (1 - TOLERANCE) * chosen.tokens_per_s_per_gpu:
+        verdict = "close"
+    else:
+        verdict = "slower"
+    return Reason("asked_strategy", {"asked": asked, "verdict": verdict, "best": best, "chosen": chosen,
+                                     "base": ev.config(asked)})
 
 
 def _need_checkpointing(ev: Evidence) -> Reason:

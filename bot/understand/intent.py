@@ -136,6 +136,25 @@ def compare_of(text: str) -> tuple[str, ...]:
     return ()
 
 
+# "Should I use HYBRID_SHARD?", "要不要用 ZeRO-3": one strategy asked about, yes or no.
+_ASK_ONE = re.compile(r"(?:should (?:i|we) (?:use|go with|switch to|try|enable)|is it worth (?:using|trying)?|"
+                      r"do (?:i|we) need|worth (?:using|trying)|要不要(?:用|上|开|换成?)?|该不该(?:用|上)?|需不需要|"
+                      r"有没有必要(?:用|上)?|值不值得(?:用)?|建议(?:用|上)吗?)\s*(?:the\s+|pytorch\s*|deepspeed\s*)?$", _I)
+_OFFLOAD_WORD = ("fsdp_full_shard_offload", r"cpu[_ ]?offload|offload")
+
+
+def asked_strategy(text: str) -> str | None:
+    """The one strategy a yes/no question asks about ("Should I use HSDP for ...?"), else None
+    (two strategies joined by or/vs are a comparison: ``compare_of``)."""
+    if compare_of(text):
+        return None
+    for sid, pat in [*_STRATEGY_WORDS, _OFFLOAD_WORD]:
+        for m in re.finditer(pat, text, _I):
+            if _ASK_ONE.search(text[max(0, m.start() - 40): m.start()]):
+                return sid
+    return None
+
+
 # --- question sentences --------------------------------------------------------------------------
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)(?=\s|$)")
 _QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|几张|几台|几块|几个|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
