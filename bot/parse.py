@@ -348,7 +348,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
     return parsed
 
 
-def _conversation_intent(intent: str, question: str, turns: list[str], turn_fields: dict) -> str:
+def _conversation_intent(intent: Intent, question: str, turns: list[str], turn_fields: dict) -> Intent:
     """The question sentence decides across the conversation too (evals/cases/README.md, "Intent
     labels"): a follow-up that asks nothing ("4* 8 *A800", "And I want to use Llama-3.2-1B", "the
     insufficient CPU memory caused issues") keeps the intent of the last question asked before it.

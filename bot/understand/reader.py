@@ -249,8 +249,8 @@ def read_turn(raw: object) -> Reading:
             out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
     if "model" not in f and "params_b" not in f and (example := _LLAMAFACTORY_EXAMPLE.search(text)):
         # A LlamaFactory example config named on the command line is that example's setup
-        for name, value in _llamafactory_example(example).items():
-            put(name, value, "config", example.group(0))
+        for example_field, example_value in _llamafactory_example(example).items():
+            put(example_field, example_value, "config", example.group(0))
     if unknown_models and "model" not in f:
         size = _size_from_name(unknown_models[0].raw)
         if size:
@@ -258,7 +258,7 @@ def read_turn(raw: object) -> Reading:
             out.unknown_model = unknown_models[0].raw[:80]
     if logs.params_b is not None and "params_b" not in f and "model" not in f:
         put("params_b", logs.params_b, "log", logs.params_span)  # the estimator counted the real model
-    if models and (alt := _ALTERNATIVE_SIZE.match(text, models[0].end)):
+    if models and models[0].name and (alt := _ALTERNATIVE_SIZE.match(text, models[0].end)):
         # "llama2 7B/13B": two sizes of one family asked about together; the larger is computed
         # (the smaller needs less), and the answer says so
         bigger = _family_size(models[0].name, float(alt.group(1)))
@@ -295,8 +295,8 @@ def read_turn(raw: object) -> Reading:
             # 94 GB H100 NVL: a variant it lacks, so the card is unknown and the user's size stands (never a
             # "contradiction" with our own catalog, never our figure over theirs)
             out.unknown_gpu = g.raw
-            size, span = variant
-            put("gpu_memory_gb", int(size) if float(size).is_integer() else size, "stated", span)
+            stated_gb, span = variant
+            put("gpu_memory_gb", int(stated_gb) if float(stated_gb).is_integer() else stated_gb, "stated", span)
             prose.fields.pop("gpu_memory_gb", None)
         else:
             put("gpu", name, "stated", g.raw)
