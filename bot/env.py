@@ -69,6 +69,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_served(proc, url: str, timeout: float, log: object = None) -> None:
+    """Return once ``url`` answers 200 (a server started as ``proc``, e.g. the chat page); raise
+    RuntimeError when ``proc`` exits first and TimeoutError after ``timeout`` seconds. Loopback
+    requests bypass any proxy from the environment."""
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode} before serving (log: {log})")
+        try:
+            with opener.open(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"the server did not serve {url} within {timeout:.0f}s (log: {log})")
+
+
 # ---------------------------------------------------------------------------------------------
 # Secrets never reach a log line: one redaction for every process (CLI, Slack, MCP, the page).
 # Token shapes: Slack https://docs.slack.dev/authentication/tokens (xoxb- bot, xoxp- user, xapp-

@@ -83,10 +83,14 @@ PANEL_FIELDS = (
     "model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes", "intra_node_link",
     "inter_node_link", "precision", "optimizer", "finetune", "seq_len", "micro_batch",
     "activation_checkpointing",
+    # run options (issue 14), under "Run options"; empty or off = PyTorch's defaults
+    "optimizer_impl", "loss_impl", "grad_accum_steps", "torch_compile", "ddp_bucket_view",
 )
-INT_FIELDS = {"gpu_count", "nodes", "seq_len", "micro_batch"}
-NUMBER_FIELDS = {"params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch"}
-CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precision", "optimizer", "finetune"}
+INT_FIELDS = {"gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
+NUMBER_FIELDS = {"params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
+CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precision", "optimizer", "finetune",
+                 "optimizer_impl", "loss_impl"}
+BOOL_FIELDS = {"activation_checkpointing", "torch_compile", "ddp_bucket_view"}
 
 FIELD_LABELS = {
     "model": ("Model", "模型"),
@@ -103,6 +107,11 @@ FIELD_LABELS = {
     "seq_len": ("Sequence length", "序列长度"),
     "micro_batch": ("Micro-batch per GPU", "每卡 micro-batch"),
     "activation_checkpointing": ("Activation checkpointing", "激活检查点"),
+    "optimizer_impl": ("AdamW implementation", "AdamW 实现"),
+    "loss_impl": ("Cross-entropy", "交叉熵实现"),
+    "grad_accum_steps": ("Gradient accumulation steps", "梯度累积步数"),
+    "torch_compile": ("torch.compile", "torch.compile"),
+    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
 }
 ASSUMED_MARK = " · assumed"
 MISSING_MARK = " ⚠"
@@ -272,7 +281,7 @@ def user_message_html(text: str, exchange_id: str, note: str | None = None, kind
 
 def display_value(name: str, value: Any) -> Any:
     """A setup value as its panel component shows it ('' for unknown numbers)."""
-    if name == "activation_checkpointing":
+    if name in BOOL_FIELDS:
         return bool(value)
     if name in NUMBER_FIELDS:
         if value is None or value == "":
@@ -310,7 +319,7 @@ def read_panel(values: list[Any]) -> tuple[dict[str, Any], list[str]]:
                     continue
                 number = int(number)
             out[name] = number
-        elif name == "activation_checkpointing":
+        elif name in BOOL_FIELDS:
             out[name] = bool(value)
         else:
             out[name] = value
@@ -1081,6 +1090,8 @@ def _panel_components(models, gpus) -> list:
         "precision": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"],
         "optimizer": ["adamw", "sgd", "adam8bit"],
         "finetune": ["full", "lora", "qlora"],
+        "optimizer_impl": ["foreach", "fused", "forloop"],
+        "loss_impl": ["standard", "fused", "chunked"],
         "model": [m.name for m in models],
         "gpu": [g.name for g in gpus],
     }
@@ -1108,6 +1119,12 @@ def _panel_components(models, gpus) -> list:
         comps += [number("seq_len"), number("micro_batch")]
         comps.append(gr.Checkbox(False, label=FIELD_LABELS["activation_checkpointing"][0],
                                  elem_id="sw-f-activation_checkpointing"))
+    with gr.Accordion("Run options (empty: PyTorch's defaults)", open=False, elem_id="sw-run-options"):
+        with gr.Row():
+            comps += [dropdown("optimizer_impl"), dropdown("loss_impl"), number("grad_accum_steps")]
+        with gr.Row():
+            comps += [gr.Checkbox(False, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}")
+                      for name in ("torch_compile", "ddp_bucket_view")]
     return comps
 
 

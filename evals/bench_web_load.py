@@ -48,7 +48,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot import webui  # noqa: E402,F401  (sets the offline switches gradio_client needs)
-from bot.env import data_dir, free_port, repo_root  # noqa: E402
+from bot.env import data_dir, free_port, repo_root, wait_until_served  # noqa: E402
 
 MODELS = (("Llama-2-7B", "A100 80GB"), ("Llama-2-13B", "H100 80GB"), ("Mistral-7B", "A100 40GB"),
           ("GPT-2 XL", "RTX 4090 24GB"), ("Qwen2.5-14B", "H200"), ("Llama-3.1-8B", "L40S 48GB"))
@@ -67,7 +66,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 # An answer is a .sw-answer block; before issue 16 (for before/after timing) a bot message.
 ANSWERS_NEW, ANSWERS_OLD = "#sw-chat .sw-answer", "#sw-chat .message.bot"
-_no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 async def answers_selector(page) -> str:
@@ -148,18 +146,10 @@ def _tree_cpu(pid: int) -> float:
 
 
 def _wait_served(proc: subprocess.Popen, url: str, timeout: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the page exited with {proc.returncode} before serving (log: {log})")
-        try:
-            with _no_proxy.open(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit(f"the page did not serve {url} within {timeout:.0f} s (log: {log})")
+    try:
+        wait_until_served(proc, url, timeout, log)
+    except (RuntimeError, TimeoutError) as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def start_page(name: str, ref: str | None = None, timeout: float = 900) -> Page:

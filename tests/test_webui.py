@@ -383,3 +383,23 @@ def test_assumed_line_folds_run_options_and_leaves_lora_out_of_full_fine_tunes()
     assert "LoRA rank" not in line  # a full fine-tune has no LoRA rank
     lora = answer.model_copy(update={"setup": {**answer.setup, "finetune": "lora"}})
     assert "LoRA rank 16" in assumed_html(lora, field_sources(lora))
+
+
+def test_run_options_are_edited_in_the_panel_and_reach_the_calculator():
+    """Issue 14: the page's setup panel carries the run options (fused AdamW, torch.compile, ...)."""
+    from bot.assistant import answer_for_setup
+    from bot.setup import TrainingSetup
+
+    shown = {"model": "Llama-2-7B", "gpu": "A100 80GB SXM", "gpu_count": 8, "optimizer_impl": "foreach",
+             "torch_compile": False, "ddp_bucket_view": False, "grad_accum_steps": 1}
+    stated = {"model": "Llama-2-7B", "gpu": "A100 80GB SXM", "gpu_count": 8}
+    values = webui.panel_values({**shown, "optimizer_impl": "fused", "ddp_bucket_view": True, "grad_accum_steps": 4})
+    data, changed, problems = webui.edited_setup(values, stated, shown)
+    assert problems == [] and set(changed) == {"optimizer_impl", "ddp_bucket_view", "grad_accum_steps"}
+    answer = answer_for_setup(TrainingSetup(**data), language="en")
+    assert answer.setup["optimizer_impl"] == "fused" and answer.setup["ddp_bucket_view"] is True
+    assert answer.setup["grad_accum_steps"] == 4
+    # an unreadable step count is a message, not a crash
+    bad = webui.panel_values({**shown, "grad_accum_steps": 1})
+    bad[webui.PANEL_FIELDS.index("grad_accum_steps")] = "four"
+    assert webui.read_panel(bad)[1]

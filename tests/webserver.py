@@ -9,13 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 
-from bot.env import repo_root
-
-# Loopback only: a proxy from the environment must not see (or break) requests to the page.
-_no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from bot.env import repo_root, wait_until_served
 
 
 def start_subprocess(port: int, host: str = "127.0.0.1", env: dict[str, str] | None = None,
@@ -28,16 +23,9 @@ def start_subprocess(port: int, host: str = "127.0.0.1", env: dict[str, str] | N
     proc = subprocess.Popen([sys.executable, str(repo_root() / "app.py"), "--host", host, "--port", str(port)],
                             cwd=str(repo_root()), env={**os.environ, **(env or {})},
                             stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://{host}:{port}/"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app.py exited with {proc.returncode} before serving (log: {log_path})")
-        try:
-            with _no_proxy.open(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise TimeoutError(f"app.py did not serve {url} within {timeout:.0f}s (log: {log_path})")
+    try:
+        wait_until_served(proc, f"http://{host}:{port}/", timeout, log_path)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
