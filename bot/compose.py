@@ -788,6 +788,15 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
         return _compare_text(v, say, lang, c)
     if code == "asked_strategy":
         return _asked_text(v, say, lang, c)
+    if code == "feasible":
+        fit: Config | None = v["chosen"]
+        if fit is None:
+            return say.done("不够：按这个配置哪种策略都放不下，见下面的改法。",
+                            "No: nothing fits this setup as asked; see what would change it below.")
+        return say.done(f"够：{config_name(fit, lang)} 放得下，每卡约 {say.cfg(fit, 'memory', 'total_gib')} GiB（可用 "
+                        f"{say.cfg(fit, 'memory', 'usable_gib')} GiB）{c}。",
+                        f"Yes: {config_name(fit, lang)} fits, about {say.cfg(fit, 'memory', 'total_gib')} GiB per GPU "
+                        f"of {say.cfg(fit, 'memory', 'usable_gib')} GiB usable{c}.")
     if code == "need_checkpointing":
         without: Config | None = v["without"]
         withc: Config | None = v["with"]

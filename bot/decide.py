@@ -30,7 +30,7 @@ from bot.evidence import (
     Config,
     Evidence,
 )
-from bot.understand.intent import asked_strategy
+from bot.understand.intent import asked_strategy, asks_feasibility
 
 MARGIN = 0.9  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
 DDP_MARGIN = MARGIN  # the name the advisor's tests import
@@ -454,6 +454,9 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out
             and ev.resolved is not None and ev.resolved.nodes > 1 and d.chosen.comm_share >= COMM_HEAVY):
         out.append(Reason("why_multi_node_slow", {"config": d.chosen}))  # "why is it slow?" across nodes
+    if not out and ev.parsed.intent == "recommend" and asks_feasibility(ev.question):
+        # "够吗?" / "Can I train it on this?": yes with the configuration that fits, or no
+        out.append(Reason("feasible", {"chosen": d.chosen if d.chosen is not None and d.chosen.fits else None}))
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": d.strategy, "stage": ev.parsed.observed.zero_stage,
                                            "offload": ev.parsed.observed.zero_offload}))

@@ -44,3 +44,16 @@ def test_within_the_tolerance_it_says_the_simpler_one_is_preferred_in_chinese():
     answer = ask("Llama-2-7B全参微调，8张A100 80G，要不要用ZeRO-3？")
     assert answer.language == "zh"
     assert answer.sections.direct_answer.startswith(("可以，但不必", "是的", "不建议"))
+
+
+@pytest.mark.parametrize("question, first", [
+    ("Can I fine-tune Llama-2-7B on 8x A100 80GB?", "Yes: "),
+    ("Is it possible to fully fine-tune Llama-2-70B on 2x RTX 4090?", "No: nothing fits"),
+    ("llama2 7B/13B 全参微调，4张A100 40G 够吗", "够："),
+])
+def test_can_i_is_answered_yes_or_no_first(question, first):
+    answer = ask(question)
+    assert answer.sections.direct_answer.startswith(first)
+    if first.startswith(("Yes", "够")):  # the configuration named fits by the answer's own table
+        chosen = next(r for r in answer.sections.table if r.chosen)
+        assert chosen.fits

@@ -143,6 +143,19 @@ _ASK_ONE = re.compile(r"(?:should (?:i|we) (?:use|go with|switch to|try|enable)|
 _OFFLOAD_WORD = ("fsdp_full_shard_offload", r"cpu[_ ]?offload|offload")
 
 
+# "Is it enough?", "Can I train X on Y?": a yes/no about whether the setup can train at all.
+_FEASIBLE_Q = re.compile(r"够吗|够不够|够用吗|足够吗|放得下吗|跑得动吗|跑得起来吗|能不能(?:训练|跑|微调|放)|"
+                         r"(?:能|可以)[^？?。\n]{0,30}?(?:训练|跑|微调|放下|放得下)[^？?。\n]{0,12}?[吗嘛么呢]|"
+                         r"\benough\b|suffic|is (?:it|this|that) possible|possible to|"
+                         r"(?:can|could) (?:i|we|it|one) (?:train|fine-?tune|finetune|run|fit)|"
+                         r"(?:will|would|does|do) (?:it|this|that|they) fit", _I)
+
+
+def asks_feasibility(text: str) -> bool:
+    """The question asks whether the setup can train at all ("够吗", "Can I fine-tune 13B on ...?")."""
+    return bool(_FEASIBLE_Q.search(text))
+
+
 def asked_strategy(text: str) -> str | None:
     """The one strategy a yes/no question asks about ("Should I use HSDP for ...?"), else None
     (two strategies joined by or/vs are a comparison: ``compare_of``)."""
