@@ -30,7 +30,6 @@ from bot.evidence import (
     Config,
     Evidence,
 )
-from bot.understand.intent import asked_strategy, asks_feasibility
 
 MARGIN = 0.9  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
 DDP_MARGIN = MARGIN  # the name the advisor's tests import
@@ -433,7 +432,7 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
                 and d.strategy not in compare:  # "DDP or FSDP?": FSDP means its best variant here
             compare = tuple(d.strategy if s == "fsdp_full_shard" else s for s in compare)
         out.append(_compare(ev, compare))
-    asked = asked_strategy(ev.question) if len(compare) != 2 else None
+    asked = ev.parsed.asked_strategy if len(compare) != 2 else None
     if asked is not None and d.chosen is not None:
         out.append(_asked_strategy(ev, d, asked))
     if "activation_checkpointing" in topics:
@@ -454,7 +453,7 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out
             and ev.resolved is not None and ev.resolved.nodes > 1 and d.chosen.comm_share >= COMM_HEAVY):
         out.append(Reason("why_multi_node_slow", {"config": d.chosen}))  # "why is it slow?" across nodes
-    if not out and ev.parsed.intent == "recommend" and asks_feasibility(ev.question):
+    if not out and ev.parsed.intent == "recommend" and ev.parsed.asks_if_fits:
         # "够吗?" / "Can I train it on this?": yes with the configuration that fits, or no
         out.append(Reason("feasible", {"chosen": d.chosen if d.chosen is not None and d.chosen.fits else None}))
     if deepspeed_user(ev):

@@ -27,6 +27,12 @@ _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?")
 _ANY_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
+def reading_form(text: str) -> str:
+    """``text`` as figures are read from it: NFKC (full-width digits are ASCII), with a full-width
+    comma kept a clause separator ("batch_size为1，744G" is 1 and 744, never 1744)."""
+    return unicodedata.normalize("NFKC", text.replace("\uff0c", ", "))
+
+
 def strip_code_blocks(text: str) -> str:
     """The text without fenced code blocks (```...``` or ~~~...~~~; an unclosed fence runs to the end)."""
     out: list[str] = []
@@ -67,10 +73,7 @@ def numbers_in_text(text: str) -> list[NumberMention]:
     Chinese characters separate tokens; full-width digits are read as ASCII (NFKC).
     """
     mentions: list[NumberMention] = []
-    # A full-width comma separates Chinese clauses ("batch_size为1，744G"): keep it a separator,
-    # never a thousands comma once NFKC makes it ASCII.
-    text = text.replace("\uff0c", ", ")
-    for raw_line in strip_code_blocks(unicodedata.normalize("NFKC", text)).split("\n"):
+    for raw_line in strip_code_blocks(reading_form(text)).split("\n"):
         line = _HEADING.sub("", raw_line)
         line = _LIST_NUMBER.sub(r"\1", line)
         line = _LINK_TARGET.sub("]", line)

@@ -19,6 +19,7 @@ from typing import Any
 from bot.catalog import list_gpus
 from bot.setup import Problem, TrainingSetup, check_setup
 from bot.understand import Intent, Observed, Provenance
+from bot.understand.intent import asked_strategy, asks_feasibility
 from bot.understand.reader import detect_language as _detect_language
 from bot.understand.reader import read_turn
 from bot.understand.spans import card_family
@@ -48,6 +49,8 @@ class Parsed:
     provenance: dict[str, Provenance] = field(default_factory=dict)
     observed: Observed = field(default_factory=Observed)
     compare: tuple[str, ...] = ()
+    asked_strategy: str | None = None  # "Should I use HSDP?": the one strategy a yes/no question asks about
+    asks_if_fits: bool = False  # "够吗?", "Can I train it on this?": whether the setup can train at all
     unknown_gpu: str | None = None  # a card the catalog lacks: the answer asks for its memory
     # A model read from a Hugging Face config.json pasted into the question (bot.catalog.hf_config):
     # the calculator then uses its real shape, not a generic model of its size.
@@ -337,6 +340,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
         unknown_model=unknown_model, intent=intent, topics=list(flags.topics),
         provenance={k: v for k, v in provenance.items() if k in setup.model_dump() and getattr(setup, k) is not None},
         observed=observed_now, compare=flags.compare or compare,
+        asked_strategy=asked_strategy(question), asks_if_fits=asks_feasibility(question),
         unknown_gpu=unknown_gpu, model_spec=model_spec if "params_b" in turn_fields else None,
     )
     if parsed.empty:

@@ -318,6 +318,7 @@ from bot.figures import (  # noqa: E402  (the tokenizer the renderer shares)
     NumberMention,
     _context,
     numbers_in_text,
+    reading_form,
     strip_code_blocks,
 )
 
@@ -330,8 +331,7 @@ def _numbers_in_value(value: Any) -> Iterable[float]:
         if math.isfinite(value):
             yield float(value)
     elif isinstance(value, str):
-        # as bot.figures reads text: a full-width comma separates clauses, never thousands
-        text = _THOUSANDS.sub("", unicodedata.normalize("NFKC", value.replace("\uff0c", ", ")))
+        text = _THOUSANDS.sub("", reading_form(value))
         for match in _ANY_NUMBER.finditer(text):
             yield float(match.group(0))
     elif isinstance(value, dict):

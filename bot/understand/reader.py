@@ -78,10 +78,13 @@ class Reading:
 _ALTERNATIVE_SIZE = re.compile(r"\s*(?:/|or|或者?|和|、)\s*(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])", re.A)
 
 
+_NAME_SIZE = re.compile(r"(\d+(?:\.\d+)?)B$")  # the size a catalog name ends with ("Llama-2-7B": 7)
+
+
 def _family_size(name: str, size_b: float) -> str | None:
     """The catalog model of ``name``'s family at ``size_b`` when it is the larger one
     ("Llama-2-7B", 13 -> "Llama-2-13B"), else None."""
-    own = re.search(r"(\d+(?:\.\d+)?)B$", name)
+    own = _NAME_SIZE.search(name)
     if not own or size_b <= float(own.group(1)):
         return None
     candidate = name[: own.start(1)] + f"{size_b:g}B"
@@ -262,7 +265,7 @@ def read_turn(raw: object) -> Reading:
         # "llama2 7B/13B": two sizes of one family asked about together; the larger is computed
         # (the smaller needs less), and the answer says so
         bigger = _family_size(models[0].name, float(alt.group(1)))
-        named_size = re.search(r"(\d+(?:\.\d+)?)B$", models[0].name)
+        named_size = _NAME_SIZE.search(models[0].name)
         if bigger is not None:
             f["model"] = bigger
         if bigger is not None or (named_size and float(alt.group(1)) < float(named_size.group(1))):
