@@ -293,7 +293,6 @@ def _configs(ev: Evidence) -> list[Config]:
              if name in (CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT)]
     for name, resolved, est in runs:
         mb = resolved.setup.micro_batch or 1
-        seq = resolved.setup.seq_len or 0
         strategies = [s for s in TRAINING_STRATEGIES if resolved.nodes > 1 or s != "fsdp_hybrid_shard"]
         if name in (BUCKET_FUSED, BUCKET_FUSED_CKPT):
             strategies = ["ddp"]  # the bucket view is a DDP option
@@ -308,8 +307,9 @@ def _configs(ev: Evidence) -> list[Config]:
             if best:
                 if best not in at_mb:
                     at_mb[best] = estimate(_with_mb(resolved, best))
-                t = at_mb[best].time[s]
-                tps = best * seq / t if t > 0 else 0.0
+                # the calculator's own figure: tokens of every accumulated micro-batch per step
+                speed = at_mb[best].throughput.get(s)
+                tps = speed.tokens_per_s_per_gpu if speed is not None else 0.0
             share = min(1.0, comm.seconds_per_step / step) if step > 0 else 0.0
             out.append(Config(strategy=s, variant=name, fits=bool(mem.fits), total_gib=mem.total_gib,
                               usable_gib=mem.usable_gib, max_micro_batch=mem.max_micro_batch, step_seconds=step,

@@ -57,3 +57,17 @@ def test_can_i_is_answered_yes_or_no_first(question, first):
     if first.startswith(("Yes", "够")):  # the configuration named fits by the answer's own table
         chosen = next(r for r in answer.sections.table if r.chosen)
         assert chosen.fits
+
+
+def test_tokens_per_second_counts_every_accumulated_micro_batch():
+    """A step with 8 accumulated micro-batches moves 8x the tokens: tokens/s per GPU must not drop 8x."""
+    one = ask("Qwen2.5-14B full fine-tune on 8x A800 80GB, seq 4096, micro-batch 4, activation checkpointing on")
+    eight = ask("Qwen2.5-14B full fine-tune on 8x A800 80GB, seq 4096, micro-batch 4, activation checkpointing on, "
+                "gradient_accumulation_steps: 8")
+    assert eight.setup["grad_accum_steps"] == 8
+    key = "time.fsdp_full_shard.tokens_per_s_per_gpu"  # the calculator's figure at the asked micro-batch
+    assert eight.numbers[key] > 0.8 * one.numbers[key]
+
+    def row(answer):  # the table's figure (the decision's weighing)
+        return next(r for r in answer.sections.table if r.strategy == "fsdp_full_shard" and r.fits)
+    assert row(eight).tokens_per_s_per_gpu > 0.8 * row(one).tokens_per_s_per_gpu
