@@ -30,7 +30,6 @@ import html
 import json
 import logging
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from bot.answer import Answer, Citation  # noqa: E402
 from bot.setup import SetupError, TrainingSetup, resolve_setup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES, label  # noqa: E402
 from bot.web import answer_view as view  # noqa: E402
-from bot.web import pool  # noqa: E402
+from bot.web import downloads, pool  # noqa: E402
 from bot.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
 from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     chart_strategies,
@@ -65,11 +64,13 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_CHARS = 4000
 # How much of a long message the chat shows back to its author.
 ECHO_CHARS = 600
-# Answers handed on at once (the rest wait in Gradio's queue): twice the answering processes, so a
-# worker never idles between two answers; simulations run one at a time because each one keeps
-# a core busy for tens of seconds.
-CHAT_CONCURRENCY = max(4, 2 * pool.default_workers())
+# Answers handed on at once (the rest wait in Gradio's queue): a full batch per answering process
+# (``pool.MAX_BATCH``), so that under load a worker takes several waiting questions together and
+# embeds them in one pass; simulations run one at a time because each one keeps a core busy for
+# tens of seconds.
+CHAT_CONCURRENCY = max(4, pool.MAX_BATCH * pool.default_workers())
 SIMULATE_CONCURRENCY = 1
+QUEUE_POLL_SECONDS = 0.005  # how often Gradio's queue looks for work (its default: 1 ms; see lighten_sessions)
 
 EXAMPLES = [
     "MCP里用PyTorch做分布式训练，DDP和FSDP到底怎么选？ 7B模型",
@@ -487,8 +488,9 @@ N_PANEL = len(PANEL_FIELDS)
 
 
 def _skip_outputs() -> list[Any]:
-    """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link)."""
-    return [gr.skip()] * (2 + N_PANEL + 5)
+    """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
+    downloads)."""
+    return [gr.skip()] * (2 + N_PANEL + 6)
 
 
 def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
@@ -525,7 +527,7 @@ def panel_note(answer: Answer, sources: dict[str, str]) -> str:
 
 
 def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
-    """Chart, chart text, panel, notes, how-to, simulate button and note, share query."""
+    """Chart, chart text, panel, notes, how-to, simulate button and note, share query, download links."""
     sources = view.field_sources(answer, set(conv.stated))
     config, why_not = simulation_config(answer)
     sim_note = "" if config is not None else why_not
@@ -533,7 +535,8 @@ def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
             panel_note(answer, sources), howto_code(answer),
             gr.update(interactive=config is not None and not conv.simulating), sim_note,
             setup_query(conv.stated, answer.language,
-                        conv.questions[-1] if conv.questions and not conv.stated else None)]
+                        conv.questions[-1] if conv.questions and not conv.stated else None),
+            downloads.links_markdown(conv.key, conv.answer_id or "", answer)]
 
 
 def _error_html(language: str, message: str, exchange_id: str) -> str:
@@ -585,6 +588,7 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
             ex.answer_html = _error_html(language, message, ex.id)
         return None
     conv.answer = answer.model_dump()
+    conv.answer_id = ex.id
     conv.shown = {name: answer.setup.get(name) for name in PANEL_FIELDS}
     with conv.lock:
         ex.answer_html = view.answer_html(answer, stated=set(conv.stated), notice=notice, answer_id=ex.id)
@@ -713,10 +717,13 @@ def upload_config(request: gr.Request, path: str | None):
     return _add_edit(conv, data, language, {"params_b": data["params_b"]}, note)
 
 
-def open_link(request: gr.Request):
-    """A shared link (``?model=...&gpu_count=...`` or ``?q=...``) re-asks what it holds."""
+def open_link(query: str | None, request: gr.Request):
+    """A shared link (``?model=...&gpu_count=...`` or ``?q=...``; ``query`` is the page's query
+    string, as the browser read it) re-asks what it holds."""
+    from urllib.parse import parse_qsl
+
     conv = store.reset(request.session_hash if request else None)
-    params = dict(request.query_params) if request else {}
+    params = dict(parse_qsl((query or "").lstrip("?")[:20_000]))
     data, language, question = setup_from_query(params)
     if question:
         text, notice = prepare_message(question)
@@ -736,7 +743,7 @@ def new_conversation(request: gr.Request) -> list[Any]:
     store.reset(request.session_hash if request else None)
     panel = [gr.update(value=display_value(name, None), elem_classes=[], label=FIELD_LABELS[name][0])
              for name in PANEL_FIELDS]
-    return [None, "", *panel, "", "", gr.update(interactive=False), "", ""]
+    return [None, "", *panel, "", "", gr.update(interactive=False), "", "", ""]
 
 
 def close_tab(request: gr.Request) -> None:
@@ -928,34 +935,6 @@ def compare_precisions(request: gr.Request):
 
 
 # ----------------------------------------------------------------------------------------------
-# Downloads
-# ----------------------------------------------------------------------------------------------
-
-
-def make_downloads(request: gr.Request):
-    """The last answer as Markdown and JSON, and its chart as PNG and SVG (files for the buttons)."""
-    conv = store.get(request.session_hash if request else None)
-    if not conv.answer:
-        return [gr.update(visible=False)] * 4
-    answer = Answer.model_validate(conv.answer)
-    folder = Path(tempfile.mkdtemp(prefix="shardwise-answer-"))
-    md = folder / "shardwise-answer.md"
-    md.write_text(view.plain_markdown(answer), encoding="utf-8")
-    js = folder / "shardwise-answer.json"
-    js.write_text(json.dumps(answer.model_dump(), ensure_ascii=False, indent=2), encoding="utf-8")
-    outputs = [gr.update(value=str(md), visible=True), gr.update(value=str(js), visible=True)]
-    fig = memory_figure(answer)
-    for ext in ("png", "svg"):
-        if fig is None:
-            outputs.append(gr.update(visible=False))
-            continue
-        path = folder / f"shardwise-chart.{ext}"
-        fig.savefig(path, format=ext)
-        outputs.append(gr.update(value=str(path), visible=True))
-    return outputs
-
-
-# ----------------------------------------------------------------------------------------------
 # /chat API
 # ----------------------------------------------------------------------------------------------
 
@@ -1009,13 +988,12 @@ def build_demo():
                 sent = gr.Textbox(visible="hidden", elem_id="sw-sent")
                 with gr.Row():
                     share = gr.Textbox(visible="hidden", elem_id="sw-share-query")
-                    dl_md = gr.DownloadButton("Answer (.md)", visible=False, size="sm", elem_id="sw-dl-md")
-                    dl_json = gr.DownloadButton("Answer (.json)", visible=False, size="sm", elem_id="sw-dl-json")
-                    dl_png = gr.DownloadButton("Chart (.png)", visible=False, size="sm", elem_id="sw-dl-png")
-                    dl_svg = gr.DownloadButton("Chart (.svg)", visible=False, size="sm", elem_id="sw-dl-svg")
                 # Markdown, not gr.HTML: gr.HTML's module (107 KB with a template engine) would be
                 # fetched and parsed before the page first renders, for one link.
                 share_link = gr.Markdown("", elem_id="sw-share")
+                # Links, not download buttons: the files are made only when one is followed
+                # (bot/web/downloads.py says why).
+                dl_links = gr.Markdown("", elem_id="sw-downloads")
             with gr.Column(scale=2, min_width=340):
                 plot = gr.Plot(label="Per-GPU memory by strategy", show_label=False, elem_id="sw-chart")
                 chart_note = gr.Markdown("", elem_id="sw-chart-note")
@@ -1034,8 +1012,7 @@ def build_demo():
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
-        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share]
-        downloads = [dl_md, dl_json, dl_png, dl_svg]
+        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links]
         # No progress overlays: one over the message box or the panel would swallow the next click
         # or keystroke while an answer is pending (the chat shows its own pending dots).
         work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
@@ -1044,7 +1021,6 @@ def build_demo():
 
         def answered(event, **options):
             (event.then(process, None, [chat, *answer_outputs], **{**work, **options})
-             .then(make_downloads, None, downloads, api_visibility="private", queue=False, show_progress="hidden")
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
         # The box is emptied in the browser at once (a reply from the server would land later
@@ -1066,12 +1042,16 @@ def build_demo():
         chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
         (sim.click(simulate_start, None, [sim], queue=False, api_visibility="private")
          .then(simulate, fields, [chat, sim, sim_note], api_visibility="private",
-               concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY)
-         .then(make_downloads, None, downloads, api_visibility="private", queue=False))
-        # Opening the page: a shared link's question is answered; without one nothing is. Its own
-        # group, unlimited and without overlays, so a freshly opened tab never waits behind other
-        # users' answers (under 50 API clients it did, with a status overlay over the Ask button).
-        answered(demo.load(open_link, None, [chat], queue=False, api_visibility="private", show_progress="hidden"),
+               concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY))
+        # Opening the page: a shared link's question is answered; without one nothing is, and the
+        # server is not even asked (the browser reads the query; a page opened without one costs
+        # the server no event: 20 tabs opening at once used to send it 40). Its own group,
+        # unlimited and without overlays, so a freshly opened tab never waits behind other users'
+        # answers (under 50 API clients it did, with a status overlay over the Ask button).
+        link_query = gr.Textbox(visible="hidden", elem_id="sw-link-query")
+        demo.load(None, None, [link_query], js="() => location.search.slice(1)")
+        answered(link_query.change(open_link, [link_query], [chat], queue=False, api_visibility="private",
+                                   show_progress="hidden"),
                  concurrency_id="open", concurrency_limit=None, show_progress="hidden")
         demo.unload(close_tab)
         gr.api(chat_api, api_name="chat", concurrency_id="answer", concurrency_limit=CHAT_CONCURRENCY)
@@ -1161,7 +1141,10 @@ def lighten_sessions(demo) -> None:
       of that copy). Their schema is fixed once the page is built, so it is computed once here;
       each call gets its own copy;
     - after every event the queue rebuilt a pandas table of up to 10,000 past events for the
-      monitoring dashboard, which this page turns off (``enable_monitoring=False``).
+      monitoring dashboard, which this page turns off (``enable_monitoring=False``);
+    - the queue looks for work every 1 ms, idle or full (about 5% of a core doing nothing, the
+      same share taken from answers under load); every 5 ms adds at most 5 ms to an answer that
+      takes 60 ms or more.
     """
     import functools
 
@@ -1178,6 +1161,18 @@ def lighten_sessions(demo) -> None:
     queue = getattr(demo, "_queue", None)
     if queue is not None and hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY"):  # gradio's spelling
         queue.ANAYLTICS_CACHE_FREQUENCY = 2**62  # never rebuilt: the dashboard is off
+    if queue is not None and getattr(queue, "sleep_when_free", 1.0) < QUEUE_POLL_SECONDS:
+        queue.sleep_when_free = QUEUE_POLL_SECONDS
+
+
+def page_routes() -> list:
+    """Routes ahead of Gradio's: the answer downloads, and its front-end files from memory."""
+    from bot.web.assets import assets_route
+
+    routes = [downloads.download_route(store, pool.run)]
+    if (assets := assets_route()) is not None:
+        routes.append(assets)
+    return routes
 
 
 def serve(host: str = "127.0.0.1", port: int = 7860, workers: int | None = None) -> None:
@@ -1195,7 +1190,8 @@ def serve(host: str = "127.0.0.1", port: int = 7860, workers: int | None = None)
     try:
         demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
                     theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
-                    ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False)
+                    ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False,
+                    app_kwargs={"routes": page_routes()})
     finally:
         pool.stop()  # (a killed server's workers leave by themselves: they watch their parent)
 

@@ -130,3 +130,40 @@ def test_lighter_sessions_keep_the_same_config():
     upload = next(k for k, b in demo.blocks.items() if type(b).__name__ == "UploadButton")
     assert SessionState(demo).config_values[upload]["api_info"] is not after[upload]["api_info"]
     assert demo._queue.ANAYLTICS_CACHE_FREQUENCY > 10**9
+    assert demo._queue.sleep_when_free == webui.QUEUE_POLL_SECONDS
+
+
+def _slow_echo(value, seconds=0.0):
+    time.sleep(seconds)
+    if value == "boom":
+        raise ValueError("boom")
+    return value, os.getpid()
+
+
+def test_run_batch_keeps_order_and_each_jobs_own_error():
+    out = pool.run_batch([(_slow_echo, ("a",)), (_slow_echo, ("boom",)), (_slow_echo, ("c",))])
+    assert [ok for ok, _ in out] == [True, False, True]
+    assert out[0][1][0] == "a" and out[2][1][0] == "c"
+    assert isinstance(out[1][1], ValueError)
+
+
+@pytest.mark.slow
+def test_jobs_waiting_for_a_busy_worker_go_together():
+    from concurrent.futures import ThreadPoolExecutor
+
+    answer_pool = pool.AnswerPool(1)
+    answer_pool.start(warm=False)
+    try:
+        answer_pool.run(_slow_echo, "warm")  # the worker is up
+        answer_pool.batch_sizes.clear()
+        with ThreadPoolExecutor(6) as clients:
+            first = clients.submit(answer_pool.run, _slow_echo, "first", 1.0)
+            time.sleep(0.3)  # the worker is busy with the first job while five more arrive
+            rest = [clients.submit(answer_pool.run, _slow_echo, v) for v in ("b", "boom", "d", "e", "f")]
+            assert first.result(30)[0] == "first"
+            assert [r.result(30)[0] for r in rest if r.exception() is None] == ["b", "d", "e", "f"]
+            assert isinstance(rest[1].exception(), ValueError)  # only its own job fails
+        assert answer_pool.batch_sizes == [1, 5]
+        assert {r.result(30)[1] for r in rest if r.exception() is None} == set(answer_pool.pids())
+    finally:
+        answer_pool.close()

@@ -438,14 +438,25 @@ def test_share_link_restores_the_answer_and_downloads_work(browser, server_url, 
     answer = tab.edit("micro_batch", "2")
     page.wait_for_function("() => location.search.includes('micro_batch=2')", timeout=10_000)
     link = page.evaluate("location.href")
-    page.wait_for_selector("#sw-dl-md", state="visible", timeout=30_000)
+    md_link = "#sw-downloads a[href$='shardwise-answer.md']"
+    page.wait_for_selector(md_link, state="visible", timeout=30_000)
     with page.expect_download() as md:
-        page.click("#sw-dl-md")
+        page.click(md_link)
     text = Path(md.value.path()).read_text(encoding="utf-8")
     assert "GPT-2 XL" in text and "micro-batch 2" in text
     with page.expect_download() as svg:
-        page.click("#sw-dl-svg")
+        page.click("#sw-downloads a[href$='shardwise-chart.svg']")
     assert Path(svg.value.path()).read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    assert len(tab.context.pages) == 1  # downloaded in place, no stray tab
+    # A link from an earlier answer says so instead of serving the newer answer's file.
+    stale = page.get_attribute(md_link, "href")
+    tab.edit("micro_batch", "4")
+    page.wait_for_function(f"() => !document.querySelector(\"{md_link}\")?.href.endsWith({stale!r})",
+                           timeout=30_000)
+    import httpx
+
+    reply = httpx.get(server_url + stale, timeout=30)
+    assert reply.status_code == 404 and "earlier answer" in reply.text
     other = Tab(browser, link)
     try:
         shared = other.wait_answers(1)[-1]

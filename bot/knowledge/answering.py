@@ -255,6 +255,23 @@ def _keyword():
     return keyword_searcher()
 
 
+def prefetch_query_vectors(questions: Sequence[str]) -> int:
+    """Embed the dense-search text of several questions in one batch before they are answered
+    one by one (each answer then finds its vector cached); returns how many were embedded.
+    Never raises: a failure only means each answer embeds its own question."""
+    try:
+        searcher = _searcher()
+        texts = [t for q in questions if isinstance(q, str) and (t := searcher.dense_query(q))]
+        if len(texts) < 2:  # one question gains nothing from a batch
+            return 0
+        from bot.knowledge.embeddings import embed_queries
+
+        return len(embed_queries(texts))
+    except Exception as err:  # noqa: BLE001
+        log.warning("batched query embedding failed (%s); embedding one at a time", err)
+        return 0
+
+
 def warm_up() -> None:
     """Build the searcher and the sentence caches now (the first question then pays nothing)."""
     searcher = _searcher()

@@ -10,6 +10,12 @@ Two adapters wrap the same model, because chromadb and LangChain disagree on ``e
 - :class:`ShardwiseEmbeddingFunction` is registered with chromadb under :data:`EF_NAME`, so a
   reopened collection rebuilds it from its stored config instead of chroma's downloading default.
 - :class:`ShardwiseEmbeddings` is the LangChain ``Embeddings`` given to ``langchain_chroma.Chroma``.
+
+Query vectors are kept in a small per-process cache (:func:`embed_queries` fills it for many
+questions in one batch, :meth:`ShardwiseEmbeddings.embed_query` reads it). Why: a question's
+embedding is about half of an answer's CPU (17 ms on one core for a 29-token question), and one
+forward pass over 8 questions costs about 9 ms per question, so a worker answering several
+waiting questions embeds them together first (``bot.web.pool``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
@@ -31,6 +38,10 @@ EF_NAME = "shardwise-sentence-transformers"
 
 _models: dict[str, Any] = {}
 _models_lock = threading.Lock()
+# (model setting, query text) -> unit vector; a few hundred questions' worth is ~1.5 KB each.
+_query_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_query_lock = threading.Lock()
+QUERY_CACHE_SIZE = 512
 
 
 def model_setting() -> str:
@@ -71,6 +82,28 @@ def embed(texts: list[str], model: str | None = None) -> list[list[float]]:
         list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
     return vectors.tolist()
+
+
+def embed_queries(texts: list[str], model: str | None = None) -> list[list[float]]:
+    """Query vectors for ``texts``: the cached ones as they are, the rest in one batch (then
+    cached). Batched vectors match one-at-a-time ones to float rounding (cosine > 0.99999)."""
+    model = model or model_setting()
+    with _query_lock:
+        missing = list(dict.fromkeys(t for t in texts if (model, t) not in _query_vectors))
+    fresh = dict(zip(missing, embed(missing, model), strict=True)) if missing else {}
+    out = []
+    with _query_lock:
+        for text in texts:
+            key = (model, text)
+            vector = fresh.get(text) or _query_vectors.get(key)
+            if vector is None:  # evicted meanwhile by another thread's batch
+                vector = fresh[text] = embed([text], model)[0]
+            _query_vectors[key] = vector
+            _query_vectors.move_to_end(key)
+            out.append(vector)
+        while len(_query_vectors) > QUERY_CACHE_SIZE:
+            _query_vectors.popitem(last=False)
+    return out
 
 
 @register_embedding_function
@@ -119,4 +152,4 @@ class ShardwiseEmbeddings(LangChainEmbeddings):
         return embed(texts, self.model)
 
     def embed_query(self, text: str) -> list[float]:
-        return embed([text], self.model)[0]
+        return embed_queries([text], self.model)[0]

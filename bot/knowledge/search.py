@@ -145,6 +145,13 @@ def clean_query(query: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def _dense_text(query: str, lang: str, bridge: bool) -> str:
+    """A cleaned query as the English embedding model should see it: Chinese through the
+    glossary (MiniLM reads most Chinese characters as [UNK])."""
+    return glossary.to_english(query) if bridge and lang == "zh" else query
+
+
+
 @dataclass(frozen=True)
 class _Ranked:
     entry_id: str
@@ -220,13 +227,12 @@ class Searcher:
             return []
         lang = glossary.detect_language(query)
         if not bridge:
-            bm25_query, dense_query = query, query
+            bm25_query = query
         elif lang == "zh":
             bm25_query = " ".join([query, *glossary.english_terms(query)])
-            dense_query = glossary.to_english(query)
         else:
             bm25_query = " ".join([query, *glossary.chinese_terms(query)])
-            dense_query = query
+        dense_query = _dense_text(query, lang, bridge)
         bm25_weight, dense_weight = WEIGHTS[lang]
         lists: list[tuple[float, list[_Ranked]]] = []
         if mode in ("hybrid", "bm25"):
@@ -234,6 +240,16 @@ class Searcher:
         if mode in ("hybrid", "dense"):
             lists.append((dense_weight if mode == "hybrid" else 1.0, self._dense(dense_query, kinds)))
         return self._fuse(lists, k)
+
+    def dense_query(self, query: str) -> str | None:
+        """The text the dense half of :meth:`search` embeds for ``query`` (None: no dense search),
+        so a caller can embed many questions in one batch beforehand
+        (:func:`bot.knowledge.embeddings.embed_queries`)."""
+        query = clean_query(query) if isinstance(query, str) else ""
+        if self.vectorstore is None or not query:
+            return None
+        text = _dense_text(query, glossary.detect_language(query), True)
+        return text if re.search(r"[A-Za-z0-9]", text) else None
 
     def _fuse(self, lists: list[tuple[float, list[_Ranked]]], k: int) -> list[Hit]:
         scores: dict[str, float] = {}

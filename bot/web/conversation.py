@@ -39,6 +39,8 @@ class Conversation:
     exchanges: list[Exchange] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)  # answered user questions (history for follow-ups)
     answer: dict | None = None  # the last answer (model_dump)
+    answer_id: str | None = None  # the exchange that answer belongs to (download links name it)
+    key: str | None = None  # the tab's session hash
     stated: dict = field(default_factory=dict)  # fields the user gave (chat or panel), field -> value
     shown: dict = field(default_factory=dict)  # panel field -> value the panel last showed
     worker: object | None = None  # the token of the worker answering this tab's exchanges
@@ -110,16 +112,21 @@ class Store:
         with self._lock:
             conv = self._items.get(key)
             if conv is None:
-                conv = self._items[key] = Conversation()
+                conv = self._items[key] = Conversation(key=key)
                 while len(self._items) > self.limit:
                     self._items.popitem(last=False)
             else:
                 self._items.move_to_end(key)
             return conv
 
+    def find(self, key: str) -> Conversation | None:
+        """The tab's conversation if there is one (a download link must not create one)."""
+        with self._lock:
+            return self._items.get(key)
+
     def reset(self, key: str | None) -> Conversation:
         with self._lock:
-            conv = self._items[key or "anonymous"] = Conversation()
+            conv = self._items[key or "anonymous"] = Conversation(key=key or "anonymous")
             return conv
 
     def drop(self, key: str | None) -> None:
