@@ -5,8 +5,9 @@ This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the b
 return; it computes no figure of its own. Its parts live in ``bot/web/``: ``answer_view`` (each
 message as one inert HTML block; the answer from ``answer.sections``, long parts collapsed),
 ``chart`` (Plotly chart, matplotlib for the PNG/SVG download, the chart in words),
-``conversation`` (the per-tab message queue kept on the server), ``share`` (setup <-> link) and
-``pool`` (the answering worker processes).
+``conversation`` (the per-tab message queue kept on the server), ``share`` (setup <-> link),
+``downloads`` (the answer's files, made when a link is followed), ``assets`` (Gradio's front-end
+files from memory, compressed once) and ``pool`` (the answering worker processes).
 
 Messages: every submitted message is appended to the tab's conversation at once (no queue,
 milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled

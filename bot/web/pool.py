@@ -161,7 +161,7 @@ class _Job:
 
     def __init__(self, fn, args: tuple) -> None:
         self.fn, self.args = fn, args
-        self.done = Future()
+        self.done: Future[Any] = Future()
 
 
 class AnswerPool:
