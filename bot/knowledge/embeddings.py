@@ -89,21 +89,16 @@ def embed_queries(texts: list[str], model: str | None = None) -> list[list[float
     cached). Batched vectors match one-at-a-time ones to float rounding (cosine > 0.99999)."""
     model = model or model_setting()
     with _query_lock:
-        missing = list(dict.fromkeys(t for t in texts if (model, t) not in _query_vectors))
-    fresh = dict(zip(missing, embed(missing, model), strict=True)) if missing else {}
-    out = []
+        known = {t: v for t in texts if (v := _query_vectors.get((model, t))) is not None}
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    known.update(zip(missing, embed(missing, model), strict=True))
     with _query_lock:
         for text in texts:
-            key = (model, text)
-            vector = fresh.get(text) or _query_vectors.get(key)
-            if vector is None:  # evicted meanwhile by another thread's batch
-                vector = fresh[text] = embed([text], model)[0]
-            _query_vectors[key] = vector
-            _query_vectors.move_to_end(key)
-            out.append(vector)
+            _query_vectors[(model, text)] = known[text]
+            _query_vectors.move_to_end((model, text))
         while len(_query_vectors) > QUERY_CACHE_SIZE:
             _query_vectors.popitem(last=False)
-    return out
+    return [known[t] for t in texts]
 
 
 @register_embedding_function

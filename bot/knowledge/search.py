@@ -151,6 +151,10 @@ def _dense_text(query: str, lang: str, bridge: bool) -> str:
     return glossary.to_english(query) if bridge and lang == "zh" else query
 
 
+def _embeddable(text: str) -> bool:
+    """Whether the English model has anything to read: no letter or digit, no dense search."""
+    return re.search(r"[A-Za-z0-9]", text) is not None
+
 
 @dataclass(frozen=True)
 class _Ranked:
@@ -196,7 +200,7 @@ class Searcher:
         return ranked[:CANDIDATES]
 
     def _dense(self, query: str, kinds: Sequence[str]) -> list[_Ranked]:
-        if self.vectorstore is None or not re.search(r"[A-Za-z0-9]", query):
+        if self.vectorstore is None or not _embeddable(query):
             return []
         where: dict = {"text_lang": "en"}  # MiniLM vectors of Chinese text are mostly [UNK] noise
         if set(kinds) != set(KINDS):
@@ -249,7 +253,7 @@ class Searcher:
         if self.vectorstore is None or not query:
             return None
         text = _dense_text(query, glossary.detect_language(query), True)
-        return text if re.search(r"[A-Za-z0-9]", text) else None
+        return text if _embeddable(text) else None
 
     def _fuse(self, lists: list[tuple[float, list[_Ranked]]], k: int) -> list[Hit]:
         scores: dict[str, float] = {}

@@ -255,7 +255,7 @@ class AnswerPool:
             log.error("an answering worker died; restarting the pool, answering its %d job(s) in-process",
                       len(batch))
             with self._lock:
-                restart = self._executor is executor and executor is not None
+                restart = self._executor is executor
                 if restart:
                     executor.shutdown(wait=False, cancel_futures=True)
                     self._executor = None
