@@ -341,13 +341,22 @@ def chromium_executable(nice: int, folder: Path) -> str:
     raise its own priority. Run as root, Chromium gives its display and compositor threads nice
     -8 (87 of its ~140 threads with 20 tabs open), and they then take the cores from everything
     else on the machine, the server included; without CAP_SYS_NICE those calls fail and every
-    thread keeps the niceness it started with (a wrapper script: helpers inherit both)."""
+    thread keeps the niceness it started with (a wrapper script: helpers inherit both).
+
+    A thread's niceness only ranks it against threads of its own scheduling autogroup, and
+    Playwright starts the browser in a session of its own (``setsid``), which on a kernel with
+    ``sched_autogroup_enabled`` is an autogroup of its own, weighed equal to the server's whatever
+    the threads' niceness: the wrapper (the browser's session leader, before it execs Chromium)
+    therefore also gives that autogroup the niceness (``/proc/self/autogroup``; see sched(7),
+    "The autogroup feature"). Without it, "nice 10" browsers took half the cores."""
     setpriv = shutil.which("setpriv")
     if setpriv is None and nice <= 0:
         return CHROMIUM
     drop = f"{setpriv} --inh-caps=-sys_nice --bounding-set=-sys_nice " if setpriv else ""
+    nice = max(0, int(nice))
     wrapper = folder / "chromium-user"
-    wrapper.write_text(f'#!/bin/sh\nexec {drop}nice -n {max(0, int(nice))} {CHROMIUM} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\n(echo {nice} > /proc/self/autogroup) 2>/dev/null\n'
+                       f'exec {drop}nice -n {nice} {CHROMIUM} "$@"\n')
     wrapper.chmod(0o755)
     return str(wrapper)
 
