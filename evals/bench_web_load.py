@@ -336,7 +336,7 @@ def browser_cpu_seconds() -> float:
     return total
 
 
-def chromium_executable(nice: int, folder: Path) -> str:
+def chromium_executable(nice: int, folder: Path, browser: str = CHROMIUM) -> str:
     """Debian's Chromium at niceness ``nice``, as a user's browser runs: without the right to
     raise its own priority. Run as root, Chromium gives its display and compositor threads nice
     -8 (87 of its ~140 threads with 20 tabs open), and they then take the cores from everything
@@ -351,12 +351,12 @@ def chromium_executable(nice: int, folder: Path) -> str:
     "The autogroup feature"). Without it, "nice 10" browsers took half the cores."""
     setpriv = shutil.which("setpriv")
     if setpriv is None and nice <= 0:
-        return CHROMIUM
+        return browser
     drop = f"{setpriv} --inh-caps=-sys_nice --bounding-set=-sys_nice " if setpriv else ""
     nice = max(0, int(nice))
     wrapper = folder / "chromium-user"
     wrapper.write_text(f'#!/bin/sh\n(echo {nice} > /proc/self/autogroup) 2>/dev/null\n'
-                       f'exec {drop}nice -n {nice} {CHROMIUM} "$@"\n')
+                       f'exec {drop}nice -n {nice} {browser} "$@"\n')
     wrapper.chmod(0o755)
     return str(wrapper)
 
