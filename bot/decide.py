@@ -203,9 +203,9 @@ def _ladder(ev: Evidence) -> Decision:
         tight = []
     candidates = with_margin or tight
     accumulate = False
-    if not candidates and r.gpu_count > 1:
+    if not candidates:
         # Nothing fits at the asked micro-batch: a smaller one plus gradient accumulation keeps
-        # the global batch (before CPU offload, which is far slower).
+        # the global batch (before CPU offload, which is far slower), on one GPU as on many.
         candidates = [c for c in weighed if not c.fits and c.max_micro_batch >= 1]
         accumulate = bool(candidates)
     base_ddp = ev.config("ddp")

@@ -69,6 +69,8 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                               "(torchtune optimizer_in_bwd).", ""),
     "paged_optimizer": ("Optimizer state in CUDA managed memory, paged to host RAM under pressure (bitsandbytes "
                         "PagedAdamW/PagedAdamW8bit).", ""),
+    "engine": ("Whose sharding runs: pytorch (FSDP, the default) or deepspeed (SHARD_GRAD_OP is then ZeRO-2: every "
+               "16-bit weight on each GPU, fp32 master weights in the optimizer, gradient copies at the step).", ""),
     "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
     "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
     "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),

@@ -243,6 +243,12 @@ def _merge_provenance(older: dict, newer_prov: dict, merged: dict) -> dict:
     return out
 
 
+# Where the question says DeepSpeed runs (quoted back in the answer's read-back line).
+_DEEPSPEED_WORDS = re.compile(r"[-\w]*deepspeed[:=]?\s*[\w./-]*|\bds_z[0-3]\w*\.json|zero[-_ ]?(?:stage[-_ ]?)?[0-3]\b|"
+                              r"\"?zero_optimization\"?\s*:\s*\{[^}]{0,40}", re.I | re.A)
+_FSDP_WORDS = re.compile(r"fsdp|fully_shard|FullyShardedDataParallel", re.I | re.A)
+
+
 def _merge_observed(older: Observed, newer: Observed) -> Observed:
     data = dict(older.__dict__)
     for key, value in newer.__dict__.items():
@@ -324,6 +330,18 @@ def parse_conversation(question: str, history=None) -> Parsed:
         fields["activation_checkpointing"] = True
         provenance["activation_checkpointing"] = Provenance("assumed", "", 0.8)
         notices.append("framework_checkpointing")
+    asks_about_fsdp = any(_FSDP_WORDS.search(text) for text in (question, *turns))
+    if observed_now.deepspeed and fields.get("engine") is None and not asks_about_fsdp:
+        # DeepSpeed runs the job: its ZeRO layout, not FSDP's, sets the sharded strategies' memory
+        # (bot.calc.memory.deepspeed_layout, which also says where it applies). A DeepSpeed user
+        # asking about FSDP ("would FSDP be better?") gets FSDP's figures: that is the question.
+        fields["engine"] = "deepspeed"
+        said = next((m.group(0) for text in (question, *reversed(turns)) if (m := _DEEPSPEED_WORDS.search(text))), "")
+        provenance["engine"] = Provenance("stated", said, 0.9)
+        if fields.get("finetune", "full") == "full" and fields.get("gpu_count") != 1 and \
+                fields.get("precision", "bf16-mixed") in ("bf16-mixed", "fp16-mixed") and \
+                fields.get("optimizer", "adamw") in ("adamw", "sgd"):
+            notices.append("deepspeed_layout")
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)
     intent = _conversation_intent(flags.intent, question, turns, turn_fields)

@@ -192,6 +192,15 @@ def notice_text(notice: str, lang: str) -> str:
                                             "配置里 `disable_gradient_checkpointing: true` 才会关掉）。",
                                       "Activation checkpointing is assumed on: LlamaFactory turns it on unless the "
                                       "config sets `disable_gradient_checkpointing: true`."),
+        "deepspeed_layout": _t(lang, "你用的是 DeepSpeed：下表 FSDP 梯度分片一行按 ZeRO-2 的显存布局计算（全参、混合精度："
+                                     "每卡存全部 16 位权重，fp32 主权重、Adam 状态和 16 位梯度按卡切分，optimizer step 时"
+                                     "再把本卡的梯度分区拷成一份 16 位扁平副本和一份 fp32 副本）；全分片一行即 ZeRO-3，"
+                                     "两者切分的状态相同。",
+                               "You run DeepSpeed: for full fine-tuning in mixed precision the FSDP shard grad-op "
+                               "row below is computed with ZeRO-2's memory layout (every 16-bit weight on each "
+                               "GPU; the fp32 master weights, Adam moments and 16-bit gradients sharded; and at "
+                               "the optimizer step a flat 16-bit and an fp32 copy of this GPU's gradient "
+                               "partition); the full shard row stands for ZeRO-3, which shards the same states."),
         # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
         "moe_expert_parallel": _t(
             lang, "这是 MoE 模型：专家并行不属于 DDP/FSDP。FSDP 下每张卡存每个专家的 1/N，前向和反向时把整层的"
@@ -306,6 +315,11 @@ _RUN_OPTION_LABELS = {
     ("float8", False): ("不用 float8", "no float8"),
     ("float8", True): ("float8 线性层", "float8 linears"),
     ("norm_impl", "eager"): ("普通（eager）norm", "eager norms"),
+    ("checkpointing_policy", "full"): ("每层都做激活检查点", "per-block checkpointing"),
+    ("checkpointing_policy", "every_k"): ("每隔几层做激活检查点", "checkpointing every k-th block"),
+    ("checkpointing_policy", "selective_op"): ("按算子选择性检查点", "selective per-op checkpointing"),
+    ("engine", "deepspeed"): ("DeepSpeed ZeRO", "DeepSpeed ZeRO"),
+    ("engine", "pytorch"): ("PyTorch FSDP", "PyTorch FSDP"),
     ("lora_targets", "attention"): ("LoRA 加在注意力投影", "LoRA on the attention projections"),
     ("lora_targets", "all_linear"): ("LoRA 加在所有线性层", "LoRA on all linear layers"),
     ("base_dtype", "bf16"): ("冻结基座 bf16", "frozen base in bf16"),

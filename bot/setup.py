@@ -94,6 +94,10 @@ class TrainingSetup(BaseModel):
     # Optimizer state in CUDA managed memory, paged to host RAM under pressure (bitsandbytes
     # PagedAdamW / PagedAdamW8bit); default False.
     paged_optimizer: bool | None = None
+    # Whose sharding code runs the sharded strategies: PyTorch FSDP (None, the default) or
+    # DeepSpeed ZeRO; SHARD_GRAD_OP then has ZeRO-2's memory layout (bot/calc/memory.py
+    # ``deepspeed_layout``).
+    engine: Literal["pytorch", "deepspeed"] | None = None
     # Parallelism the calculator does not model: a stated degree > 1 is named in the estimate's
     # ``not_modelled`` notices (figures then assume pure data parallelism), never silently dropped.
     tensor_parallel: int | None = None

@@ -194,3 +194,14 @@ def test_an_internal_error_is_status_error_not_a_strategy(monkeypatch, caplog):
     a = assistant.ask("Llama-2-7B on 8x A100 80GB")
     assert a.status == "error" and a.recommendation.strategy == "none" and a.recommendation.alternatives == []
     assert "Traceback" in caplog.text or any(r.exc_info for r in caplog.records)
+
+
+def test_one_gpu_tries_a_smaller_micro_batch_before_cpu_offload():
+    # Found by the property test above: on one GPU nothing fit at micro-batch 8, and the ladder
+    # went straight to CPU offload (about 3x slower) instead of a smaller micro-batch plus
+    # gradient accumulation, which it already offered on several GPUs.
+    ev, d = decision(params_b=0.5, gpu_memory_gb=16, gpu_count=1, seq_len=2048, micro_batch=8, finetune="full",
+                     activation_checkpointing=False)
+    assert d.strategy == "ddp" and "accumulate" in {r.code for r in d.reasons}
+    assert d.chosen is not None and d.chosen.max_micro_batch >= 1
+    check_consistent(ev, d)

@@ -125,6 +125,7 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
         fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
         optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
+        engine=setup.engine or "pytorch",
     )
 
 
@@ -191,7 +192,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "torch_compile": setup.torch_compile, "loss_impl": setup.loss_impl,
         "grad_accum_steps": accum, "global_batch": resolved.micro_batch * accum * resolved.gpu_count,
         "lora_targets": setup.lora_targets, "base_dtype": setup.base_dtype, "float8": setup.float8,
-        "norm_impl": setup.norm_impl, "cpu_ram_gb": setup.cpu_ram_gb,
+        "norm_impl": setup.norm_impl, "cpu_ram_gb": setup.cpu_ram_gb, "engine": setup.engine or "pytorch",
         "peak_tflops": peak, "peak_tflops_assumed": gpu is None,
         "mfu": setup.mfu if setup.mfu else MFU,
         "mfu_source": "stated" if setup.mfu else ("calibrated HFU" if calibrated else "default"),

@@ -98,6 +98,8 @@ def _fail(problems: list[Problem]) -> NoReturn:
               help="Step each parameter inside backward, freeing its gradient (default off).")
 @click.option("--paged-optimizer/--no-paged-optimizer", default=None,
               help="bitsandbytes paged optimizer state (CUDA managed memory; default off).")
+@click.option("--engine", type=click.Choice(["pytorch", "deepspeed"]),
+              help="Whose sharding runs: pytorch (FSDP, default) or deepspeed (SHARD_GRAD_OP is ZeRO-2's layout).")
 @click.option("--mfu", type=float, help="Model FLOPs utilisation to assume (0-1); default: calibrated per GPU.")
 @click.option("--tensor-parallel", type=int, help="TP degree (not modelled; named in the output).")
 @click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
@@ -112,7 +114,8 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
          torch_compile: bool | None, loss_impl: str | None, grad_accum_steps: int | None,
          lora_targets: str | None, base_dtype: str | None, float8: bool | None, norm_impl: str | None,
          fsdp_root: str | None, reshard_after_forward: str | None, optimizer_in_backward: bool | None,
-         paged_optimizer: bool | None, mfu: float | None, tensor_parallel: int | None, pipeline_parallel: int | None,
+         paged_optimizer: bool | None, engine: str | None, mfu: float | None, tensor_parallel: int | None,
+         pipeline_parallel: int | None,
          context_parallel: int | None, as_json: bool) -> None:
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
 
@@ -146,7 +149,7 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         checkpoint_every=checkpoint_every, torch_compile=torch_compile, loss_impl=loss_impl,
         grad_accum_steps=grad_accum_steps, lora_targets=lora_targets, base_dtype=base_dtype, float8=float8,
         norm_impl=norm_impl, fsdp_root=fsdp_root, reshard_after_forward=reshard,
-        optimizer_in_backward=optimizer_in_backward, paged_optimizer=paged_optimizer,
+        optimizer_in_backward=optimizer_in_backward, paged_optimizer=paged_optimizer, engine=engine,
         mfu=mfu, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
         context_parallel=context_parallel,
     )
@@ -292,6 +295,8 @@ def _options(inp: dict[str, Any]) -> str:
         parts.append("float8")
     if inp.get("norm_impl") == "fused":
         parts.append("fused norm")
+    if inp.get("engine") == "deepspeed":
+        parts.append("DeepSpeed (shard grad-op = ZeRO-2 layout)")
     if inp.get("finetune") != "full" and inp.get("lora_targets"):
         parts.append(f"LoRA on {inp['lora_targets'].replace('_', ' ')}, base {inp['base_dtype']}")
     return "".join(f", {p}" for p in parts)

@@ -54,6 +54,12 @@ HOST_HEADROOM_FRACTION = 0.10
 
 MAX_MICRO_BATCH = 65_536  # bot.setup.LIMITS["micro_batch"] upper bound
 
+# DeepSpeed's default reduce_bucket_size, 5e8 elements (https://www.deepspeed.ai/docs/config-json/,
+# "ZeRO optimizations"): the gradient bucket ``backward()`` allocates when contiguous_gradients is
+# on, the default (deepspeed/runtime/zero/stage_1_and_2.py at commit cde57d29,
+# ``DeepSpeedZeroOptimizer.backward``).
+DEEPSPEED_REDUCE_BUCKET = 5e8
+
 # 4-bit NormalFloat storage with double quantization: 4 bits + 8-bit absmax per 64 weights
 # + fp32 second-level constants per 256 blocks = 4 + 8/64 + 32/(64*256) bits
 # (QLoRA, Dettmers et al. 2023, https://arxiv.org/abs/2305.14314 sec. 3 "Double Quantization").
@@ -509,6 +515,9 @@ class MemoryInputs:
     # state in CUDA managed memory outside PyTorch's allocator (``paged_state_bytes``).
     optimizer_in_backward: bool = False
     paged_optimizer: bool = False
+    # "deepspeed": DeepSpeed ZeRO-2's layout for SHARD_GRAD_OP where ``deepspeed_layout`` says
+    # it applies.
+    engine: str = "pytorch"
 
     @property
     def policy(self) -> str:
@@ -667,6 +676,38 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
                              **persist))
         return out, host
 
+    if deepspeed_layout(inputs, strategy):
+        # DeepSpeed ZeRO-2 with 16-bit training (ZeRO paper, Rajbhandari et al. 2020,
+        # https://arxiv.org/abs/1910.02054 sec. 5.1, P_os+g: 2 bytes/param of 16-bit weights on
+        # every rank, and 1/N of the 16-bit gradients and of the K = 12 bytes/param of fp32
+        # master weights + Adam moments).
+        shard = inputs.gpu_count
+        weights = model.params * c
+        master_and_states = trainable * (opt_per_param + 4) / shard
+        grad_part = trainable * c / shard
+        # The gradient bucket of reduce_bucket_size elements, allocated at the start of backward.
+        bucket = min(DEEPSPEED_REDUCE_BUCKET, trainable) * c
+        # The step flattens this rank's 16-bit gradient partition and converts the flat copy to
+        # fp32 for the master weights, both alive at once (``self.flatten(averaged_gradients[i])
+        # .to(fp32)`` in deepspeed/runtime/zero/stage_1_and_2.py ``step``, commit cde57d29).
+        # LlamaFactory issue 1158's log shows it: 13.9B on 4 GPUs, "Tried to allocate 12.94 GiB"
+        # (the fp32 copy, 4 B x 13.9e9 / 4) with "77.65 GiB already allocated" (2 B x 13.9e9 +
+        # 16 B x 13.9e9 / 4, the flat 16-bit copy included): docs/calc.md "DeepSpeed ZeRO-2".
+        step_copies = trainable / shard * (c + 4)
+        held = grad_part if accumulating else 0.0
+        persist = dict(params=weights, optimizer=master_and_states)
+        out = [
+            Phase("loss_backward", grads=held, buffers=bucket, **persist,
+                  activations_per_sample=at_loss + loss_saved, buffers_per_sample=loss_temp),
+            Phase("head_backward", grads=held, buffers=bucket, **persist,
+                  activations_per_sample=at_loss, buffers_per_sample=logit_grad),
+            # one block's 16-bit gradients, before they are copied into the bucket
+            Phase("block_backward", grads=max(held, grad_part), buffers=bucket + unit_trainable * c, **persist,
+                  activations_per_sample=in_block),
+            Phase("optimizer_step", grads=grad_part, buffers=step_copies, **persist),
+        ]
+        return out, 0.0
+
     # FSDP family. HSDP shards inside a node (shard group = gpus_per_node) and replicates across
     # nodes; on one node it is full shard (https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html).
     if strategy in ("fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_full_shard_offload"):
@@ -724,6 +765,22 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     if strategy != "fsdp_full_shard_offload" and optimizer_step_phase(inputs):
         out.append(Phase("optimizer_step", grads=g, buffers=step_temp / shard, **persist))
     return out, host
+
+
+def deepspeed_layout(inputs: MemoryInputs, strategy: str) -> bool:
+    """Whether ``strategy``'s figures follow DeepSpeed ZeRO-2's layout rather than FSDP's: the
+    engine is DeepSpeed, the strategy is SHARD_GRAD_OP (ZeRO-2's counterpart) on more than one
+    GPU, and the run is what the layout covers: full fine-tuning, 16-bit mixed precision, AdamW or
+    SGD stepping after backward, nothing paged. ZeRO-2 keeps every 16-bit weight on every GPU and
+    copies the gradient partition at the step, which FSDP's SHARD_GRAD_OP does not (a published
+    log matches it, docs/calc.md). ZeRO-3 keeps FSDP FULL_SHARD's figures: the two shard the same
+    states, and the measurement at hand (LlamaFactory issue 6999: 32B on 7 x 80 GB ran out of
+    memory) agrees with FSDP's figure and not with a ZeRO-3 step by sub-groups. DDP, HSDP and CPU
+    offload keep PyTorch's layout whatever the engine."""
+    return (inputs.engine == "deepspeed" and strategy == "fsdp_shard_grad_op"
+            and inputs.gpu_count > 1 and inputs.finetune == "full" and PRECISIONS[inputs.precision].mixed
+            and inputs.optimizer in ("adamw", "sgd") and not inputs.paged_optimizer
+            and not inputs.optimizer_in_backward)
 
 
 def optimizer_step_phase(inputs: MemoryInputs) -> bool:

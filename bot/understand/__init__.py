@@ -71,6 +71,7 @@ class Observed:
     used_per_gpu_gib: float | None = None      # "每张卡只占用了13G", "uses 67G per GPU"
     estimate_gib: float | None = None          # a tool's estimate quoted by the user
     framework: str | None = None               # "deepspeed", "accelerate", "torchrun", "llamafactory", ...
+    deepspeed: bool = False                    # the run itself uses DeepSpeed (its launcher, a config, a ZeRO stage)
     zero_stage: int | None = None              # DeepSpeed ZeRO stage 0..3
     zero_offload: bool | None = None           # offload_optimizer / offload_param
     fsdp_strategy: str | None = None           # a strategy id the user runs now ("fsdp_full_shard", ...)

@@ -53,6 +53,10 @@ _FRAMEWORKS = (("llamafactory", r"llama-?factory|llamafactory|train_bash\.py|fin
                ("torchrun", r"torchrun|torch\.distributed\.(?:run|launch)"), ("openrlhf", r"openrlhf"),
                ("trl", r"\btrl\b|GRPOTrainer|SFTTrainer|DPOTrainer"), ("torchtitan", r"torchtitan"))
 
+# DeepSpeed running the job: its launcher at the start of a command, or a DeepSpeed config file.
+_DEEPSPEED_RUN = re.compile(r"(?m)^\s*deepspeed\s+(?:--|[\w./-]+\.py)|\bds_z[0-3]\w*\.json|\bds_config\w*\.json",
+                            re.I | re.A)
+
 
 @dataclass
 class Reading:
@@ -403,6 +407,15 @@ def read_turn(raw: object) -> Reading:
             if re.search(pat, text, re.I | re.A):
                 obs.framework = name
                 break
+    # The run uses DeepSpeed: a deepspeed config in the config, a ZeRO stage the run uses (read
+    # above, never one offered as an alternative), its launcher or a ds_config file named.
+    obs.deepspeed = cfg.observed.get("framework") == "deepspeed" or obs.zero_stage is not None or \
+        bool(_DEEPSPEED_RUN.search(text))
+    if obs.framework == "deepspeed" and re.search(_FRAMEWORKS[0][1], text, re.I | re.A):
+        # A LlamaFactory config or script that names a DeepSpeed config ("deepspeed:
+        # examples/deepspeed/ds_z3_config.json", "--deepspeed ds_config.json"): LlamaFactory runs
+        # the training, so its defaults (activation checkpointing) apply.
+        obs.framework = "llamafactory"
     roles = [r for r, pat in _RL_ROLES if re.search(pat, low)]
     algo = next((a for a in _RL_ALGOS if re.search(r"(?<![a-z])" + a + r"(?![a-z])", low) or cfg.observed.get("rl") == a), None)
     if algo is None and re.search(r"num_generations|reward_funcs", low):
