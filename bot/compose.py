@@ -324,7 +324,7 @@ def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Ci
     direct = [_direct_text(ev, d, r, say, cites) for r in d.direct]
     direct = [x for x in direct if x]
     if direct:  # answered: the first sentence leads (the headline), the rest come before it once
-        sec.direct_answer = " ".join(direct[1:] if d.status == "ok" else direct) or None
+        sec.direct_answer = _joined(direct[1:] if d.status == "ok" else direct, say)
     sec.headline = direct[0] if direct and d.status == "ok" else _t(
         lang, "结论取决于模型大小和显存：完整副本放得下就用 DDP（最简单），放不下就用 FSDP 分片；多机且机间网络慢时用 HSDP。"
               "告诉我模型和显卡，我按你的配置算。",
@@ -332,10 +332,21 @@ def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Ci
         "does not; HSDP across nodes on a slow link. Tell me the model and GPUs and I will compute it for your setup.")
 
 
+def _joined(sentences: list[str], say: Say) -> str | None:
+    """Sentences shown as one paragraph, its figures still bound: the paragraph's keys are its
+    sentences' keys in order (the renderer binds a paragraph as a whole)."""
+    if not sentences:
+        return None
+    text = " ".join(sentences)
+    if len(sentences) > 1:
+        say.figure_keys[text] = [k for x in sentences for k in say.figure_keys.get(x, [])]
+    return text
+
+
 def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     lang = ev.language
     direct = [x for x in (_direct_text(ev, d, r, say, cites) for r in d.direct) if x]
-    sec.direct_answer = " ".join(direct) or None
+    sec.direct_answer = _joined(direct, say)
     conf = {"high": ("高", "high"), "medium": ("中", "medium"), "low": ("低", "low")}[d.confidence]
     if d.strategy == "none":
         rec = _t(lang, f"结论：按现在的配置哪种策略都放不下（置信度：{conf[0]}）。",
@@ -797,6 +808,18 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                         f"{say.cfg(fit, 'memory', 'usable_gib')} GiB）{c}。",
                         f"Yes: {config_name(fit, lang)} fits, about {say.cfg(fit, 'memory', 'total_gib')} GiB per GPU "
                         f"of {say.cfg(fit, 'memory', 'usable_gib')} GiB usable{c}.")
+    if code == "log_zero2_step":
+        row: Config | None = v.get("config")
+        if row is None:
+            return ""
+        asked, copy = say.val(v["asked"], "turn"), say.num("memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib")
+        return say.done(f"日志里失败的那次分配（Tried to allocate {asked} GiB）正是 ZeRO-2 在 optimizer step 时给本卡梯度分区做的 "
+                        f"fp32 副本（{copy} GiB）{c}：ZeRO-2 每张卡都存全部半精度权重，这一步每卡约 "
+                        f"{say.cfg(row, 'memory', 'total_gib')} GiB，超过可用的 {say.cfg(row, 'memory', 'usable_gib')} GiB{c}。",
+                        f"The allocation that failed in your log (Tried to allocate {asked} GiB) is ZeRO-2's fp32 copy "
+                        f"of this GPU's gradient partition, made at the optimizer step ({copy} GiB){c}: ZeRO-2 keeps "
+                        f"every half-precision weight on each GPU, so that step needs about {say.cfg(row, 'memory', 'total_gib')} "
+                        f"GiB per GPU, more than the {say.cfg(row, 'memory', 'usable_gib')} GiB usable{c}.")
     if code == "need_checkpointing":
         without: Config | None = v["without"]
         withc: Config | None = v["with"]

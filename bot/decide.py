@@ -417,6 +417,21 @@ STRATEGY_TO_ZERO = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fs
                     "fsdp_full_shard_offload": 3}
 
 
+# An out-of-memory log's failed allocation this close to ZeRO-2's fp32 gradient copy is that copy.
+LOG_ALLOCATION_MATCH = 0.02
+
+
+def log_at_zero2_step(ev: Evidence) -> Reason | None:
+    """The user's out-of-memory log failed allocating ZeRO-2's fp32 copy of one GPU's gradient
+    partition: the run died at the optimizer step, with every 16-bit weight on each GPU
+    (bot.calc.memory.deepspeed_fp32_grad_copy_bytes; docs/calc.md "DeepSpeed ZeRO-2")."""
+    asked = ev.parsed.observed.tried_to_allocate_gib
+    copy = ev.estimate.zero2_fp32_grad_copy_gib if ev.estimate is not None else None
+    if not asked or not copy or abs(asked - copy) > LOG_ALLOCATION_MATCH * copy:
+        return None
+    return Reason("log_zero2_step", {"asked": asked, "config": ev.config("fsdp_shard_grad_op")})
+
+
 def deepspeed_user(ev: Evidence) -> bool:
     obs = ev.parsed.observed
     return (obs.framework or "").lower() in ("deepspeed", "llamafactory", "ms-swift", "openrlhf") \
@@ -459,6 +474,8 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": d.strategy, "stage": ev.parsed.observed.zero_stage,
                                            "offload": ev.parsed.observed.zero_offload}))
+    if (log := log_at_zero2_step(ev)) is not None:
+        out.insert(0, log)  # what the user's own log shows comes first
     return out
 
 

@@ -193,13 +193,13 @@ def notice_text(notice: str, lang: str) -> str:
                                       "Activation checkpointing is assumed on: LlamaFactory turns it on unless the "
                                       "config sets `disable_gradient_checkpointing: true`."),
         "deepspeed_layout": _t(lang, "你用的是 DeepSpeed：下表 FSDP 梯度分片一行按 ZeRO-2 的显存布局计算（全参、混合精度："
-                                     "每卡存全部 16 位权重，fp32 主权重、Adam 状态和 16 位梯度按卡切分，optimizer step 时"
-                                     "再把本卡的梯度分区拷成一份 16 位扁平副本和一份 fp32 副本）；全分片一行即 ZeRO-3，"
+                                     "每卡存全部半精度权重，fp32 主权重、Adam 状态和半精度梯度按卡切分，optimizer step 时"
+                                     "再把本卡的梯度分区拷成一份半精度扁平副本和一份 fp32 副本）；全分片一行即 ZeRO-3，"
                                      "两者切分的状态相同。",
                                "You run DeepSpeed: for full fine-tuning in mixed precision the FSDP shard grad-op "
-                               "row below is computed with ZeRO-2's memory layout (every 16-bit weight on each "
-                               "GPU; the fp32 master weights, Adam moments and 16-bit gradients sharded; and at "
-                               "the optimizer step a flat 16-bit and an fp32 copy of this GPU's gradient "
+                               "row below is computed with ZeRO-2's memory layout (every half-precision weight on each "
+                               "GPU; the fp32 master weights, Adam moments and half-precision gradients sharded; and at "
+                               "the optimizer step a flat half-precision and an fp32 copy of this GPU's gradient "
                                "partition); the full shard row stands for ZeRO-3, which shards the same states."),
         # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
         "moe_expert_parallel": _t(

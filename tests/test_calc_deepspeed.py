@@ -98,3 +98,24 @@ def test_a_model_path_names_the_catalog_model():
     parsed = parse_conversation(_gold("lf5977"))
     assert parsed.setup.model == "Llama-3.1-8B"
     assert "Meta-Llama-3-8B" in parsed.provenance["model"].span
+
+
+def test_the_answer_names_the_failed_allocation_in_the_users_log():
+    from bot import ask
+
+    answer = ask(_gold("lf1158"))
+    key = "memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib"
+    assert answer.numbers[key] == pytest.approx(12.94, abs=0.01)
+    assert "Tried to allocate 12.94 GiB" in answer.text and "ZeRO-2" in answer.text
+    keys = [f.key for f in answer.figures if f.printed == "12.94"]
+    assert "turn" in keys and key in keys  # the log's figure and ours, each bound to its source
+    assert not [f for f in answer.figures if f.key == "unbound"]
+
+
+def test_an_allocation_that_is_not_the_step_copy_is_not_explained_as_one():
+    from bot import ask
+
+    log = _gold("lf1158").replace("Tried to allocate 12.94 GiB", "Tried to allocate 2.10 GiB")
+    answer = ask(log)
+    assert answer.numbers.get("memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib")
+    assert "Tried to allocate 2.10 GiB" not in answer.text

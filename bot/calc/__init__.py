@@ -29,11 +29,14 @@ from bot.calc.comm import (
     peak_tflops,
 )
 from bot.calc.memory import (
+    GIB,
     HEADROOM_FIXED_GIB,
     HEADROOM_FRACTION,
     RESERVED_TRANSIENT_FRACTION,
     MemoryEstimate,
     MemoryInputs,
+    deepspeed_fp32_grad_copy_bytes,
+    deepspeed_layout,
     host_ram_fits,
     lora_params,
     memory_estimate,
@@ -66,6 +69,9 @@ class Estimate:
     throughput: dict[str, Throughput] = field(default_factory=dict)
     # What the setup asks for that the calculator does not model (named, never silently dropped).
     not_modelled: list[str] = field(default_factory=list)
+    # When SHARD_GRAD_OP has DeepSpeed ZeRO-2's layout: the fp32 copy of one GPU's gradient
+    # partition its optimizer step makes (bot.calc.memory.deepspeed_fp32_grad_copy_bytes), GiB.
+    zero2_fp32_grad_copy_gib: float | None = None
 
     def numbers(self) -> dict[str, float | int | bool]:
         """Flat dict keyed ``memory.<strategy>.<field>``, ``comm.<strategy>.<field>``,
@@ -81,6 +87,8 @@ class Estimate:
                 speed = self.throughput[strategy]
                 out[f"time.{strategy}.tokens_per_s_per_gpu"] = _clean(speed.tokens_per_s_per_gpu)
                 out[f"time.{strategy}.mfu"] = _clean(speed.mfu)
+        if self.zero2_fp32_grad_copy_gib is not None:
+            out["memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib"] = _clean(self.zero2_fp32_grad_copy_gib)
         return out
 
 
@@ -205,8 +213,10 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "reserved_model": f"allocated + {RESERVED_TRANSIENT_FRACTION:.0%} of activations and buffers",
         "assumed": list(resolved.assumed),
     }
+    zero2_copy = (deepspeed_fp32_grad_copy_bytes(mem_in) / GIB
+                  if deepspeed_layout(mem_in, "fsdp_shard_grad_op") else None)
     return Estimate(memory=memory, comm=comm, time=time, inputs=inputs, resolved=resolved,
-                    throughput=throughput, not_modelled=not_modelled(setup))
+                    throughput=throughput, not_modelled=not_modelled(setup), zero2_fp32_grad_copy_gib=zero2_copy)
 
 
 def estimate_setup(setup: TrainingSetup, default_gpu: str | None = None,

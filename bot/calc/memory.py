@@ -693,7 +693,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
         # LlamaFactory issue 1158's log shows it: 13.9B on 4 GPUs, "Tried to allocate 12.94 GiB"
         # (the fp32 copy, 4 B x 13.9e9 / 4) with "77.65 GiB already allocated" (2 B x 13.9e9 +
         # 16 B x 13.9e9 / 4, the flat 16-bit copy included): docs/calc.md "DeepSpeed ZeRO-2".
-        step_copies = trainable / shard * (c + 4)
+        step_copies = grad_part + deepspeed_fp32_grad_copy_bytes(inputs)
         held = grad_part if accumulating else 0.0
         persist = dict(params=weights, optimizer=master_and_states)
         out = [
@@ -781,6 +781,14 @@ def deepspeed_layout(inputs: MemoryInputs, strategy: str) -> bool:
             and inputs.gpu_count > 1 and inputs.finetune == "full" and PRECISIONS[inputs.precision].mixed
             and inputs.optimizer in ("adamw", "sgd") and not inputs.paged_optimizer
             and not inputs.optimizer_in_backward)
+
+
+def deepspeed_fp32_grad_copy_bytes(inputs: MemoryInputs) -> float:
+    """ZeRO-2's fp32 copy of one GPU's gradient partition, made at the optimizer step for the fp32
+    master weights: 4 bytes x the trainable parameters / the GPUs (see ``phases``). It is the
+    allocation an out-of-memory error at a ZeRO-2 step asks for."""
+    trainable = inputs.model.params if inputs.finetune == "full" else 0
+    return 4.0 * trainable / max(1, inputs.gpu_count)
 
 
 def optimizer_step_phase(inputs: MemoryInputs) -> bool:
