@@ -660,10 +660,14 @@ def _what_if_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noq
                         f"{say.cfg(shard, 'memory', 'max_micro_batch') if shard else '?'}){c}.")
     if code == "shard_mb_limit":
         assert cfg is not None
+        # checkpointing is only offered when this row runs without it
+        more_zh, more_en = (("加卡或用梯度累积", "add GPUs or accumulate gradients") if checkpointing_on(ev, cfg)
+                            else ("开激活检查点、加卡或用梯度累积",
+                                  "turn on activation checkpointing, add GPUs or accumulate gradients"))
         return say.done(f"{label(cfg.strategy, lang)} 最大 micro-batch 是 {say.cfg(cfg, 'memory', 'max_micro_batch')}{c}；"
-                        f"更大就开激活检查点、加卡或用梯度累积。",
+                        f"更大就{more_zh}。",
                         f"{label(cfg.strategy, lang)} fits up to micro-batch {say.cfg(cfg, 'memory', 'max_micro_batch')}"
-                        f"{c}; beyond that turn on activation checkpointing, add GPUs or accumulate gradients.")
+                        f"{c}; beyond that {more_en}.")
     if code == "lora_ddp_fits":
         return say.done(f"如果改用 LoRA（只训练适配器），DDP 每卡约 {say.num('lora.memory.ddp.total_gib')} GiB，放得下{c}。",
                         f"With LoRA instead of full fine-tuning (only the adapters train), DDP needs about "

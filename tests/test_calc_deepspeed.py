@@ -110,6 +110,8 @@ def test_the_answer_names_the_failed_allocation_in_the_users_log():
     keys = [f.key for f in answer.figures if f.printed == "12.94"]
     assert "turn" in keys and key in keys  # the log's figure and ours, each bound to its source
     assert not [f for f in answer.figures if f.key == "unbound"]
+    # checkpointing is already on (LlamaFactory's default): the what-if does not offer it again
+    assert "更大就加卡或用梯度累积" in answer.text and "更大就开激活检查点" not in answer.text
 
 
 def test_an_allocation_that_is_not_the_step_copy_is_not_explained_as_one():
