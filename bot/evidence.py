@@ -357,7 +357,11 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
         nodes = count // per_node
         tried.append(count)
         update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
-        if nodes == 1:
+        if nodes == 1 or s.inter_node_link == "none":
+            # one node needs no link; several nodes take the link stated, else resolve_setup's
+            # assumed one ("none" here is only the one-node value the asked setup resolved to;
+            # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
+            # anything needing two nodes answered that no count fits)
             update.update(inter_node_link=None, inter_node_gbps=None)
         for ckpt in ((False, True) if not s.activation_checkpointing else (True,)):
             try:

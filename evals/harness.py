@@ -55,7 +55,8 @@ NUMBER_KEY = re.compile(
     rf"^(?:(?:{_VARIANT})\.)?(memory\.({_STRATEGY})\.(params_gib|grads_gib|optimizer_gib|activations_gib|buffers_gib|total_gib"
     rf"|fits|max_micro_batch|usable_gib|host_ram_gib)"
     rf"|comm\.({_STRATEGY})\.(gb_per_step|seconds_per_step|vs_ddp)"
-    rf"|time\.({_STRATEGY})\.step_seconds)$"
+    rf"|time\.({_STRATEGY})\.step_seconds"
+    rf"|capacity\.gpu_count)$"
 )
 
 
@@ -139,7 +140,7 @@ class Expect(BaseModel):
         for key, want in value.items():
             if not NUMBER_KEY.match(key):
                 raise ValueError(f"{key!r} is not a DESIGN.md number key ([<variant>.]memory.<strategy>.<field>, "
-                                 "comm.<strategy>.<field>, time.<strategy>.step_seconds)")
+                                 "comm.<strategy>.<field>, time.<strategy>.step_seconds, capacity.gpu_count)")
             if isinstance(want, bool):
                 continue
             ok = (isinstance(want, list) and len(want) == 2

@@ -345,6 +345,16 @@ def test_capacity_is_an_inverse_search_over_gpu_counts():
     assert a.numbers["capacity.gpu_count"] >= 2 and str(a.numbers["capacity.gpu_count"]) in a.sections.direct_answer
 
 
+def test_capacity_search_crosses_nodes_without_a_stated_link():
+    # Aquila2 issue 110 ("34B full fine-tune: how many A100 80G?"; maintainer: 16 should do): the
+    # search resolved each count from the asked one-node setup, whose link is "none", so every
+    # count past one node was refused and the answer said no count fits
+    a = _answer(dict(params_b=34, gpu="A100 80GB SXM", finetune="full"), intent="capacity",
+                topics=["how_many_gpus"], question="请问34B模型全参数微调需要几张卡（A100、80G）？")
+    assert 8 < a.numbers["capacity.gpu_count"] <= 16
+    assert str(a.numbers["capacity.gpu_count"]) in a.sections.direct_answer
+
+
 def test_ddp_oom_knobs_with_numbers():
     a = _answer(dict(params_b=1, gpu="RTX 4090 24GB", gpu_count=4), topics=["ddp_memory_knobs"],
                 question="would gradient_as_bucket_view=True and fused AdamW fix my DDP OOM?")
