@@ -157,17 +157,23 @@ _ROLES = {"actor": ("actor（策略模型，训练）", "the actor (the policy, 
 
 
 def multi_model_text(roles: tuple[str, ...], lang: str) -> str:
-    """What a multi-model job's answer computed and what it did not (PPO/GRPO/DPO)."""
+    """What a multi-model job's answer computed and what it did not (PPO/GRPO/DPO): only the
+    roles the job has are named (DPO has a policy and a frozen reference, no critic)."""
     named: list[str] = [r for r in _ROLES if r in roles] or list(_ROLES)
     listed = ("、" if lang == "zh" else ", ").join(_ROLES[r][0 if lang == "zh" else 1] for r in named)
-    return _t(lang,
-              f"这是多模型的 RL 任务（{listed}）。上面的数字只算了一个被训练的模型（actor）；critic 也要训练，"
-              "也需要自己的参数、梯度和优化器状态；reference 和 reward 模型是冻结的，只占权重（和前向的激活），"
-              "没有算进上面的表。它们放在同一批卡上时，显存要把这几个模型加起来算。",
-              f"This is a multi-model RL job ({listed}). The figures above cover one trained model (the "
-              "actor); the critic is trained too and needs its own parameters, gradients and optimizer "
-              "state; the frozen reference and reward models hold only weights (and forward activations). "
-              "None of those three is in the table: when they share the GPUs, add them up.")
+    frozen = [r for r in ("reference", "reward") if r in named]
+    zh, en = [f"这是多模型的 RL 任务（{listed}）。上面的数字只算了一个被训练的模型（actor）"], \
+        [f"This is a multi-model RL job ({listed}). The figures above cover one trained model (the actor)"]
+    if "critic" in named:
+        zh.append("；critic 也要训练，也需要自己的参数、梯度和优化器状态")
+        en.append("; the critic is trained too and needs its own parameters, gradients and optimizer state")
+    if frozen:
+        zh.append("；" + " 和 ".join(frozen) + " 模型是冻结的，只占权重（和前向的激活）")
+        en.append("; the frozen " + " and ".join(frozen) + " model" + ("s hold" if len(frozen) > 1 else " holds")
+                  + " only weights (and forward activations)")
+    zh.append("。这些都没有算进上面的表；它们放在同一批卡上时，显存要把这几个模型加起来算。")
+    en.append(". None of them is in the table: when they share the GPUs, add them up.")
+    return _t(lang, "".join(zh), "".join(en))
 
 
 def notice_text(notice: str, lang: str) -> str:
@@ -351,6 +357,8 @@ def _value_label(field: str, value, lang: str) -> str:
         return f"{name} {_t(lang, '开' if value else '关', 'on' if value else 'off')}"
     if field == "grad_accum_steps" and value == 1:
         return _t(lang, "不做梯度累积", "no gradient accumulation")
+    if field in ("gpu_count", "nodes") and value == 1 and lang != "zh":
+        return {"gpu_count": "1 GPU", "nodes": "1 node"}[field]
     if field in templates:
         return _t(lang, *templates[field]).format(v=fmt(value))
     if field in _SETUP_NAMES and field not in ("model", "gpu", "precision"):

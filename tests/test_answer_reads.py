@@ -48,13 +48,17 @@ def test_an_explicit_model_name_wins_over_a_pasted_config():
     assert parsed.model_spec is None and parsed.setup.model == "Llama-2-7B"
 
 
-@pytest.mark.parametrize("question, lang", [
-    ("用GRPO训练Qwen2.5-7B，actor全参，8张A100 80G，显存够吗？", "zh"),
-    ("PPO with Llama-2-7B as actor and critic plus a reward model on 8x A100 80GB: DDP or FSDP?", "en")])
-def test_multi_model_jobs_say_what_was_and_was_not_computed(question, lang):
-    """Issue 11: a PPO/GRPO job is not one model; the answer names the models it left out."""
+@pytest.mark.parametrize("question, lang, roles, absent", [
+    # GRPO has no value model (its advantage is the group's relative reward): no critic is named
+    ("用GRPO训练Qwen2.5-7B，actor全参，8张A100 80G，显存够吗？", "zh", ("actor", "reference"), ("critic",)),
+    ("PPO with Llama-2-7B as actor and critic plus a reward model on 8x A100 80GB: DDP or FSDP?", "en",
+     ("actor", "critic", "reference", "reward"), ())])
+def test_multi_model_jobs_say_what_was_and_was_not_computed(question, lang, roles, absent):
+    """Issue 11: a PPO/GRPO job is not one model; the answer names the models it left out, and
+    only the models the job has."""
     answer = ask(question)
     assert answer.language == lang
-    notice = next(n for n in answer.sections.notices if "critic" in n)
-    assert "reference" in notice and "reward" in notice and "actor" in notice
+    notice = next(n for n in answer.sections.notices if "reference" in n)
+    assert all(r in notice for r in roles), notice
+    assert not any(r in notice for r in absent), notice
     assert notice in answer.text

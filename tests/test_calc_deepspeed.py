@@ -121,3 +121,22 @@ def test_an_allocation_that_is_not_the_step_copy_is_not_explained_as_one():
     answer = ask(log)
     assert answer.numbers.get("memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib")
     assert "Tried to allocate 2.10 GiB" not in answer.text
+
+
+def test_an_offload_device_of_none_is_no_offload():
+    # DeepSpeed#4953's accelerate config: ZeRO-3 with both offload devices "none"
+    config = ("deepspeed_config:\n  offload_optimizer_device: none\n  offload_param_device: none\n  zero_stage: 3\n"
+              "distributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 1\n7B model on a single A100-80GB")
+    assert parse_conversation(config).observed.zero_offload is None
+    assert parse_conversation(config.replace("offload_optimizer_device: none",
+                                             "offload_optimizer_device: cpu")).observed.zero_offload is True
+    assert parse_conversation("用 zero3 offload 跑 7B，8张A100").observed.zero_offload is True
+
+
+def test_a_dpo_job_names_no_critic():
+    from bot.render import multi_model_text
+
+    dpo = multi_model_text(("reference",), "en")
+    assert "critic" not in dpo and "reference" in dpo
+    assert "critic" in multi_model_text(("actor", "critic", "reference", "reward"), "en")
+    assert "critic" not in multi_model_text(("reference",), "zh")

@@ -53,6 +53,10 @@ _FRAMEWORKS = (("llamafactory", r"llama-?factory|llamafactory|train_bash\.py|fin
                ("torchrun", r"torchrun|torch\.distributed\.(?:run|launch)"), ("openrlhf", r"openrlhf"),
                ("trl", r"\btrl\b|GRPOTrainer|SFTTrainer|DPOTrainer"), ("torchtitan", r"torchtitan"))
 
+# ZeRO offload named in prose or a config; ``_NO_OFFLOAD`` right after it says the device is
+# none ("offload_optimizer_device: none" in an accelerate config is offload turned off).
+_PROSE_OFFLOAD = re.compile(r"zero[-_ ]?3?[-_ ]?offload|offload[-_ ]?cpu|cpu[-_ ]?offload|offload_optimizer", re.I | re.A)
+_NO_OFFLOAD = re.compile(r"(?:_device)?[\"']?\s*[:=]\s*(?:\{[^}]{0,80}device[\"']?\s*:\s*)?[\"']?none\b", re.I | re.A)
 # DeepSpeed running the job: its launcher at the start of a command, or a DeepSpeed config file.
 _DEEPSPEED_RUN = re.compile(r"(?m)^\s*deepspeed\s+(?:--|[\w./-]+\.py)|\bds_z[0-3]\w*\.json|\bds_config\w*\.json",
                             re.I | re.A)
@@ -398,8 +402,7 @@ def read_turn(raw: object) -> Reading:
                   and not re.match(r"\s*(?:还是|\bor\b|\bvs)", work[m.end(): m.end() + 6], re.I | re.A)}
         if len(stages) == 1 and not re.search(r"stage\s*:?\s*0\s*,\s*1", own, re.I | re.A):
             obs.zero_stage = stages.pop()
-    if obs.zero_offload is None and re.search(r"zero[-_ ]?3?[-_ ]?offload|offload[-_ ]?cpu|cpu[-_ ]?offload|offload_optimizer",
-                                              own, re.I | re.A):
+    if obs.zero_offload is None and any(not _NO_OFFLOAD.match(own, m.end()) for m in _PROSE_OFFLOAD.finditer(own)):
         obs.zero_offload = True
     low = text.lower()
     if obs.framework is None:
