@@ -164,7 +164,10 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     else:
         _with_setup(ev, d, say, sec, cites)
 
-    _passages(ev, sec, cites)
+    if not (ev.resolved is None and ev.parsed.intent == "capacity"):
+        # a GPU count without the model has no general answer: what retrieval found is off the
+        # point (see decide._direct_without_setup); the answer asks for the model
+        _passages(ev, sec, cites)
     _forum(ev, d, say, sec, cites)
     sec.questions = [question_text(q, lang) for q in d.questions]
     sec.figure_keys = {**say.figure_keys, **sec.figure_keys}

@@ -145,17 +145,26 @@ def decide(ev: Evidence) -> Decision:
         # "A or B?" with no setup is answered for a setup: it depends, and the answer asks for it
         status = "ok" if (intent in ("concept", "troubleshoot") or concept) and ev.passages \
             and not parsed.compare else "needs_info"
-        questions = [] if concept and status == "ok" else list(parsed.missing)
+        questions = [] if concept and status == "ok" else _to_ask(parsed)
         return Decision(status, intent, "none", confidence="low", questions=questions,
                         direct=_direct_without_setup(ev))
     d = _ladder(ev)
     d.intent = intent
     d.direct = _direct(ev, d)
-    d.questions = list(parsed.missing)
+    d.questions = _to_ask(parsed)
     r = ev.resolved
     if r.nodes > 1 and parsed.setup.inter_node_link is None and parsed.setup.inter_node_gbps is None:
         d.questions.append("inter_node_link")
     return d
+
+
+def _to_ask(parsed: Any) -> list[str]:
+    """The setup fields to ask for: what is missing, except the GPU count when the count is what
+    the question asks ("how many GPUs do I need?" is answered by the search, not asked back)."""
+    missing = list(parsed.missing)
+    if parsed.intent == "capacity":
+        missing = [f for f in missing if f != "gpu_count"]
+    return missing
 
 
 # --------------------------------------------------------------------------------------------
@@ -532,7 +541,10 @@ def _need_checkpointing(ev: Evidence) -> Reason:
 
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = []
-    if ev.passages:
+    if ev.passages and ev.parsed.intent != "capacity":
+        # "how many GPUs?" without the model has no general answer: the passages retrieved for it
+        # are about something else (s1 issue 59 got one on ZeRO-3's precision); the answer asks
+        # for the model instead
         out.append(Reason("from_passages", {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": None, "stage": ev.parsed.observed.zero_stage,

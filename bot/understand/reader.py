@@ -41,7 +41,9 @@ _HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "int
              "inter_node_gbps", "cpu_ram_gb")
 _SIZE_IN_NAME = re.compile(r"(?<![\d.])(\d{1,4}(?:[._]\d{1,3})?)\s?[bB](?![A-Za-z0-9])")
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/]{1,120}")
-_ZERO = re.compile(r"(?:zero|zreo|ds_z|(?<![a-z])z)[-_ ]?(?:stage[-_ ]?)?([0-3])(?!\d)|zero[-_ ]?stage\s*[:=]?\s*([0-3])\b", re.I | re.A)
+# "ds3" / "ds-2": DeepSpeed's stage as people write it ("测试ds3 还是会显存OOM", Qwen issue 200)
+_ZERO = re.compile(r"(?:zero|zreo|ds_z|(?<![a-z])dsz?|(?<![a-z])z)[-_ ]?(?:stage[-_ ]?)?([0-3])(?!\d)|"
+                   r"zero[-_ ]?stage\s*[:=]?\s*([0-3])\b", re.I | re.A)
 _RL_ROLES = (("actor", r"(?<![a-z])actor(?![a-z])|策略模型|policy model"), ("critic", r"(?<![a-z])critic(?![a-z])|价值模型|value model"),
              ("reference", r"(?<![a-z])reference(?: model)?(?![a-z])|(?<![a-z])ref_|参考模型|ref模型"),
              ("reward", r"reward model|reward_pretrain|reward_num|奖励模型|rm_url"))
@@ -399,7 +401,8 @@ def read_turn(raw: object) -> Reading:
         stages = {int(m.group(1) or m.group(2)) for m in _ZERO.finditer(work)
                   if not re.search(r"(?:还是|\bor\b|\band\b|\bvs\.?|versus|或者?|和|与|version of|like|similar to|类似|相当于)\s*"
                                    r"(?:deepspeed\s*)?$", work[max(0, m.start() - 16): m.start()], re.I | re.A)
-                  and not re.match(r"\s*(?:还是|\bor\b|\bvs)", work[m.end(): m.end() + 6], re.I | re.A)}
+                  # "zero2还是zero3" offers two; "ds3 还是会OOM" is "still" (a word follows, not an option)
+                  and not re.match(r"\s*(?:还是\s*[A-Za-z]|\bor\b|\bvs)", work[m.end(): m.end() + 8], re.I | re.A)}
         if len(stages) == 1 and not re.search(r"stage\s*:?\s*0\s*,\s*1", own, re.I | re.A):
             obs.zero_stage = stages.pop()
     if obs.zero_offload is None and any(not _NO_OFFLOAD.match(own, m.end()) for m in _PROSE_OFFLOAD.finditer(own)):
