@@ -34,6 +34,7 @@ from bot.decide import (
     checkpointing_on,
     deepspeed_user,
     fits_with_margin,
+    passages_shown,
 )
 from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, Config, Evidence, variant_key
 from bot.render import fmt, multi_model_text, notice_text, problem_text, question_text, render_markdown
@@ -164,9 +165,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     else:
         _with_setup(ev, d, say, sec, cites)
 
-    if not (ev.resolved is None and ev.parsed.intent == "capacity"):
-        # a GPU count without the model has no general answer: what retrieval found is off the
-        # point (see decide._direct_without_setup); the answer asks for the model
+    if passages_shown(ev):
         _passages(ev, sec, cites)
     _forum(ev, d, say, sec, cites)
     sec.questions = [question_text(q, lang) for q in d.questions]

@@ -539,12 +539,16 @@ def _need_checkpointing(ev: Evidence) -> Reason:
                                          "without": best_without, "with": best_with})
 
 
+def passages_shown(ev: Evidence) -> bool:
+    """Whether the answer quotes the retrieved passages. Not for "how many GPUs?" without the
+    model: it has no general answer, what retrieval found is off the point (s1 issue 59 got one
+    on ZeRO-3's precision), and the answer asks for the model instead."""
+    return bool(ev.passages) and not (ev.resolved is None and ev.parsed.intent == "capacity")
+
+
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = []
-    if ev.passages and ev.parsed.intent != "capacity":
-        # "how many GPUs?" without the model has no general answer: the passages retrieved for it
-        # are about something else (s1 issue 59 got one on ZeRO-3's precision); the answer asks
-        # for the model instead
+    if passages_shown(ev):
         out.append(Reason("from_passages", {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": None, "stage": ev.parsed.observed.zero_stage,

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from bot.catalog import list_gpus
-from bot.setup import Problem, TrainingSetup, check_setup
+from bot.setup import DEFAULTS, Problem, TrainingSetup, check_setup
 from bot.understand import Intent, Observed, Provenance
 from bot.understand.intent import asked_strategy, asks_feasibility
 from bot.understand.reader import detect_language as _detect_language
@@ -338,9 +338,11 @@ def parse_conversation(question: str, history=None) -> Parsed:
         fields["engine"] = "deepspeed"
         said = next((m.group(0) for text in (question, *reversed(turns)) if (m := _DEEPSPEED_WORDS.search(text))), "")
         provenance["engine"] = Provenance("stated", said, 0.9)
-        if fields.get("finetune", "full") == "full" and fields.get("gpu_count") != 1 and \
-                fields.get("precision", "bf16-mixed") in ("bf16-mixed", "fp16-mixed") and \
-                fields.get("optimizer", "adamw") in ("adamw", "sgd"):
+        # where bot.calc.memory.deepspeed_layout applies, with the setup's defaults for what is unsaid
+        said_or_default = {k: fields.get(k, DEFAULTS.get(k)) for k in ("finetune", "precision", "optimizer")}
+        if said_or_default["finetune"] == "full" and fields.get("gpu_count") != 1 and \
+                said_or_default["precision"] in ("bf16-mixed", "fp16-mixed") and \
+                said_or_default["optimizer"] in ("adamw", "sgd"):
             notices.append("deepspeed_layout")
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)

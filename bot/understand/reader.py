@@ -417,7 +417,7 @@ def read_turn(raw: object) -> Reading:
     # above, never one offered as an alternative), its launcher or a ds_config file named.
     obs.deepspeed = cfg.observed.get("framework") == "deepspeed" or obs.zero_stage is not None or \
         bool(_DEEPSPEED_RUN.search(text))
-    if obs.framework == "deepspeed" and re.search(_FRAMEWORKS[0][1], text, re.I | re.A):
+    if obs.framework == "deepspeed" and re.search(dict(_FRAMEWORKS)["llamafactory"], text, re.I | re.A):
         # A LlamaFactory config or script that names a DeepSpeed config ("deepspeed:
         # examples/deepspeed/ds_z3_config.json", "--deepspeed ds_config.json"): LlamaFactory runs
         # the training, so its defaults (activation checkpointing) apply.
