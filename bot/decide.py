@@ -342,9 +342,12 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     assert r is not None
     out: list[Reason] = []
     chosen = d.chosen
+    # A strategy the user ran out of memory with, checkpointing unknown, is not recommended with
+    # or without it (observed_oom): no what-if offers it back.
+    ruled_out = {x.values["strategy"] for x in d.reasons if x.code == "observed_oom" and x.values["any_checkpointing"]}
     for c in d.rows:  # each knob that flips a verdict, with its figure
         base = flipped_base(ev, c)
-        if base is not None and c is not d.chosen:
+        if base is not None and c is not d.chosen and c.strategy not in ruled_out:
             out.append(Reason("knob_flips", {"config": c, "base": base}))
     if chosen is not None and chosen.strategy == "ddp" and r.gpu_count > 1:
         out.append(Reason("ddp_mb_limit", {"config": chosen, "shard": ev.config("fsdp_full_shard", chosen.variant)

@@ -62,6 +62,10 @@ def test_a_named_oom_strategy_with_unstated_checkpointing_yields_to_an_untried_o
     oom = [r for r in d.reasons if r.code == "observed_oom"]
     assert oom and oom[0].values["any_checkpointing"] is True
     assert oom[0].values["stage"] == 2  # worded in the user's terms: "ZeRO-2 (i.e. FSDP grad-op)"
+    # ... and no what-if offers it back ("with checkpointing, FSDP shard grad-op fits")
+    offered = [w.values["config"].strategy for w in d.what_ifs if w.code == "knob_flips"]
+    assert "fsdp_shard_grad_op" not in offered
+    assert any(c.strategy == "fsdp_shard_grad_op" and flipped_base(ev, c) is not None for c in d.rows)
 
 
 def test_a_stated_checkpointing_off_keeps_its_checkpointing_variant_as_the_fix():

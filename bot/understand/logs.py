@@ -1,4 +1,5 @@
-"""Facts from pasted logs: CUDA OOM messages, nvidia-smi rows, DeepSpeed's memory estimator.
+"""Facts from pasted logs: CUDA OOM messages, nvidia-smi rows, DeepSpeed's memory estimator,
+and results tables whose cells say which setup ran out of memory.
 
 A log states what happened, not what the user plans: "Tried to allocate 12.94 GiB (GPU 1; 79.35
 GiB total capacity; 77.65 GiB already allocated ...)" says the card holds 79.35 GiB (an 80 GB
@@ -46,6 +47,60 @@ _LOG_LINE = re.compile(r"^[ \t]*(?:\[rank\d+\]:?[ \t]*)?(?:Traceback|torch\.\w+(
                        r"[WEI]\d{4} |\[(?:INFO|WARNING|ERROR)|(?:WARNING|INFO|ERROR)\b|\w+Warning:|If reserv)[^\n]*$",
                        re.M | re.A)
 _DS_EST_HEAD = re.compile(r"Estimated memory needed[^\n]*\n(?:[^\n]*\n){0,3}", re.I | re.A)
+
+
+# A results table's column header naming the setup it measured ("Stage-2", "ZeRO-3 offload",
+# "FSDP", "DDP"); ``_table_setup`` turns it into Observed's fields.
+_TABLE_STAGE = re.compile(r"(?:zero|stage|ds)[-_ ]?(?:stage[-_ ]?)?([0-3])(?!\d)", re.I | re.A)
+_TABLE_FSDP = re.compile(r"fsdp|fully.?shard", re.I | re.A)
+_TABLE_DDP = re.compile(r"(?<![a-z])ddp(?![a-z])|distributeddataparallel", re.I | re.A)
+_TABLE_SEPARATOR = re.compile(r"^[\s|:\-]+$")
+# Which OOM column says most: a setup that shards more ran out of memory, so those sharding less
+# would too (ZeRO-1 and -2 shard what FSDP's SHARD_GRAD_OP shards; ZeRO-3 what FULL_SHARD does).
+_SHARDING_ORDER = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp_shard_grad_op": 2, "zero3": 3,
+                   "fsdp_full_shard": 3, "fsdp_hybrid_shard": 3}
+
+
+def _table_setup(header: str) -> tuple[str, dict[str, object]] | None:
+    """("zero2", {"zero_stage": 2}) for a column headed "Stage-2"; None for a column that names no
+    setup, or one that offloads (an offloaded run is not the GPU-resident strategy that failed)."""
+    if re.search(r"offload", header, re.I):
+        return None
+    if m := _TABLE_STAGE.search(header):
+        return f"zero{m.group(1)}", {"zero_stage": int(m.group(1))}
+    if _TABLE_FSDP.search(header):
+        sid = ("fsdp_shard_grad_op" if re.search(r"grad.?op", header, re.I) else
+               "fsdp_hybrid_shard" if re.search(r"hybrid", header, re.I) else "fsdp_full_shard")
+        return sid, {"fsdp_strategy": sid}
+    if _TABLE_DDP.search(header):
+        return "ddp", {"fsdp_strategy": "ddp"}
+    return None
+
+
+def table_oom(text: str) -> tuple[dict[str, object], str] | None:
+    """The setup a pasted results table marks as out of memory, as Observed fields, and the row
+    that says so. The table is rows of ``|``-separated cells (Markdown or plain); the header is
+    the first row naming setups; a later row's cell reading "OOM" marks that column's setup
+    (DeepSpeed#3901: "Settings | FSDP | Stage-2 | ..." then "Memory Usage | 23.8GB per GPU |
+    OOM | ..."). Of several OOM columns the one sharding most is kept."""
+    header: list[str] | None = None
+    best: tuple[int, dict[str, object], str] | None = None
+    for line in text.splitlines():
+        if line.count("|") < 2 or _TABLE_SEPARATOR.match(line):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None or len(cells) != len(header):
+            if sum(_table_setup(c) is not None for c in cells) >= 1 and not any(_OOM_WORDS.fullmatch(c) for c in cells):
+                header = cells
+            continue
+        for name, cell in zip(header, cells, strict=True):
+            setup = _table_setup(name)
+            if setup is None or not _OOM_WORDS.fullmatch(cell.strip(" *_`")):
+                continue
+            rank = _SHARDING_ORDER[setup[0]]
+            if best is None or rank > best[0]:
+                best = (rank, setup[1], line.strip())
+    return (best[1], best[2]) if best else None
 
 
 def _gib(value: str, unit: str) -> float:
@@ -128,6 +183,11 @@ def read_logs(text: str) -> LogReading:
         out.spans.append(m.span())
     if any(not _OOM_HYPOTHETICAL.search(text[max(0, m.start() - 24): m.end() + 3]) for m in _OOM_WORDS.finditer(text)):
         obs.oom = True
+    if (marked := table_oom(text)) is not None:
+        obs.oom = True
+        for key, value in marked[0].items():
+            if getattr(obs, key) is None:
+                setattr(obs, key, value)
     for m in _DS_SW.finditer(text):
         if out.params_b is None and float(m.group(1)) > 0:
             out.params_b = round(float(m.group(1)) / (1000 if m.group(2) == "M" else 1), 4)
