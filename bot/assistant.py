@@ -21,9 +21,10 @@ from bot.answer import Answer, Recommendation, Sections
 from bot.compose import DESIGN_FIELDS, calc_quote, compose
 from bot.decide import decide
 from bot.evidence import DEFAULT_GPU_COUNT, SCENARIO_GPUS, build_evidence
-from bot.parse import Parsed, parse_conversation
+from bot.parse import Parsed, framework_defaults, parse_conversation
 from bot.render import render_markdown
 from bot.setup import TrainingSetup, check_setup
+from bot.understand import Observed, Provenance
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,19 @@ def error_answer(language: str) -> Answer:
 
 
 def answer_for_setup(setup: TrainingSetup, language: str = "en", *, missing: list[str] | None = None,
-                     with_knowledge: bool = True) -> Answer:
-    """The answer for a setup given directly (no parsing), e.g. from the Gradio setup panel."""
+                     with_knowledge: bool = True, framework: str | None = None) -> Answer:
+    """The answer for a setup given directly (no parsing), e.g. from the Gradio setup panel.
+    ``framework`` is the one the user's run uses ("llamafactory"): its defaults fill the fields
+    the setup leaves unset, assumed and said, as they were for the question."""
+    notices, provenance = [], {}
+    for name, value, notice in framework_defaults(framework, setup.model_dump()):
+        setup = setup.model_copy(update={name: value})
+        notices.append(notice)
+        provenance[name] = Provenance("assumed", "", 0.8)
     fields = {k for k, v in setup.model_dump().items() if v is not None}
     parsed = Parsed(setup=setup, language="zh" if language == "zh" else "en", problems=check_setup(setup),
-                    missing=missing if missing is not None else _missing_from_fields(fields))
+                    missing=missing if missing is not None else _missing_from_fields(fields),
+                    notices=notices, provenance=provenance, observed=Observed(framework=framework))
     try:
         return answer_parsed(parsed, with_knowledge=with_knowledge)
     except Exception:

@@ -244,6 +244,22 @@ def _merge_provenance(older: dict, newer_prov: dict, merged: dict) -> dict:
 
 
 # Where the question says DeepSpeed runs (quoted back in the answer's read-back line).
+# What a training framework does by default that PyTorch does not: (field, value, notice code).
+# LlamaFactory checkpoints every block unless `disable_gradient_checkpointing: true`
+# (ModelArguments.disable_gradient_checkpointing defaults to False:
+# https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/hparams/model_args.py).
+FRAMEWORK_DEFAULTS: dict[str, tuple[tuple[str, Any, str], ...]] = {
+    "llamafactory": (("activation_checkpointing", True, "framework_checkpointing"),),
+}
+
+
+def framework_defaults(framework: str | None, fields: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """The defaults of the user's framework for the fields ``fields`` leaves unset, as
+    (field, value, notice): assumed for a question, and kept by a setup-panel edit."""
+    return [(name, value, notice) for name, value, notice in FRAMEWORK_DEFAULTS.get(framework or "", ())
+            if fields.get(name) is None]
+
+
 _DEEPSPEED_WORDS = re.compile(r"[-\w]*deepspeed[:=]?\s*[\w./-]*|\bds_z[0-3]\w*\.json|zero[-_ ]?(?:stage[-_ ]?)?[0-3]\b|"
                               r"\"?zero_optimization\"?\s*:\s*\{[^}]{0,40}", re.I | re.A)
 _FSDP_WORDS = re.compile(r"fsdp|fully_shard|FullyShardedDataParallel", re.I | re.A)
@@ -323,13 +339,10 @@ def parse_conversation(question: str, history=None) -> Parsed:
         per = provenance.get("gpus_per_node") or Provenance("stated", "")
         provenance["gpu_count"] = Provenance(per.source, per.span, per.confidence)
     observed_now = _merge_observed(observed, flags.observed)
-    if observed_now.framework == "llamafactory" and fields.get("activation_checkpointing") is None:
-        # LlamaFactory checkpoints every block unless `disable_gradient_checkpointing: true`
-        # (ModelArguments.disable_gradient_checkpointing defaults to False:
-        # https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/hparams/model_args.py).
-        fields["activation_checkpointing"] = True
-        provenance["activation_checkpointing"] = Provenance("assumed", "", 0.8)
-        notices.append("framework_checkpointing")
+    for name, value, notice in framework_defaults(observed_now.framework, fields):
+        fields[name] = value
+        provenance[name] = Provenance("assumed", "", 0.8)
+        notices.append(notice)
     asks_about_fsdp = any(_FSDP_WORDS.search(text) for text in (question, *turns))
     if observed_now.deepspeed and fields.get("engine") is None and not asks_about_fsdp:
         # DeepSpeed runs the job: its ZeRO layout, not FSDP's, sets the sharded strategies' memory

@@ -57,7 +57,7 @@ from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other 
     plotly_figure,
 )
 from bot.web.conversation import Conversation, Exchange, Store  # noqa: E402
-from bot.web.share import setup_from_query, setup_query  # noqa: E402
+from bot.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -536,7 +536,7 @@ def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
             panel_note(answer, sources), howto_code(answer),
             gr.update(interactive=config is not None and not conv.simulating), sim_note,
             setup_query(conv.stated, answer.language,
-                        conv.questions[-1] if conv.questions and not conv.stated else None),
+                        conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
             downloads.links_markdown(conv.key, conv.answer_id or "", answer)]
 
 
@@ -562,13 +562,14 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
         if ex.kind == "ask":
             text, notice = ex.payload
             history = list(conv.questions)
-            answer, parsed = pool.run(pool.ask_question, text, history)
+            answer, parsed, framework = pool.run(pool.ask_question, text, history)
             conv.questions.append(text)
             conv.stated = _stated_from(answer, parsed)
+            conv.framework = framework
         else:
             data = dict(ex.payload["setup"])
             language = ex.payload.get("language", language)
-            answer = pool.run(pool.answer_setup, TrainingSetup(**data), language)
+            answer = pool.run(pool.answer_setup, TrainingSetup(**data), language, conv.framework)
             notice = None
             conv.stated = data
     except Exception as err:  # a bug must not take the page down; the log has the traceback
@@ -732,6 +733,7 @@ def open_link(query: str | None, request: gr.Request):
         ex.user_html = user_message_html(text, ex.id)
         conv.add(ex)
     elif data:
+        conv.framework = framework_from_query(params)
         ex = Exchange(kind="share", user_html="", payload={"setup": data, "language": language})
         ex.user_html = user_message_html(("（分享的设置）" if language == "zh" else "(shared setup) ")
                                          + setup_summary(data), ex.id, kind="share")

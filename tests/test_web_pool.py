@@ -55,8 +55,8 @@ def test_a_worker_gives_the_same_answers_and_setup_errors():
         assert answer_pool.run(pool.chat_markdown, QUESTION) == pool.chat_markdown(QUESTION)
         [worker] = answer_pool.pids()
         assert worker != os.getpid()
-        answer, parsed = answer_pool.run(pool.ask_question, QUESTION, [])
-        assert answer.setup["model"] == "Mistral-7B" and parsed["gpu_count"] == 4
+        answer, parsed, framework = answer_pool.run(pool.ask_question, QUESTION, [])
+        assert answer.setup["model"] == "Mistral-7B" and parsed["gpu_count"] == 4 and framework is None
         setup = TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4)
         assert answer_pool.run(pool.answer_setup, setup, "en").setup["model"] == "GPT-2 XL"
         assert answer_pool.run(pool.answer_setup, setup, "en").model_dump() == pool.answer_setup(setup, "en").model_dump()

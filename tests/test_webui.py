@@ -403,3 +403,44 @@ def test_run_options_are_edited_in_the_panel_and_reach_the_calculator():
     bad = webui.panel_values({**shown, "grad_accum_steps": 1})
     bad[webui.PANEL_FIELDS.index("grad_accum_steps")] = "four"
     assert webui.read_panel(bad)[1]
+
+
+def test_a_panel_edit_and_a_share_link_keep_the_frameworks_assumed_checkpointing():
+    """LlamaFactory turns activation checkpointing on by default: the answer assumes it, and an
+    edit of another field (or a colleague opening the share link) must not silently turn it off."""
+    from urllib.parse import parse_qsl
+
+    from bot.assistant import answer_for_setup
+    from bot.setup import TrainingSetup
+    from bot.web.conversation import Conversation, Exchange
+    from bot.web.share import framework_from_query, setup_from_query, setup_query
+
+    conv = Conversation()
+    question = "LlamaFactory, finetuning_type: full, Qwen2.5-7B on 4 x A100 40GB, cutoff_len: 2048. DDP or FSDP?"
+    first = webui.run_exchange(conv, Exchange(kind="ask", user_html="", payload=(question, None), raw=question))
+    assert first is not None and first.setup["activation_checkpointing"] is True
+    assert conv.framework == "llamafactory" and "activation_checkpointing" not in conv.stated
+
+    values = webui.panel_values({**conv.shown, "gpu_count": 8})
+    data, changed, _ = webui.edited_setup(values, conv.stated, conv.shown)
+    assert changed == ["gpu_count"] and "activation_checkpointing" not in data
+    edited = webui.run_exchange(conv, Exchange(kind="edit", user_html="", payload={"setup": data, "language": "en"}))
+    assert edited is not None and edited.setup["gpu_count"] == 8
+    assert edited.setup["activation_checkpointing"] is True
+    assert "LlamaFactory turns it on" in edited.text
+    assert webui.view.field_sources(edited, set(conv.stated))["activation_checkpointing"] == "assumed"
+
+    # the share link names the framework; opening it assumes the same default
+    params = dict(parse_qsl(setup_query(conv.stated, "en", None, conv.framework)[1:]))
+    assert framework_from_query(params) == "llamafactory"
+    assert framework_from_query({"framework": "something-else"}) is None
+    shared, _, _ = setup_from_query(params)
+    assert "activation_checkpointing" not in shared
+    opened = answer_for_setup(TrainingSetup(**shared), "en", framework=framework_from_query(params))
+    assert opened.setup["activation_checkpointing"] is True and opened.numbers == edited.numbers
+
+    # the user turns it off in the panel: that is their value, not the framework's
+    off = webui.panel_values({**conv.shown, "activation_checkpointing": False})
+    data, changed, _ = webui.edited_setup(off, conv.stated, conv.shown)
+    unchecked = webui.run_exchange(conv, Exchange(kind="edit", user_html="", payload={"setup": data, "language": "en"}))
+    assert unchecked is not None and unchecked.setup["activation_checkpointing"] is False

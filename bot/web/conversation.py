@@ -43,6 +43,7 @@ class Conversation:
     key: str | None = None  # the tab's session hash
     stated: dict = field(default_factory=dict)  # fields the user gave (chat or panel), field -> value
     shown: dict = field(default_factory=dict)  # panel field -> value the panel last showed
+    framework: str | None = None  # the framework the user's run uses ("llamafactory"): edits keep its defaults
     worker: object | None = None  # the token of the worker answering this tab's exchanges
     simulating: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)

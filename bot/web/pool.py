@@ -97,18 +97,20 @@ def chat_markdown(text: str, notice: str | None = None) -> str:
     return plain_markdown(ask(text), notice)
 
 
-def ask_question(text: str, history: list[str]) -> tuple[Any, dict | None]:
-    """A page question: (the answer every surface gives, the reader's setup or None)."""
+def ask_question(text: str, history: list[str]) -> tuple[Any, dict | None, str | None]:
+    """A page question: (the answer every surface gives, the reader's setup or None, the
+    framework the user's run uses or None: a panel edit keeps its defaults)."""
     from bot.llm import answer as ask
 
     answer = ask(text, history=history)
     try:
         from bot.parse import parse_conversation
 
-        parsed = parse_conversation(text, history).setup.model_dump()
+        reading = parse_conversation(text, history)
+        parsed, framework = reading.setup.model_dump(), reading.observed.framework
     except Exception:  # noqa: BLE001  (only for the assumed-field fallback)
-        parsed = None
-    return answer, parsed
+        parsed, framework = None, None
+    return answer, parsed, framework
 
 
 def run_batch(jobs: list[tuple[Any, tuple]]) -> list[tuple[bool, Any]]:
@@ -140,13 +142,13 @@ class SetupProblem(Exception):
     """A setup error's text, picklable (pydantic's ValidationError is not)."""
 
 
-def answer_setup(setup: Any, language: str) -> Any:
-    """A panel edit: the answer for ``setup`` (a ``TrainingSetup``)."""
+def answer_setup(setup: Any, language: str, framework: str | None = None) -> Any:
+    """A panel edit: the answer for ``setup`` (a ``TrainingSetup``) run with ``framework``."""
     from bot.assistant import answer_for_setup
     from bot.setup import SetupError
 
     try:
-        return answer_for_setup(setup, language)
+        return answer_for_setup(setup, language, framework=framework)
     except SetupError as err:
         raise SetupProblem("; ".join(str(p) for p in err.problems)) from None
 

@@ -1,7 +1,9 @@
 """The shareable link: the setup the user gave (and/or the question) as a URL query.
 
-Only stated fields travel: a colleague who opens the link gets the same defaults assumed again,
-so the same answer. Unknown keys and values that are not plain numbers/names are dropped.
+Only stated fields travel, with the framework the run uses (whose defaults, such as LlamaFactory's
+activation checkpointing, are assumed again): a colleague who opens the link gets the same
+defaults assumed again, so the same answer. Unknown keys and values that are not plain
+numbers/names are dropped.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from bot.setup import TrainingSetup
 # Short, readable keys for the query string -> TrainingSetup field.
 QUERY_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
                 "intra_node_link", "inter_node_link", "inter_node_gbps", "precision", "optimizer",
-                "finetune", "seq_len", "micro_batch", "activation_checkpointing", "cpu_ram_gb", "lora_rank")
+                "finetune", "seq_len", "micro_batch", "activation_checkpointing", "cpu_ram_gb", "lora_rank",
+                "engine")
 MAX_VALUE_CHARS = 120
 
 
-def setup_query(stated: dict, language: str = "en", question: str | None = None) -> str:
-    """``?model=...&gpu_count=4&lang=en`` for the stated fields (and the question, if any)."""
+def setup_query(stated: dict, language: str = "en", question: str | None = None,
+                framework: str | None = None) -> str:
+    """``?model=...&gpu_count=4&lang=en`` for the stated fields (the question and the run's
+    framework, if any)."""
     items: list[tuple[str, str]] = []
     for key in QUERY_FIELDS:
         value = stated.get(key)
@@ -31,6 +36,8 @@ def setup_query(stated: dict, language: str = "en", question: str | None = None)
         items.append((key, str(value)))
     if question:
         items.append(("q", question[:1000]))
+    if framework and items:
+        items.append(("framework", framework))
     if items:
         items.append(("lang", "zh" if language == "zh" else "en"))
     return "?" + urlencode(items) if items else ""
@@ -56,3 +63,11 @@ def setup_from_query(params: dict[str, str]) -> tuple[dict, str, str | None]:
     lang = "zh" if params.get("lang") == "zh" else "en"
     question = (params.get("q") or "").strip() or None
     return data, lang, question
+
+
+def framework_from_query(params: dict[str, str]) -> str | None:
+    """The run's framework from a query, when it is one whose defaults the answer applies."""
+    from bot.parse import FRAMEWORK_DEFAULTS
+
+    name = (params.get("framework") or "").strip().lower()
+    return name if name in FRAMEWORK_DEFAULTS else None
