@@ -225,6 +225,20 @@ def _provenance(ev: Evidence) -> dict[str, Any]:
     return out
 
 
+def _capacity_needs(cap: Any) -> tuple[str, str]:
+    """What the capacity count needs besides the GPUs, as (zh, en) phrases ("" when nothing)."""
+    if cap.chunked_loss:
+        # bot.calc.memory.loss_bytes_per_logit: a fused kernel (Liger's) needs less than chunked
+        return ("（打开激活检查点，并分块计算交叉熵：logits 一段一段升到 fp32，如 torchtune 的 "
+                "CEWithChunkedOutputLoss；Liger 的融合 kernel 更省）",
+                " with activation checkpointing and a chunked cross-entropy (the logits upcast to fp32 a "
+                "chunk at a time, as torchtune's CEWithChunkedOutputLoss does; a fused kernel such as "
+                "Liger's needs less still)")
+    if cap.checkpointing:
+        return "（打开激活检查点）", " with activation checkpointing"
+    return "", ""
+
+
 def calc_quote(resolved: Any) -> str:
     """The calc citation's quote: every input the figures depend on, in one line."""
     s = resolved.setup
@@ -687,7 +701,7 @@ def _what_if_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noq
     if code == "capacity":
         cap = v["capacity"]
         name = label(cap.strategy, lang)
-        ck_zh, ck_en = ("（并打开激活检查点）", " with activation checkpointing") if cap.checkpointing else ("", "")
+        ck_zh, ck_en = _capacity_needs(cap)
         return say.done(f"加到 {say.num('capacity.gpu_count')} 张同样的卡{ck_zh}：{name} 每卡约 "
                         f"{say.num(f'capacity.memory.{cap.strategy}.total_gib')} GiB，放得下{c}。",
                         f"With {say.num('capacity.gpu_count')} of these GPUs{ck_en}, {name} needs about "
@@ -848,9 +862,10 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
     if code == "capacity_answer":
         cap = v["capacity"]
         if cap.gpu_count is None:
-            return say.done("试到最多的卡数也放不下：需要 LoRA/QLoRA 或更大显存的卡。",
-                            "Even the largest GPU count tried does not fit: it needs LoRA/QLoRA or larger GPUs.")
-        ck_zh, ck_en = ("（打开激活检查点）", " with activation checkpointing") if cap.checkpointing else ("", "")
+            return say.done("试到最多的卡数也放不下（即使打开激活检查点、分块计算交叉熵）：需要 LoRA/QLoRA、更短的序列或更大显存的卡。",
+                            "Even the largest GPU count tried does not fit (with activation checkpointing and a "
+                            "chunked cross-entropy too): it needs LoRA/QLoRA, shorter sequences or larger GPUs.")
+        ck_zh, ck_en = _capacity_needs(cap)
         return say.done(f"至少需要 {say.num('capacity.gpu_count')} 张这样的卡{ck_zh}：{label(cap.strategy, lang)} 每卡约 "
                         f"{say.num(f'capacity.memory.{cap.strategy}.total_gib')} GiB{c}。",
                         f"At least {say.num('capacity.gpu_count')} of these GPUs{ck_en}: {label(cap.strategy, lang)} "

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.calc.memory import host_ram_fits
 from bot.evidence import (
     BASE,
     BUCKET_FUSED,
@@ -40,6 +41,8 @@ COMM_HEAVY = 0.3  # communication above this share of the step is worth a what-i
 # CPU offload is recommended with unknown host RAM only when a node needs at most this much
 # (a typical workstation or small server); beyond it the answer asks for the RAM and says the need.
 UNSTATED_HOST_RAM_GIB = 256.0
+# DDP's memory knobs (bucket view + fused AdamW) are named only when they save at least this share
+KNOB_MIN_SAVING = 0.01
 
 # Simpler first: the order the ladder prefers among equally fast configurations.
 _STRATEGY_RANK = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 4,
@@ -267,13 +270,24 @@ def _ladder(ev: Evidence) -> Decision:
             biggest = ev.config("fsdp_full_shard", CKPT) or ev.config("fsdp_full_shard")
             reasons.append(Reason("nothing_fits", {"config": biggest if r.gpu_count > 1 else base_ddp}))
             off = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.variant in (BASE, CKPT)]
-            short = [c for c in off if not c.fits and c.total_gib <= c.usable_gib]
+            short = [c for c in off if not c.fits and _host_ram_says_no(ev, c)]
             if short:  # the GPU side fits: the calculator's host-RAM rule is what says no
                 reasons.append(Reason("host_ram_short", {"config": short[0]}))
     d.reasons = reasons
     d.rows = _rows(ev, d)
     d.what_ifs = _what_ifs(ev, d)
     return d
+
+
+def _host_ram_says_no(ev: Evidence, c: Config) -> bool:
+    """The stated host RAM, not the GPU, rules out this offload row: its GPU side (reserved
+    memory, as the calculator's ``fits`` counts it) fits. Unknown RAM never rules a row out."""
+    r = ev.resolved
+    est = ev.variants[c.variant].estimate if c.variant else ev.estimate
+    if r is None or r.setup.cpu_ram_gb is None or est is None:
+        return False
+    mem = est.memory[c.strategy]
+    return mem.reserved_gib <= mem.usable_gib and not host_ram_fits(mem.host_ram_gib, r.setup.cpu_ram_gb)
 
 
 def observed_run(ev: Evidence) -> str | None:
@@ -470,9 +484,11 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     obs = ev.parsed.observed
     ran_ddp = obs.fsdp_strategy in (None, "ddp") and obs.zero_stage in (None, 0)  # a ZeRO-2 run is not DDP
     if "ddp_memory_knobs" in topics or (obs.oom and d.strategy != "ddp" and ran_ddp):
-        knob = ev.config("ddp", BUCKET_FUSED)
-        if knob is not None:
-            out.append(Reason("ddp_knobs", {"config": knob, "base": ev.config("ddp")}))
+        knob, base = ev.config("ddp", BUCKET_FUSED), ev.config("ddp")
+        # said only when the knobs change the figure (at long context the peak is the activations,
+        # before any bucket or optimizer temporary exists: "1398.37 -> 1398.37 GiB" says nothing)
+        if knob is not None and base is not None and base.total_gib - knob.total_gib >= KNOB_MIN_SAVING * base.total_gib:
+            out.append(Reason("ddp_knobs", {"config": knob, "base": base}))
     if "fsdp_slower_than_ddp" in topics:
         out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:

@@ -122,6 +122,7 @@ class Capacity:
     nodes: int
     tried: tuple[int, ...]
     numbers: dict[str, float | int | bool] = field(default_factory=dict)  # that count's estimate
+    chunked_loss: bool = False  # it also needs a chunked cross-entropy (long context, large vocab)
 
 
 @dataclass
@@ -343,8 +344,13 @@ def _scenarios(setup: TrainingSetup, asked: ResolvedSetup) -> list[Scenario]:
 
 def capacity_search(resolved: ResolvedSetup) -> Capacity:
     """The fewest GPUs at which a GPU-resident strategy fits at the asked micro-batch: first as
-    asked, else with activation checkpointing. Nodes of 8 beyond 8 GPUs (the link as stated, or
-    the default for the link kind)."""
+    asked, else with activation checkpointing, else (with the standard loss) also with a chunked
+    cross-entropy. Nodes of 8 beyond 8 GPUs (the link as stated, or the default for the link kind).
+
+    The last tier is for long contexts: sharding divides the model state by the GPU count but no
+    GPU count divides one sequence's activations, and at 32k tokens with a 152k vocabulary the
+    logits and their fp32 cross-entropy buffers alone take about 37 GiB per GPU (Qwen2.5-32B;
+    ``bot.calc.memory`` "loss"). Computing the loss in chunks keeps one chunk's upcast at a time."""
     from bot.calc import estimate
 
     s = resolved.setup
@@ -363,10 +369,16 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
             # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
             # anything needing two nodes answered that no count fits)
             update.update(inter_node_link=None, inter_node_gbps=None)
-        for ckpt in ((False, True) if not s.activation_checkpointing else (True,)):
+        tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
+            else [(True, None)]
+        if (s.loss_impl or "standard") == "standard":
+            tiers.append((True, "chunked"))
+        for ckpt, loss in tiers:
+            changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
+            if loss:
+                changes["loss_impl"] = loss
             try:
-                r = _same_model(resolve_setup(s.model_copy(update={**update, "activation_checkpointing": ckpt or
-                                                                    s.activation_checkpointing})), resolved)
+                r = _same_model(resolve_setup(s.model_copy(update=changes)), resolved)
             except SetupError:
                 continue
             est = estimate(r)
@@ -378,7 +390,7 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                             if k.startswith(("memory.", "time."))}
                     nums["capacity.gpu_count"] = count
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
-                                    tuple(tried), nums)
+                                    tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
 
 
@@ -442,12 +454,29 @@ def _knowledge(ev: Evidence, setup: TrainingSetup) -> None:
         from bot.knowledge.answering import retrieve_passages
 
         ev.passages = list(retrieve_passages(question or " ".join(ev.parsed.topics), language=ev.language,
-                                             topics=list(ev.parsed.topics), setup=setup, k=MAX_PASSAGES))
+                                             topics=list(ev.parsed.topics), setup=setup, k=MAX_PASSAGES,
+                                             params_b=_model_size(ev.parsed)))
     except Exception as err:  # a broken index must not take the answer down; the log says why
         log.warning("passage retrieval failed: %s", err)
         ev.passages = []
     if "params_b" in ev.parsed.missing:  # no setup: the claims are judged conditionally
         _claims(ev, None)
+
+
+def _model_size(parsed: Parsed) -> float | None:
+    """The model's size in billions as the question gives it (stated, a pasted config, or a
+    catalog name), before the setup is resolved; None when unknown."""
+    from bot.catalog import UnknownNameError, lookup_model
+
+    if parsed.setup.params_b:
+        return float(parsed.setup.params_b)
+    spec = getattr(parsed, "model_spec", None)
+    if spec is not None:
+        return float(spec.params_b)
+    try:
+        return float(lookup_model(parsed.setup.model).params_b) if parsed.setup.model else None
+    except UnknownNameError:
+        return None
 
 
 def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:

@@ -357,8 +357,8 @@ def _value_label(field: str, value, lang: str) -> str:
         return f"{name} {_t(lang, '开' if value else '关', 'on' if value else 'off')}"
     if field == "grad_accum_steps" and value == 1:
         return _t(lang, "不做梯度累积", "no gradient accumulation")
-    if field in ("gpu_count", "nodes") and value == 1 and lang != "zh":
-        return {"gpu_count": "1 GPU", "nodes": "1 node"}[field]
+    if field in ("gpu_count", "nodes", "gpus_per_node") and value == 1 and lang != "zh":
+        return {"gpu_count": "1 GPU", "nodes": "1 node", "gpus_per_node": "1 GPU per node"}[field]
     if field in templates:
         return _t(lang, *templates[field]).format(v=fmt(value))
     if field in _SETUP_NAMES and field not in ("model", "gpu", "precision"):

@@ -154,24 +154,27 @@ _DEFAULT_CLAIM_TOPICS = ("memory", "communication")  # the thread's own question
 
 
 def retrieve_passages(question: str, *, language: str, topics: Sequence[str] = (), setup: Any = None,
-                      k: int = 3, kinds: Sequence[str] = KINDS) -> list[Passage]:
+                      k: int = 3, kinds: Sequence[str] = KINDS, params_b: float | None = None) -> list[Passage]:
     """The ``k`` corpus passages that best answer ``question``, best first, one per entry.
 
     ``topics`` are parsed topic ids (bot.understand.TOPICS; unknown ones are ignored); ``setup``
     (TrainingSetup / ResolvedSetup / None) adds a few words (LoRA, multi-node). A quote is whole
     sentences of the entry, verbatim; an entry with no sentence sharing a term with the question
-    is skipped. Empty question and no topics -> ``[]``. Never raises on odd input."""
+    is skipped. ``params_b`` (else the setup's size) keeps out sentences whose figure the docs
+    compute for another model size (``best_quote``). Empty question and no topics -> ``[]``.
+    Never raises on odd input."""
     if not isinstance(question, str) or k <= 0:
         return []
     kinds = tuple(kind for kind in kinds if kind in KINDS) or KINDS
     topic_key = tuple(dict.fromkeys(t for t in (topics or ()) if t in TOPIC_HINTS))
+    size = params_b or conditions.facts(setup)[0].get("params_b")
     return list(_retrieve(question, "zh" if language == "zh" else "en", topic_key, _setup_words(setup),
-                          int(k), kinds))
+                          int(k), kinds, float(size) if size else None))
 
 
 @lru_cache(maxsize=512)
 def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words: str, k: int,
-              kinds: tuple[str, ...]) -> tuple[Passage, ...]:
+              kinds: tuple[str, ...], params_b: float | None = None) -> tuple[Passage, ...]:
     from bot.knowledge.search import clean_query
 
     question = clean_query(question)
@@ -184,7 +187,7 @@ def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words
     weights = _query_weights(searcher, question, hints, setup_words)
     out: list[Passage] = []
     for hit in hits:
-        quote = best_quote(hit.id, weights)
+        quote = best_quote(hit.id, weights, params_b=params_b)
         if quote:
             out.append(Passage(id=hit.id, kind=hit.kind, title=hit.title, url=hit.url, quote=quote,
                                score=hit.score, lang=hit.lang))
@@ -330,11 +333,27 @@ def _units(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
                  if MIN_QUOTE_CHARS <= len(unit) <= MAX_QUOTE_CHARS)
 
 
-def best_quote(entry_id: str, weights: dict[str, float]) -> str:
+# A figure the docs compute for one model size is tagged with it ("... 104.3 GiB of model state.
+# <!-- calc: states_gib params_b=7 ... -->", bot.knowledge.calc_tags).
+_SIZED_TAG = re.compile(r"\s*<!--\s*calc:[^>]*?\bparams_b=(\d+(?:\.\d+)?)")
+SIZE_TOLERANCE = 0.3  # the same threshold as a forum claim about a model size (_relevant)
+
+
+def _other_size(text: str, unit: str, params_b: float | None) -> bool:
+    """Whether the calc tag right after ``unit`` computes its figure for a model size more than
+    SIZE_TOLERANCE away from ``params_b`` (False when either is unknown)."""
+    at = text.find(unit)
+    m = _SIZED_TAG.match(text, at + len(unit)) if at >= 0 and params_b else None
+    return bool(m and params_b and abs(float(m.group(1)) - params_b) / params_b > SIZE_TOLERANCE)
+
+
+def best_quote(entry_id: str, weights: dict[str, float], *, params_b: float | None = None) -> str:
     """The verbatim sentence(s) of ``entry_id`` that share the most weight with the query.
 
     One sentence; the next one is appended (with the exact text between them) when it also
-    matches and both fit in MAX_QUOTE_CHARS. "" when no sentence shares a term."""
+    matches and both fit in MAX_QUOTE_CHARS. "" when no sentence shares a term. With the user's
+    model size ``params_b``, a sentence whose figure the docs compute for a size more than 30%
+    away ("104.3 GiB of model state" for 7B, in an answer about 32B) is not quoted."""
     from bot.knowledge.corpus import corpus_text
 
     try:
@@ -343,7 +362,9 @@ def best_quote(entry_id: str, weights: dict[str, float]) -> str:
         return ""
     units = _units(text)
     scored = []
-    for i, (_unit, tokens) in enumerate(units):
+    for i, (unit, tokens) in enumerate(units):
+        if _other_size(text, unit, params_b):
+            continue
         score = sum(weights.get(t, 0.0) for t in tokens)
         if score > 0:
             # long sentences match more words by length alone; damp that a little
@@ -366,7 +387,7 @@ def best_quote(entry_id: str, weights: dict[str, float]) -> str:
         joined_at = text.find(nxt, start + len(quote))
         after = text[start + len(quote):joined_at] if start >= 0 and joined_at >= 0 else None
         nxt_score = sum(weights.get(t, 0.0) for t in units[best + 1][1])
-        if after is not None and after in ("", " ") and nxt_score > 0 \
+        if after is not None and after in ("", " ") and nxt_score > 0 and not _other_size(text, nxt, params_b) \
                 and len(quote) + len(after) + len(nxt) <= MAX_QUOTE_CHARS and len(quote) < 160:
             quote = quote + after + nxt
     return quote
