@@ -291,7 +291,7 @@ def test_an_unknown_model_suggests_names_and_the_config_route():
 
 # Memory from each card's spec sheet (GB as marketed); the catalog's source_url is that sheet.
 SPEC_SHEET_MEMORY = {
-    "T4 16GB": 16, "V100 16GB SXM2": 16, "V100 32GB SXM2": 32, "A10 24GB": 24, "A10G 24GB": 24, "A40 48GB": 48,
+    "P100 16GB SXM2": 16, "P100 16GB PCIe": 16, "T4 16GB": 16, "V100 16GB SXM2": 16, "V100 32GB SXM2": 32, "A10 24GB": 24, "A10G 24GB": 24, "A40 48GB": 48,
     "RTX A6000 48GB": 48, "L4 24GB": 24, "L40S 48GB": 48, "RTX 3080 10GB": 10, "RTX 3090 24GB": 24,
     "RTX 4090 24GB": 24, "RTX 5090 32GB": 32, "A100 40GB SXM": 40, "A100 40GB PCIe": 40, "A100 80GB SXM": 80,
     "A100 80GB PCIe": 80, "A800 80GB SXM": 80, "A800 80GB PCIe": 80, "H100 80GB PCIe": 80, "H100 80GB SXM": 80,
@@ -331,7 +331,7 @@ def test_geforce_40_series_defaults_to_pcie_without_p2p():
     ("A100-40G", "A100 40GB SXM"), ("A800-SXM4-80GB", "A800 80GB SXM"), ("H100-80G", "H100 80GB SXM"),
     ("910B", "Ascend 910B 64GB"), ("昇腾910B", "Ascend 910B 64GB"), ("Ascend 910B", "Ascend 910B 64GB"),
     ("A6000", "RTX A6000 48GB"), ("4090", "RTX 4090 24GB"), ("RTX 3080", "RTX 3080 10GB"), ("A40", "A40 48GB"),
-    ("T4", "T4 16GB"), ("Tesla T4", "T4 16GB"), ("H20", "H20 96GB"), ("H100 NVL 96GB", "H100 NVL 94GB"),
+    ("T4", "T4 16GB"), ("Tesla T4", "T4 16GB"), ("P100", "P100 16GB SXM2"), ("Tesla P100 PCIe", "P100 16GB PCIe"), ("H20", "H20 96GB"), ("H100 NVL 96GB", "H100 NVL 94GB"),
     ("H100 NVL", "H100 NVL 94GB"), ("MI300X", "MI300X 192GB"), ("AMD MI250X", "MI250X 64GB (one GCD)"),
     ("Gaudi2", "Gaudi 2 96GB"), ("Intel Gaudi 3", "Gaudi 3 128GB"), ("L4", "L4 24GB"), ("A10G", "A10G 24GB"),
     ("RTX 5090", "RTX 5090 32GB"), ("B200", "B200 180GB"), ("H200", "H200 141GB SXM"), ("V100 16GB", "V100 16GB SXM2"),

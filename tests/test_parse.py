@@ -24,6 +24,9 @@ def fields(text: str, history=None) -> dict:
     ("350M params model", {"params_b": 0.35}),
     ("8卡A100 40G", {"gpu_count": 8, "gpu": "A100 40GB SXM", "gpu_memory_gb": 40}),
     ("8x A100 80GB", {"gpu_count": 8, "gpu": "A100 80GB SXM", "gpu_memory_gb": 80}),
+    # BiLLa#37: "全参数微调是不是在8*(v100 32G）上才跑得动" (a bracketed card), "8*P100" (Pascal)
+    ("全参数微调是不是在8*(v100 32G）上才跑得动", {"gpu_count": 8, "gpu": "V100 32GB SXM2", "gpu_memory_gb": 32}),
+    ("我们在8*P100上进行第二阶段的全参数微调", {"gpu_count": 8, "gpu": "P100 16GB SXM2", "gpu_memory_gb": 16}),
     # a link speed right after a card's memory, or joined by 的, is the link's, not the card's
     ("两台机器每台8张A100 80G，200G的IB", {"gpu_memory_gb": 80, "nodes": 2, "gpus_per_node": 8,
                                        "inter_node_link": "infiniband", "inter_node_gbps": 200}),

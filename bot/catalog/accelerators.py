@@ -75,6 +75,7 @@ _NV_DC = "https://www.nvidia.com/en-us/data-center/"
 _A100 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
 _H100 = "https://www.nvidia.com/en-us/data-center/h100/"
 _V100 = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
+_P100 = "https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf"
 _AMPERE_GA102 = "https://images.nvidia.com/aem-dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
 _ADA = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
 _BLACKWELL_RTX = "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf"
@@ -121,6 +122,15 @@ _GPUS: list[GPUSpec] = [
             source_url="https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/quadro-product-literature/proviz-print-nvidia-rtx-a6000-datasheet-us-nvidia-1454980-r9-web%20(1).pdf",
             aliases=("a6000", "rtx a6000", "rtxa6000", "a6000 48g", "rtx-a6000"),
             notes="a 2-way NVLink bridge is optional"),
+    # --- NVIDIA data center: Pascal (still in threads: "8*P100") ------------------------------------
+    # No tensor cores: fp16 runs on the CUDA cores at twice the fp32 rate (21.2 vs 10.6 TFLOPS on
+    # SXM2, 18.7 on PCIe); HBM2 at 732 GB/s; NVLink 1, 160 GB/s total per SXM2 card (datasheet).
+    GPUSpec("P100 16GB SXM2", 16, 21.2, 0.732, **_fabric("NVLink 1 (160 GB/s total)", 80), supports_bf16=False,
+            host_pcie_gb_s=_PCIE3[1], source_url=_P100, notes="no tensor cores; fp16 at 2x the fp32 rate",
+            aliases=("p100", "tesla p100", "p100 16g", "p100-16gb", "p100-sxm2-16gb", "p100 sxm2")),
+    GPUSpec("P100 16GB PCIe", 16, 18.7, 0.732, **_pcie(_PCIE3), supports_bf16=False, source_url=_P100,
+            notes="no tensor cores; fp16 at 2x the fp32 rate",
+            aliases=("p100 pcie", "p100-pcie-16gb", "tesla p100 pcie")),
     # --- NVIDIA data center: Volta, Turing, Ada ----------------------------------------------------
     # Host interface PCIe Gen3 x16: 32 GB/s in both directions, 16 per direction (datasheet)
     GPUSpec("V100 16GB SXM2", 16, 125, 0.9, **_fabric("NVLink 2 (300 GB/s total)", 150), supports_bf16=False,

@@ -225,7 +225,7 @@ _PER_NODE = [
 _GPU_COUNT = [
     re.compile(COUNT + r"\s*(?:张|块|个|枚)?\s*(?:卡|显卡|GPU|gpu|NPU|npu)"),
     re.compile(COUNT + r"\s*(?:张|块)"),
-    re.compile(COUNT + r"\s*[x×*]\s*(?:\d+\s*gi?b?\s*)?(?:nvidia\s+)?" + G, re.I | re.A),
+    re.compile(COUNT + r"\s*[x×*]\s*[（(]?\s*(?:\d+\s*gi?b?\s*)?(?:nvidia\s+)?" + G, re.I | re.A),  # "8*(v100 32G)"
     re.compile(G + r"\s*(?:[（(]\s*\d+\s*gi?b?\s*[)）])?\s*[x×*]\s*" + COUNT, re.I | re.A),
     re.compile(COUNT + r"\s*(?:nvidia\s+)?(?:\d{1,3}\s*gi?b?\s+)?" + G, re.I | re.A),
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
