@@ -149,7 +149,9 @@ def compose(ev: Evidence, d: Decision) -> Answer:
                            None, calc_quote(ev.resolved))
     say = Say(lang, numbers, setup, calc_n)
     sec = Sections()
-    sec.notices = [notice_text(n, lang) for n in _notices(parsed) if n != "earlier_setup_kept"]
+    # the DeepSpeed-layout notice describes the table's rows: none without a computed setup
+    sec.notices = [notice_text(n, lang) for n in _notices(parsed) if n != "earlier_setup_kept"
+                   and not (n == "deepspeed_layout" and ev.resolved is None)]
     if ev.resolved is not None and getattr(ev.resolved.model, "is_moe", False):
         sec.notices.append(notice_text("moe_expert_parallel", lang))
     if parsed.observed.models or "multi_model_rl" in parsed.topics:
@@ -915,14 +917,44 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                                      "fsdp_full_shard_offload"):
             zero = {"ddp": "ZeRO-0", "fsdp_shard_grad_op": "ZeRO-2", "fsdp_full_shard": "ZeRO-3",
                     "fsdp_hybrid_shard": "ZeRO-3 + hpZ", "fsdp_full_shard_offload": "ZeRO-3 + offload"}[strategy]
-            parts_zh.append(f"用 DeepSpeed 的话推荐 {zero}（配置见下）")
-            parts_en.append(f"in DeepSpeed terms the recommendation is {zero} (config below)")
+            plain_zh, plain_en = ("，即不分片的普通数据并行", ", plain data parallelism without sharding") \
+                if strategy == "ddp" else ("", "")
+            parts_zh.append(f"用 DeepSpeed 的话推荐 {zero}（配置见下{plain_zh}）")
+            parts_en.append(f"in DeepSpeed terms the recommendation is {zero} (config below{plain_en})")
         if not parts_zh:
             parts_zh.append("DeepSpeed 的 ZeRO-2 对应 FSDP 的 SHARD_GRAD_OP，ZeRO-3 对应 FULL_SHARD，ZeRO 的 offload 对应 FSDP 的 CPU 卸载")
             parts_en.append("DeepSpeed ZeRO-2 corresponds to FSDP SHARD_GRAD_OP, ZeRO-3 to FULL_SHARD, and ZeRO "
                             "offload to FSDP CPU offload")
         en = "; ".join(parts_en)
         return say.done("；".join(parts_zh) + "。", en[:1].upper() + en[1:] + ".")
+    if code == "memory_not_divided":
+        adapters = v.get("finetune") in ("lora", "qlora")
+        mode = "QLoRA" if v.get("finetune") == "qlora" else "LoRA"
+        sharded: Config | None = v.get("config")
+        lora_zh = (f"{mode} 下 ZeRO-1/2（SHARD_GRAD_OP）只分片梯度和优化器状态，它们只属于很小的适配器，冻结的基座权重每卡一份，所以比 DDP "
+                   f"几乎省不了；ZeRO-3（FULL_SHARD）才把基座权重也切开。" if adapters else
+                   "ZeRO-1/2（SHARD_GRAD_OP）不切参数；用 LoRA 时梯度和优化器状态只属于很小的适配器，它们几乎省不了显存。")
+        lora_en = (f"With {mode}, ZeRO-1/2 (SHARD_GRAD_OP) shards only gradients and optimizer state, which belong to "
+                   f"the small adapters, while every GPU keeps the whole frozen base, so it saves almost nothing over "
+                   f"DDP; ZeRO-3 (FULL_SHARD) shards the base weights too." if adapters else
+                   "ZeRO-1/2 (SHARD_GRAD_OP) never shards the parameters; under LoRA the gradients and optimizer "
+                   "state it shards belong to the small adapters and save almost nothing.")
+        cache_zh = "监控里看到的占用还包括 PyTorch 缓存分配器留着的缓存（reserved）。"
+        cache_en = "The usage a monitor shows also includes the PyTorch caching allocator's reserved cache."
+        if sharded is not None:
+            return say.done(
+                f"加卡能分掉的是模型状态，分不掉激活值：这里 FSDP 全分片（ZeRO-3）每卡参数约 "
+                f"{say.cfg(sharded, 'memory', 'params_gib')} GiB，激活值约 {say.cfg(sharded, 'memory', 'activations_gib')} GiB，"
+                f"激活是每张卡为自己的 micro-batch 存的，卡再多也不变{c}。{lora_zh}{cache_zh}",
+                f"More GPUs divide the model state, not the activations: here FSDP full shard (ZeRO-3) holds about {say.cfg(sharded, 'memory', 'params_gib')} GiB "
+                f"of parameters per GPU but about {say.cfg(sharded, 'memory', 'activations_gib')} GiB of activations, "
+                f"which each GPU keeps for its own micro-batch whatever the GPU count{c}. {lora_en} {cache_en}")
+        return say.done(
+            f"分片（ZeRO、FSDP）切的是模型状态，不切激活值：每张卡为自己的 micro-batch 存激活，卡再多也不变，序列长、micro-batch "
+            f"大时它占大头。{lora_zh}{cache_zh}",
+            f"Sharding (ZeRO, FSDP) divides the model state, not the activations: each GPU keeps the activations "
+            f"of its own micro-batch whatever the GPU count, and at long sequences or a large micro-batch they "
+            f"dominate. {lora_en} {cache_en}")
     if code == "lora_sharding_gain":
         mode = "QLoRA" if v.get("finetune") == "qlora" else "LoRA"
         return say.done(f"{mode} 下 ZeRO-3/FULL_SHARD 比 ZeRO-2/SHARD_GRAD_OP 多分片的只有冻结的基座权重；梯度和优化器状态只属于很小的适配器，"

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.calc.memory import host_ram_fits
 from bot.evidence import (
     BASE,
     BUCKET_FUSED,
@@ -270,24 +269,13 @@ def _ladder(ev: Evidence) -> Decision:
             biggest = ev.config("fsdp_full_shard", CKPT) or ev.config("fsdp_full_shard")
             reasons.append(Reason("nothing_fits", {"config": biggest if r.gpu_count > 1 else base_ddp}))
             off = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.variant in (BASE, CKPT)]
-            short = [c for c in off if not c.fits and _host_ram_says_no(ev, c)]
+            short = [c for c in off if not c.fits and c.host_ram_short]
             if short:  # the GPU side fits: the calculator's host-RAM rule is what says no
                 reasons.append(Reason("host_ram_short", {"config": short[0]}))
     d.reasons = reasons
     d.rows = _rows(ev, d)
     d.what_ifs = _what_ifs(ev, d)
     return d
-
-
-def _host_ram_says_no(ev: Evidence, c: Config) -> bool:
-    """The stated host RAM, not the GPU, rules out this offload row: its GPU side (reserved
-    memory, as the calculator's ``fits`` counts it) fits. Unknown RAM never rules a row out."""
-    r = ev.resolved
-    est = ev.variants[c.variant].estimate if c.variant else ev.estimate
-    if r is None or r.setup.cpu_ram_gb is None or est is None:
-        return False
-    mem = est.memory[c.strategy]
-    return mem.reserved_gib <= mem.usable_gib and not host_ram_fits(mem.host_ram_gib, r.setup.cpu_ram_gb)
 
 
 def observed_run(ev: Evidence) -> str | None:
@@ -489,6 +477,10 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
         # before any bucket or optimizer temporary exists: "1398.37 -> 1398.37 GiB" says nothing)
         if knob is not None and base is not None and base.total_gib - knob.total_gib >= KNOB_MIN_SAVING * base.total_gib:
             out.append(Reason("ddp_knobs", {"config": knob, "base": base}))
+    if "memory_not_divided" in topics and several_gpus(ev):
+        # "more GPUs, same memory per GPU": what sharding divides here and what it never does
+        out.append(Reason("memory_not_divided", {"finetune": ev.resolved.setup.finetune if ev.resolved else None,
+                                                 "config": ev.config("fsdp_full_shard")}))
     if "fsdp_slower_than_ddp" in topics:
         out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:
@@ -558,6 +550,11 @@ def _need_checkpointing(ev: Evidence) -> Reason:
                                          "without": best_without, "with": best_with})
 
 
+def several_gpus(ev: Evidence) -> bool:
+    """The resolved setup has more than one GPU (something to shard across)."""
+    return ev.resolved is not None and ev.resolved.gpu_count > 1
+
+
 def passages_shown(ev: Evidence) -> bool:
     """Whether the answer quotes the retrieved passages. Not for "how many GPUs?" without the
     model: it has no general answer, what retrieval found is off the point (s1 issue 59 got one
@@ -567,6 +564,8 @@ def passages_shown(ev: Evidence) -> bool:
 
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = []
+    if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
+        out.append(Reason("memory_not_divided", {"finetune": ev.parsed.setup.finetune, "config": None}))
     if passages_shown(ev):
         out.append(Reason("from_passages", {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
@@ -574,7 +573,7 @@ def _direct_without_setup(ev: Evidence) -> list[Reason]:
                                            "offload": ev.parsed.observed.zero_offload}))
     sharded = {"fsdp_shard_grad_op", "fsdp_full_shard"}
     asks_sharding = sharded <= set(ev.parsed.compare) or "shard_grad_op_vs_full_shard" in ev.parsed.topics
-    if asks_sharding and ev.parsed.setup.finetune in ("lora", "qlora"):
+    if asks_sharding and ev.parsed.setup.finetune in ("lora", "qlora") and "memory_not_divided" not in ev.parsed.topics:
         # with adapters, what FULL_SHARD adds over SHARD_GRAD_OP is sharding the frozen base only
         out.append(Reason("lora_sharding_gain", {"finetune": ev.parsed.setup.finetune}))
     return out

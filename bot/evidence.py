@@ -71,6 +71,8 @@ class Config:
     throughput_mb: int  # the micro-batch tokens/s is measured at (0 when not even 1 fits)
     tokens_per_s_per_gpu: float  # at ``throughput_mb``; 0 when not even micro-batch 1 fits
     comm_share: float  # communication's share of the step at the asked micro-batch (0..1)
+    # the stated host RAM, not the GPU, rules this row out (CPU offload: its GPU side fits)
+    host_ram_short: bool = False
 
     def key(self, kind: str, name: str) -> str:
         """The ``numbers`` key of one of this configuration's figures."""
@@ -286,6 +288,7 @@ def _same_model(new: ResolvedSetup, old: ResolvedSetup) -> ResolvedSetup:
 def _configs(ev: Evidence) -> list[Config]:
     """Every (variant, strategy) row with its throughput at the largest micro-batch that fits."""
     from bot.calc import estimate
+    from bot.calc.memory import host_ram_fits
 
     assert ev.resolved is not None and ev.estimate is not None
     out: list[Config] = []
@@ -312,10 +315,12 @@ def _configs(ev: Evidence) -> list[Config]:
                 speed = at_mb[best].throughput.get(s)
                 tps = speed.tokens_per_s_per_gpu if speed is not None else 0.0
             share = min(1.0, comm.seconds_per_step / step) if step > 0 else 0.0
+            ram = resolved.setup.cpu_ram_gb  # unknown RAM never rules a row out (host_ram_fits)
+            ram_short = ram is not None and mem.reserved_gib <= mem.usable_gib and not host_ram_fits(mem.host_ram_gib, ram)
             out.append(Config(strategy=s, variant=name, fits=bool(mem.fits), total_gib=mem.total_gib,
                               usable_gib=mem.usable_gib, max_micro_batch=mem.max_micro_batch, step_seconds=step,
                               vs_ddp=comm.vs_ddp, throughput_mb=best, tokens_per_s_per_gpu=tps,
-                              comm_share=share))
+                              comm_share=share, host_ram_short=ram_short))
     return out
 
 

@@ -113,6 +113,8 @@ TOPIC_HINTS: dict[str, tuple[str, str]] = {
     "multi_node_slow": ("multi-node slow inter-node bandwidth NIC NCCL all-reduce",
                         "多机 慢 跨节点 带宽 网卡 NCCL"),
     "oom": ("out of memory OOM per-GPU memory", "显存 OOM 爆显存"),
+    "memory_not_divided": ("per-GPU memory does not drop with more GPUs activations not sharded ZeRO-2 ZeRO-3 LoRA",
+                           "加卡 每卡显存 不变 激活值 不分片 ZeRO-2 ZeRO-3 LoRA"),
     "grad_accumulation": ("gradient accumulation no_sync set_requires_gradient_sync micro-batch",
                           "梯度累积 no_sync set_requires_gradient_sync"),
     "cpu_offload": ("CPU offload host memory CPUOffload", "CPU offload 卸载 内存"),

@@ -33,6 +33,7 @@ TOPICS: tuple[str, ...] = (
     "fsdp_slower_than_ddp",       # why is FSDP slower than DDP
     "multi_node_slow",            # two nodes slower than one, slow inter-node link
     "oom",                        # out of memory error / troubleshooting memory
+    "memory_not_divided",         # more GPUs (or ZeRO) but the same memory per GPU
     "grad_accumulation",          # gradient accumulation, no_sync
     "cpu_offload",                # CPU offload
     "lora",                       # LoRA/QLoRA with FSDP/DDP

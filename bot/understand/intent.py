@@ -93,6 +93,14 @@ _TOPIC_RULES: list[tuple[str, str]] = [
                         r"(?:node|机)|multi-?node.{0,30}slow|nodes? (?:is|are) (?:significantly )?slower|多机多卡.{0,20}(?:速度|慢)|"
                         r"速度.{0,20}(?:多机|双机)|比单机慢|比一台还慢"),
     ("oom", r"out of memory|\boom\b|爆显存|显存不足|显存不够|显存溢出|超出显存"),
+    # LlamaFactory#350 "显存没有因为分割而变小", #3841 "增加卡的数量，每一张卡的显存占用不变",
+    # #5972 "单卡和多卡内存消耗几乎一样"
+    ("memory_not_divided", r"(?:显存|内存|占用)[^。？?\n]{0,16}(?:没有?因为分[割片]而变小|(?:几乎|基本)?(?:一样|一致|不变|没变)(?![a-z]))|"
+                           r"单卡和多卡[^。？?\n]{0,12}(?:一样|差不多|一致)|卡越多[^。？?\n]{0,40}(?:不变|一样|没变)|"
+                           r"(?:增加|加)(?:了)?卡[^。？?\n]{0,30}(?:显存|占用)[^。？?\n]{0,10}(?:不变|一样|没变|没有?(?:减少|下降|变小))|"
+                           r"memory (?:usage )?(?:per gpu )?(?:does ?n[o']t|did ?n[o']t|is ?n[o']t|is not|does not|did not) "
+                           r"(?:decrease|drop|go down|reduce|shrink|scale)|same memory (?:on|with|per|usage)|"
+                           r"(?:more|adding|additional) gpus?[^.?\n]{0,40}(?:same|no less|not reduce|doesn'?t reduce) memory"),
     ("grad_accumulation", r"gradient accumulation|梯度累积|梯度累加|no_sync|grad(?:ient)?[_ ]accum"),
     ("cpu_offload", r"offload|卸载"),
     ("lora", r"lora|peft"),

@@ -236,6 +236,9 @@ _GPU_COUNT = [
 _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
                          r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
                          r"one (?:single )?" + G + r"|on an? " + G + r"(?!\s*[x×*s]))", re.I | re.A)
+# "和单卡训练时一致", "单卡和多卡内存消耗几乎一样": one GPU as the comparison, not the setup (LlamaFactory#350, #5972)
+_LIKE_ONE_GPU = re.compile(r"(?:和|跟|与|同)(?:单卡|单张)[^，,。；;\n]{0,12}?(?:一样|一致|相同|差不多|相当|相比)|"
+                           r"(?:单卡|单张)(?:和|跟|与)多卡")
 # "16*80G", "40GB × 8 cards", "48G *4", "A800*8张卡*80G": count x card size, either order
 _COUNT_BY_MEM = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,4})\s*[x×*]\s*(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
 _MEM_BY_COUNT = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,3})\s*(?:gib|gb|g)\s*[)）]?\s*[x×*]\s*(\d{1,4})(?![\d.])", re.I | re.A)
@@ -323,7 +326,8 @@ def read_counts(text: str, out: ProseReading) -> None:
             per_node, per_text, count = count, count_text, None
     single = next((m for m in _SINGLE_GPU.finditer(text) if not re.search(
         r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?\s*(?:an?\s*)?$",
-        text[max(0, m.start() - 16): m.start()], re.I | re.A)), None)
+        text[max(0, m.start() - 16): m.start()], re.I | re.A) and not _LIKE_ONE_GPU.search(text, max(0, m.start() - 3), m.end() + 24)),
+                  None)
     if count is None and single and nodes is None and per_node is None and "gpu_count" not in out.fields \
             and "gpus_per_node" not in out.fields and not (
                 # "on a 4090 and a 3090": two cards, so "on a" is not a count
