@@ -899,6 +899,15 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                         f"wrapping or no prefetch that traffic is not hidden behind compute.")
     if code == "why_multi_node_slow":
         cfg: Config = v["config"]
+        if v.get("link_assumed"):
+            link = _LINK_NAMES.get(say.field("inter_node_link"), say.field("inter_node_link"))
+            return say.done(f"如果机间网络是假设的 {link} {say.field('inter_node_gbps')} Gb/s（每台机器合计；告诉我你的实际网络），"
+                            f"通信会占每步约 {say.cfg(cfg, 'comm', 'share_of_step_pct')}%（每步 "
+                            f"{say.cfg(cfg, 'time', 'step_seconds')} 秒）{c}；多机变慢通常就慢在这里。",
+                            f"If the link between nodes is the assumed {link} at {say.field('inter_node_gbps')} Gb/s "
+                            f"per node (tell me yours), communication would be about "
+                            f"{say.cfg(cfg, 'comm', 'share_of_step_pct')}% of a {say.cfg(cfg, 'time', 'step_seconds')} s "
+                            f"step{c}: that is where a multi-node slowdown usually comes from.")
         return say.done(f"慢在通信：通信占每步约 {say.cfg(cfg, 'comm', 'share_of_step_pct')}%（每步 "
                         f"{say.cfg(cfg, 'time', 'step_seconds')} 秒）{c}。",
                         f"It is the communication: about {say.cfg(cfg, 'comm', 'share_of_step_pct')}% of a "

@@ -484,10 +484,10 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     if "fsdp_slower_than_ddp" in topics:
         out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:
-        out.append(Reason("why_multi_node_slow", {"config": d.chosen}))
+        out.append(Reason("why_multi_node_slow", {"config": d.chosen, "link_assumed": _link_assumed(ev)}))
     if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out
             and ev.resolved is not None and ev.resolved.nodes > 1 and d.chosen.comm_share >= COMM_HEAVY):
-        out.append(Reason("why_multi_node_slow", {"config": d.chosen}))  # "why is it slow?" across nodes
+        out.append(Reason("why_multi_node_slow", {"config": d.chosen, "link_assumed": _link_assumed(ev)}))  # across nodes
     if not out and ev.parsed.intent == "recommend" and ev.parsed.asks_if_fits:
         # "够吗?" / "Can I train it on this?": yes with the configuration that fits, or no
         out.append(Reason("feasible", {"chosen": d.chosen if d.chosen is not None and d.chosen.fits else None}))
@@ -548,6 +548,13 @@ def _need_checkpointing(ev: Evidence) -> Reason:
     best_with = max(fits_with, key=lambda c: c.tokens_per_s_per_gpu, default=None)
     return Reason("need_checkpointing", {"needed": best_without is None and best_with is not None,
                                          "without": best_without, "with": best_with})
+
+
+def _link_assumed(ev: Evidence) -> bool:
+    """The inter-node link (kind or speed) is a default, not the user's: figures that hang on it
+    are said as conditional."""
+    r = ev.resolved
+    return r is not None and r.nodes > 1 and bool({"inter_node_link", "inter_node_gbps"} & set(r.assumed))
 
 
 def several_gpus(ev: Evidence) -> bool:

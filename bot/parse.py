@@ -261,6 +261,7 @@ def framework_defaults(framework: str | None, fields: dict[str, Any]) -> list[tu
 
 
 _DEEPSPEED_WORDS = re.compile(r"[-\w]*deepspeed[:=]?\s*[\w./-]*|\bds_z[0-3]\w*\.json|zero[-_ ]?(?:stage[-_ ]?)?[0-3]\b|"
+                              r"(?<![a-z])dsz?[-_ ]?[0-3](?!\d)|"
                               r"\"?zero_optimization\"?\s*:\s*\{[^}]{0,40}", re.I | re.A)
 _FSDP_WORDS = re.compile(r"fsdp|fully_shard|FullyShardedDataParallel", re.I | re.A)
 
@@ -344,12 +345,13 @@ def parse_conversation(question: str, history=None) -> Parsed:
         provenance[name] = Provenance("assumed", "", 0.8)
         notices.append(notice)
     asks_about_fsdp = any(_FSDP_WORDS.search(text) for text in (question, *turns))
-    if observed_now.deepspeed and fields.get("engine") is None and not asks_about_fsdp:
+    # the words that say so (a stated field always carries the text it was read from)
+    said = next((m.group(0) for text in (question, *reversed(turns)) if (m := _DEEPSPEED_WORDS.search(text))), "")
+    if observed_now.deepspeed and fields.get("engine") is None and not asks_about_fsdp and said:
         # DeepSpeed runs the job: its ZeRO layout, not FSDP's, sets the sharded strategies' memory
         # (bot.calc.memory.deepspeed_layout, which also says where it applies). A DeepSpeed user
         # asking about FSDP ("would FSDP be better?") gets FSDP's figures: that is the question.
         fields["engine"] = "deepspeed"
-        said = next((m.group(0) for text in (question, *reversed(turns)) if (m := _DEEPSPEED_WORDS.search(text))), "")
         provenance["engine"] = Provenance("stated", said, 0.9)
         # where bot.calc.memory.deepspeed_layout applies, with the setup's defaults for what is unsaid
         said_or_default = {k: fields.get(k, DEFAULTS.get(k)) for k in ("finetune", "precision", "optimizer")}

@@ -16,9 +16,18 @@ from bot.parse import parse_conversation
     ("zero2还是zero3？7B 8张A100", None),      # two offered: no stage is the run's
     ("用zero3还是fsdp好 7B 8卡", None),
     ("see DeepSpeed issue ds3901 for Falcon-7B", None),  # a number, not a stage
+    ("启动deepspeed z3 offload，任然OOM", 3),  # LlamaFactory#7528: "z3" right after deepspeed
+    ("Z0", None),  # a bare "z" and a digit is not a stage (found by the property test)
+    ("the Z1 cluster, 7B on 8 A100", None),
 ])
 def test_zero_stage_as_people_write_it(text, stage):
     assert parse_conversation(text).observed.zero_stage == stage
+
+
+def test_a_deepspeed_engine_is_stated_only_with_the_words_that_say_so():
+    for text in ("Z0", "the Z1 cluster, 7B on 8 A100"):
+        parsed = parse_conversation(text)
+        assert parsed.setup.engine is None and "engine" not in parsed.provenance
 
 
 def test_a_ds3_oom_is_a_deepspeed_run():

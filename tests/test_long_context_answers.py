@@ -77,3 +77,14 @@ def test_one_gpu_per_node_reads_in_the_singular():
          "--bf16 True --per_device_train_batch_size 1 on 1* A100(80G), CUDA out of memory")
     text = ask(q).text
     assert "1 GPU per node" in text and "1 GPUs" not in text
+
+
+def test_a_multi_node_slowdown_on_an_assumed_link_is_said_as_conditional():
+    # torchtitan#676: 70B on 4 nodes of 8 H200, no link given
+    a = ask("Very low wps with H200 Gpus. I am running the multinode_trainer.slurm (llama3_70b.toml) on 4 nodes "
+            "that have 32 H200 Gpus. However, wps is only around ~200. Any ideas what can cause this slowness?")
+    direct = a.sections.direct_answer or ""
+    assert direct.startswith("If the link between nodes is the assumed InfiniBand"), direct
+    # stated, the same figure is said plainly
+    b = ask("Llama-3-70B on 4 nodes x 8 H200, InfiniBand 3200 Gb/s per node. Two nodes are slower than one, why?")
+    assert "assumed" not in (b.sections.direct_answer or "")

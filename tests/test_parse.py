@@ -27,6 +27,14 @@ def fields(text: str, history=None) -> dict:
     # BiLLa#37: "全参数微调是不是在8*(v100 32G）上才跑得动" (a bracketed card), "8*P100" (Pascal)
     ("全参数微调是不是在8*(v100 32G）上才跑得动", {"gpu_count": 8, "gpu": "V100 32GB SXM2", "gpu_memory_gb": 32}),
     ("我们在8*P100上进行第二阶段的全参数微调", {"gpu_count": 8, "gpu": "P100 16GB SXM2", "gpu_memory_gb": 16}),
+    # stanford_alpaca#200: "two A100 nodes, each node is (80GX8)": nodes, and the count per node
+    ("when I use two A100 nodes, each node is (80GX8). I found two nodes train is slower than one node.",
+     {"nodes": 2, "gpus_per_node": 8, "gpu_count": 16, "gpu_memory_gb": 80}),
+    ("4 H100 machines with 8 GPUs each", {"nodes": 4, "gpus_per_node": 8, "gpu_count": 32}),
+    # a node's NICs as one speed, in Tb/s, or count x speed (DGX-class H100/H200 nodes)
+    ("4 nodes x 8 H200, InfiniBand 3200 Gb/s per node", {"inter_node_link": "infiniband", "inter_node_gbps": 3200}),
+    ("2 nodes of 8 H100, 3.2 Tbps InfiniBand", {"inter_node_gbps": 3200}),
+    ("2 nodes of 8 H100, 8x400G IB", {"inter_node_link": "infiniband", "inter_node_gbps": 3200}),
     # a link speed right after a card's memory, or joined by 的, is the link's, not the card's
     ("两台机器每台8张A100 80G，200G的IB", {"gpu_memory_gb": 80, "nodes": 2, "gpus_per_node": 8,
                                        "inter_node_link": "infiniband", "inter_node_gbps": 200}),

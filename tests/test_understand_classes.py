@@ -417,3 +417,14 @@ def test_two_sizes_of_one_family_compute_the_larger_and_say_so(text, model):
 
 def test_a_size_no_sibling_has_is_still_a_contradiction():
     assert parse_conversation("Llama-2-7B/500B on 8 A100").problems
+
+
+@pytest.mark.parametrize("text", [
+    "FSDP very slow on multi-node training",  # pytorch#102434's title
+    "when training using multi-node multi-gpu(2x8A100 or 4x8A100), the training speed is very slow.",
+    "I found two nodes train is slower than one node.",  # stanford_alpaca#200
+])
+def test_multi_node_slowness_is_read_in_either_order(text):
+    from bot.understand.intent import topics_of
+
+    assert "multi_node_slow" in topics_of(text)

@@ -90,7 +90,8 @@ _TOPIC_RULES: list[tuple[str, str]] = [
     ("fsdp_slower_than_ddp", r"fsdp.{0,40}(?:slower|慢)|(?:slower|慢).{0,40}fsdp|ddp.{0,80}fsdp.{0,80}throughput|"
                              r"throughput.{0,80}(?:ddp|fsdp)"),
     ("multi_node_slow", r"(?:two|2|多|双|两)\s*(?:nodes?|机|台).{0,40}(?:slower|慢)|(?:slower|慢).{0,40}(?:single|one|1|单)[ -]?"
-                        r"(?:node|机)|multi-?node.{0,30}slow|nodes? (?:is|are) (?:significantly )?slower|多机多卡.{0,20}(?:速度|慢)|"
+                        r"(?:node|机)|multi-?node.{0,80}slow|slow (?:on|with|in|for|when using|using) multi-?node|"
+                        r"nodes? (?:is|are) (?:significantly )?slower|多机多卡.{0,20}(?:速度|慢)|"
                         r"速度.{0,20}(?:多机|双机)|比单机慢|比一台还慢"),
     ("oom", r"out of memory|\boom\b|爆显存|显存不足|显存不够|显存溢出|超出显存"),
     # LlamaFactory#350 "显存没有因为分割而变小", #3841 "增加卡的数量，每一张卡的显存占用不变",

@@ -210,6 +210,8 @@ _NODES = [
     re.compile(COUNT + r"[\s-]*(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
     re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+(?:nodes?|machines?|servers?|hosts?)", re.I | re.A),
     re.compile(r"(双)(?:机|节点)"),
+    # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200)
+    re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b", re.I | re.A),
 ]
 _PER_NODE = [
     re.compile(COUNT + r"\s*(?:张)?\s*卡\s*(?:的)?\s*(?:服务器|机器|节点|主机|机)(?!内存)"),
@@ -222,12 +224,14 @@ _PER_NODE = [
     re.compile(r"\(\s*(?:每个节点|每节点|每台)\s*" + COUNT + r"\s*卡"),
     re.compile(r"(?<=台)\s*" + COUNT + r"\s*(?:张|块)?\s*(?:卡|" + G + ")"),  # "2台8卡A800": 8 per machine
 ]
+_NOT_NODES = r"(?!" + GPU + r"|s?\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b|\s*(?:节点|服务器|机器))"
 _GPU_COUNT = [
     re.compile(COUNT + r"\s*(?:张|块|个|枚)?\s*(?:卡|显卡|GPU|gpu|NPU|npu)"),
     re.compile(COUNT + r"\s*(?:张|块)"),
     re.compile(COUNT + r"\s*[x×*]\s*[（(]?\s*(?:\d+\s*gi?b?\s*)?(?:nvidia\s+)?" + G, re.I | re.A),  # "8*(v100 32G)"
     re.compile(G + r"\s*(?:[（(]\s*\d+\s*gi?b?\s*[)）])?\s*[x×*]\s*" + COUNT, re.I | re.A),
-    re.compile(COUNT + r"\s*(?:nvidia\s+)?(?:\d{1,3}\s*gi?b?\s+)?" + G, re.I | re.A),
+    # "two A100 nodes" counts nodes, not GPUs (stanford_alpaca#200)
+    re.compile(COUNT + r"\s*(?:nvidia\s+)?(?:\d{1,3}\s*gi?b?\s+)?" + G + _NOT_NODES, re.I | re.A),
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
     re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
     re.compile(COUNT + r"\s*" + G + r"s\b"),
@@ -236,6 +240,8 @@ _GPU_COUNT = [
 _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
                          r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
                          r"one (?:single )?" + G + r"|on an? " + G + r"(?!\s*[x×*s]))", re.I | re.A)
+_PER_NODE_CUE = re.compile(r"(?:each|per|every)\s+(?:node|machine|server|host|box)\s*(?:is|has|with|:|=)?\s*[(（]?\s*$|"
+                           r"(?:每台(?:机器)?|每个?节点|每机)\s*[:：]?\s*[(（]?\s*$", re.I | re.A)
 # "和单卡训练时一致", "单卡和多卡内存消耗几乎一样": one GPU as the comparison, not the setup (LlamaFactory#350, #5972)
 _LIKE_ONE_GPU = re.compile(r"(?:和|跟|与|同)(?:单卡|单张)[^，,。；;\n]{0,12}?(?:一样|一致|相同|差不多|相当|相比)|"
                            r"(?:单卡|单张)(?:和|跟|与)多卡")
@@ -304,7 +310,9 @@ def read_counts(text: str, out: ProseReading) -> None:
             out.card_explicit = True
             right_after_nodes = node_span is not None and bool(re.fullmatch(
                 r"\s*(?:,|with|of|each with|each)?\s*", text[node_span[1]: m.start()], re.I | re.A)) and m.start() >= node_span[1]
-            _set(out, "gpus_per_node" if right_after_nodes else "gpu_count", cards, m.group(0))
+            # "two A100 nodes, each node is (80GX8)" (stanford_alpaca#200): the count is per node
+            per_node_cue = bool(_PER_NODE_CUE.search(text[max(0, m.start() - 24): m.start()]))
+            _set(out, "gpus_per_node" if right_after_nodes or per_node_cue else "gpu_count", cards, m.group(0))
             text = _blank(text, m.span())
             break
     per_node, per_span, per_text = _first(_PER_NODE, text)
@@ -483,9 +491,18 @@ def read_links(text: str, out: ProseReading) -> None:
     if "inter_node_link" not in out.fields and (m := _search(r"以太网|ethernet|万兆|千兆|\btcp\b|\d+\s*gbe\b", low)):
         _set(out, "inter_node_link", "ethernet", text[m.start(): m.end()])
     speed = None
+    # a node's NICs as count x speed ("8x400G IB", DGX-class nodes) or in Tb/s ("3.2 Tbps InfiniBand")
+    if nics := _search(r"(?<![\d.])([1-9]\d?)\s*[x×*]\s*(\d{2,3})\s*(?:gbps|gb/s|gbit/s|gb|g)(?![a-z])"
+                       r"(?=[^。\n]{0,12}(?:infiniband|\bib\b|roce|rdma|nic|网卡|ethernet|以太网))", text):
+        speed = (float(nics.group(1)) * float(nics.group(2)), nics.group(0))
+    # bits only: "3.35 TB/s" is a card's memory bandwidth, not a network
+    elif tera := _search(NUM + r"\s*(?:[Tt]bps|TBPS|Tb/s|[Tt]bit/s)(?![A-Za-z])", text, re.A):
+        speed = (float(tera.group(1)) * 1000, tera.group(0))
     for m in re.finditer(NUM + r"\s*(gbps|gb/s|gbit/s|gbit|gbe|gb|g)(?![A-Za-z])", text, re.I | re.A):
+        if speed is not None:
+            break
         unit = m.group(2)
-        before = text[max(0, m.start() - 10): m.start()]
+        before = text[max(0, m.start() - 16): m.start()]
         after = text[m.end(): m.end() + 12]
         is_speed = unit.lower() in ("gbps", "gbit/s", "gbit", "gbe") or unit == "Gb" or unit.lower() == "gb/s" and \
             bool(_NET.search(before + after))

@@ -42,7 +42,9 @@ _HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "int
 _SIZE_IN_NAME = re.compile(r"(?<![\d.])(\d{1,4}(?:[._]\d{1,3})?)\s?[bB](?![A-Za-z0-9])")
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/]{1,120}")
 # "ds3" / "ds-2": DeepSpeed's stage as people write it ("测试ds3 还是会显存OOM", Qwen issue 200)
-_ZERO = re.compile(r"(?:zero|zreo|ds_z|(?<![a-z])dsz?|(?<![a-z])z)[-_ ]?(?:stage[-_ ]?)?([0-3])(?!\d)|"
+# A bare "z3" is a stage only right after "deepspeed" ("启动deepspeed z3 offload", LlamaFactory#7528);
+# alone ("Z0", a model or part name) it is not.
+_ZERO = re.compile(r"(?:zero|zreo|ds_z|(?<![a-z])dsz?|(?<=deepspeed )z|(?<=deepspeed)z)[-_ ]?(?:stage[-_ ]?)?([0-3])(?!\d)|"
                    r"zero[-_ ]?stage\s*[:=]?\s*([0-3])\b", re.I | re.A)
 _RL_ROLES = (("actor", r"(?<![a-z])actor(?![a-z])|策略模型|policy model"), ("critic", r"(?<![a-z])critic(?![a-z])|价值模型|value model"),
              ("reference", r"(?<![a-z])reference(?: model)?(?![a-z])|(?<![a-z])ref_|参考模型|ref模型"),
