@@ -22,6 +22,7 @@ from bot.evidence import (
     BUCKET_FUSED,
     BUCKET_FUSED_CKPT,
     CKPT,
+    FIT_MARGIN,
     LORA,
     LORA_CKPT,
     QLORA,
@@ -31,7 +32,7 @@ from bot.evidence import (
     Evidence,
 )
 
-MARGIN = 0.9  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
+MARGIN = FIT_MARGIN  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
 DDP_MARGIN = MARGIN  # the name the advisor's tests import
 TOLERANCE = 0.05  # configurations within 5% of the best throughput count as equally fast
 COMFORT = 0.75  # below this share of usable memory the decision is clear-cut (high confidence)

@@ -347,6 +347,11 @@ def _scenarios(setup: TrainingSetup, asked: ResolvedSetup) -> list[Scenario]:
     return out
 
 
+# A count the capacity search names must fit with this margin (the decision's ``MARGIN``): a fit
+# within the estimate's error is no answer to "how many GPUs do I need?".
+FIT_MARGIN = 0.9
+
+
 def capacity_search(resolved: ResolvedSetup) -> Capacity:
     """The fewest GPUs at which a GPU-resident strategy fits at the asked micro-batch: first as
     asked, else with activation checkpointing, else (with the standard loss) also with a chunked
@@ -390,7 +395,8 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
             for strategy in ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard"):
                 if strategy == "fsdp_hybrid_shard" and nodes == 1:
                     continue
-                if est.memory[strategy].fits:
+                mem = est.memory[strategy]
+                if mem.fits and mem.total_gib <= FIT_MARGIN * mem.usable_gib:
                     nums = {variant_key("capacity", k): v for k, v in est.numbers().items()
                             if k.startswith(("memory.", "time."))}
                     nums["capacity.gpu_count"] = count

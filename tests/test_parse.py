@@ -31,6 +31,12 @@ def fields(text: str, history=None) -> dict:
     ("when I use two A100 nodes, each node is (80GX8). I found two nodes train is slower than one node.",
      {"nodes": 2, "gpus_per_node": 8, "gpu_count": 16, "gpu_memory_gb": 80}),
     ("4 H100 machines with 8 GPUs each", {"nodes": 4, "gpus_per_node": 8, "gpu_count": 32}),
+    # Qwen#916 "8*32GV100" (size glued to the card), Qwen#201 "2台8xA100 80G", Qwen#708 "72Bqwen",
+    # LlamaFactory#2321 "mixtral8*7B"
+    ("单机8*32GV100 QLora微调 Qwen-72B-Chat-Int4仍然OOM", {"gpu_count": 8, "gpu": "V100 32GB SXM2", "finetune": "qlora"}),
+    ("lora微调72b模型需要多少2台8xA100 80G够吗", {"nodes": 2, "gpus_per_node": 8, "gpu_count": 16, "gpu_memory_gb": 80}),
+    ("lora微调72Bqwen需要多大内存", {"params_b": 72.0}),
+    ("使用8张80G的卡对mixtral8*7B模型lora微调", {"model": "Mixtral-8x7B", "gpu_count": 8, "gpu_memory_gb": 80}),
     # a node's NICs as one speed, in Tb/s, or count x speed (DGX-class H100/H200 nodes)
     ("4 nodes x 8 H200, InfiniBand 3200 Gb/s per node", {"inter_node_link": "infiniband", "inter_node_gbps": 3200}),
     ("2 nodes of 8 H100, 3.2 Tbps InfiniBand", {"inter_node_gbps": 3200}),

@@ -73,7 +73,9 @@ def _search(pattern: str, text: str, flags: int = re.I | re.A) -> re.Match | Non
 # Model size
 # --------------------------------------------------------------------------------------------
 
-_SIZE_B = re.compile(NUM + r"\s*(?:b|bn|billion)(?![A-Za-z])", re.I | re.A)
+# a size glued to the family name after it is a size too ("lora微调72Bqwen", Qwen#708)
+_SIZE_B = re.compile(NUM + r"\s*(?:b|bn|billion)(?:(?![A-Za-z])|(?=(?:qwen|llama|baichuan|chatglm|glm|mistral|mixtral|"
+                     r"internlm|deepseek|gemma|yi(?![a-z])|falcon|bloom)))", re.I | re.A)
 _SIZE_M = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d+(?:\.\d+)?)\s*(?:m|million)\s*(?:total\s+)?(?:params?|parameters?|参数|模型|model)", re.I | re.A)
 _SIZE_YI = re.compile(NUM + r"\s*亿(?:参数|个参数)?")
 _SIZE_WANYI = re.compile(NUM + r"\s*万亿")
@@ -281,6 +283,8 @@ def _blank(text: str, span: tuple[int, int] | None) -> str:
 
 _NODES_OF_CARDS = re.compile(COUNT + r"\s+(\d{1,2})\s*(?:x\s*)?(?:nvidia\s+)?" + G + r"\s*(?:servers?|machines?|nodes?|boxes|hosts?)\b",
                              re.I | re.A)
+# "2台8xA100 80G" (Qwen#201): machines, each of count x card
+_MACHINES_OF_CARDS = re.compile(COUNT + r"\s*(?:台|个节点|节点)(?:机器)?\s*(\d{1,2})\s*[x×*]?\s*(?:张|块|卡)?\s*" + G, re.I | re.A)
 # one card in the person's own words, no count anywhere: "a NVIDIA A100 with 80Gb", "I have A100 80GB",
 # "I'm running RoCM(RX 5600XT, 8GB of Vram)"
 _ONE_CARD = re.compile(r"(?:\b(?:an?|one|my)\s+(?:single\s+)?(?:nvidia\s+|amd\s+|rtx\s+)?" + G +
@@ -292,11 +296,11 @@ _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple 
 
 
 def read_counts(text: str, out: ProseReading) -> None:
-    grid = _NODES_BY_GPUS.search(text) or _NODES_OF_CARDS.search(text)
+    grid = _NODES_BY_GPUS.search(text) or _NODES_OF_CARDS.search(text) or _MACHINES_OF_CARDS.search(text)
     if grid:  # "2x8 H100", "two 8 A100 Server": nodes x GPUs per node
         _set(out, "nodes", to_int(grid.group(1)), grid.group(0))
         _set(out, "gpus_per_node", int(grid.group(2)), grid.group(0))
-        for other in (_NODES_BY_GPUS, _NODES_OF_CARDS):  # "... slower than one 8 A100 Server": the comparison
+        for other in (_NODES_BY_GPUS, _NODES_OF_CARDS, _MACHINES_OF_CARDS):  # "... slower than one 8 A100 Server"
             for g in list(other.finditer(text)):
                 text = _blank(text, g.span())
     nodes, node_span, node_text = _first(_NODES, text)

@@ -51,6 +51,9 @@ def _alias_pattern(alias: str) -> str | None:
                 parts.append(_SEP)
             elif prev.isalpha() and len(prev) == 1 and tok[0].isdigit() and len(tok) >= 3:
                 parts.append("-?")  # "a-100" is an A100 ("a 100" is not)
+        if tok == "x" and 0 < i < len(tokens) - 1 and tokens[i - 1][0][0].isdigit() and tokens[i + 1][0][0].isdigit():
+            parts.append("[x×*]")  # "8x7b" as people type it: "8*7B", "8×7B" (LlamaFactory#2321)
+            continue
         parts.append(re.escape(tok).replace(r"\.", r"[._]") if tok[0].isdigit() else re.escape(tok))
     return "".join(parts)
 
@@ -69,7 +72,8 @@ def _compile(aliases: dict[str, str]) -> tuple[re.Pattern, re.Pattern, dict[str,
     # ASCII boundaries: a name is not glued to other letters/digits ("A100" inside "XA1000" is not one).
     # a name may follow a count glued to it ("8xH100", "4A6000"); letters after a name that ends in
     # a digit are another word glued on in Chinese text ("3090lora"), a digit means another name
-    head_re = re.compile(r"(?:(?<=\dx)|(?<=\d)(?=[a-z])|(?<![a-z0-9]))(?:" + "|".join(heads) + ")", re.I | re.A)
+    # ... or a card size glued before it ("8*32GV100", Qwen#916)
+    head_re = re.compile(r"(?:(?<=\dx)|(?<=\dg)|(?<=\d)(?=[a-z])|(?<![a-z0-9]))(?:" + "|".join(heads) + ")", re.I | re.A)
     full_re = re.compile(r"(?:" + "|".join(f"({p})" for _, p, _, _ in items) + r")(?:(?<=\d)(?!\d)|(?=s(?![a-z0-9])|[^a-z0-9]|$))",
                          re.I | re.A)
     names = {str(i): name for i, (_, _, _, name) in enumerate(items)}
