@@ -37,7 +37,15 @@ from bot.decide import (
     passages_shown,
 )
 from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, Config, Evidence, variant_key
-from bot.render import fmt, multi_model_text, notice_text, problem_text, question_text, render_markdown
+from bot.render import (
+    field_name_text,
+    fmt,
+    multi_model_text,
+    notice_text,
+    problem_text,
+    question_text,
+    render_markdown,
+)
 from bot.strategies import label, optimizer_label, short_label
 
 DESIGN_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
@@ -471,6 +479,45 @@ def _scenario_lines(ev: Evidence, say: Say, cites: Citations) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
+def _ran_name(v: dict[str, Any], lang: str) -> str:
+    """The strategy that ran out of memory, in the user's words (the ZeRO stage they ran)."""
+    if v.get("stage") is not None:
+        short = short_label(v["strategy"], lang)
+        return f"ZeRO-{v['stage']}（即 {short}）" if lang == "zh" else f"ZeRO-{v['stage']} (i.e. {short})"
+    return label(v["strategy"], lang)
+
+
+def _oom_followup(ev: Evidence, r: Reason, say: Say) -> str:
+    """After a reported OOM: what else it rules out, and what the estimate cannot explain."""
+    lang, c, v = ev.language, say.c(), r.values
+    name = _ran_name(v, lang)
+    if r.code == "oom_dominated":
+        others = ("、" if lang == "zh" else ", ").join(short_label(s, lang) for s in v["others"])
+        return say.done(f"同样的设置下，{others} 每卡要的显存不比 {name} 少：激活一样，模型状态切得更少。所以同样会 OOM，也不推荐。",
+                        f"With the same settings, {others} {'needs' if len(v['others']) == 1 else 'need'} at "
+                        f"least as much per GPU as {name}: the same activations, less of the model state sharded. "
+                        f"{'It' if len(v['others']) == 1 else 'They'} would run out too, so "
+                        f"{'it is' if len(v['others']) == 1 else 'they are'} not recommended either.")
+    cfg = v["config"]
+    tot, use = say.cfg(cfg, "memory", "total_gib"), say.cfg(cfg, "memory", "usable_gib")
+    assumed = [f for f in v["assumed"] if say.setup.get(f) is not None]
+    if assumed:
+        zh = "、".join(f"{field_name_text(f, 'zh')} {say.field(f)}" for f in assumed)
+        en = " and ".join(f"{field_name_text(f, 'en')} {say.field(f)}" for f in assumed)
+        return say.done(f"按这里假设的{zh}，{name} 每卡只要约 {tot} GiB（可用 {use} GiB）{c}，不该 OOM：实际跑的更大。"
+                        f"激活随序列长度和 micro-batch 增长，加卡也分不掉；告诉我实际的值，或先开激活检查点。",
+                        f"At the assumed {en}, {name} needs only about {tot} GiB per GPU of {use} GiB{c} and "
+                        f"should not run out: the real run was bigger. Activations grow with sequence length and "
+                        f"micro-batch and no GPU count divides them; tell me the real values, or turn on "
+                        f"activation checkpointing first.")
+    return say.done(f"按你给的配置 {name} 每卡只要约 {tot} GiB（可用 {use} GiB）{c}，不该 OOM：多出来的显存在模型之外"
+                    f"（同卡上的其他进程、评估时更大的 batch、个别超长样本、显存碎片），先看 OOM 报错里已分配和保留的数字。",
+                    f"As you describe it, {name} needs only about {tot} GiB per GPU of {use} GiB{c} and should "
+                    f"not run out: the rest is outside the model (another process on the card, a bigger eval "
+                    f"batch, an unusually long sample, fragmentation); read the allocated and reserved figures "
+                    f"in the OOM message first.")
+
+
 def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa: C901 (one branch per code)
     lang, c = ev.language, say.c()
     v = r.values
@@ -479,7 +526,8 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
     if code == "single_gpu":
         return say.done("只有单卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
                         "With a single GPU there is nothing to shard across; DDP vs FSDP only matters with several GPUs.")
-    if cfg is None and code not in ("lora_ddp_fits", "finetune_fits", "capacity", "link_assumed", "observed_oom"):
+    if cfg is None and code not in ("lora_ddp_fits", "finetune_fits", "capacity", "link_assumed", "observed_oom",
+                                    "oom_dominated"):
         return ""
     if code == "ddp_fits":
         assert cfg is not None
@@ -569,10 +617,7 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
                         f"{say.cfg(cfg, 'memory', 'max_micro_batch')}: use that with gradient accumulation to keep "
                         f"your global batch{c}.")
     if code == "observed_oom":
-        name = label(v["strategy"], lang)
-        if v.get("stage") is not None:  # say it in the user's words: the ZeRO stage they ran
-            short = short_label(v["strategy"], lang)
-            name = f"ZeRO-{v['stage']}（即 {short}）" if lang == "zh" else f"ZeRO-{v['stage']} (i.e. {short})"
+        name = _ran_name(v, lang)
         if v.get("any_checkpointing"):
             return say.done(f"你报告 {name} 已经 OOM，又没说当时有没有开激活检查点，所以 {name} 开不开检查点都不推荐（估算没覆盖到实际的峰值）。",
                             f"You report {name} running out of memory and did not say whether activation "
@@ -581,6 +626,8 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
         return say.done(f"你报告 {name} 已经 OOM，所以不再推荐原样的 {name}（估算没覆盖到实际的峰值）。",
                         f"You report {name} running out of memory, so it is not recommended as it was (the "
                         f"estimate missed the real peak).")
+    if code in ("oom_dominated", "oom_unexplained"):
+        return _oom_followup(ev, r, say)
     if code == "thin_after_oom":
         assert cfg is not None
         return say.done(f"{config_name(cfg, lang)} 按估算只是勉强放得下（{say.cfg(cfg, 'memory', 'total_gib')} / "

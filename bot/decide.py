@@ -155,6 +155,9 @@ def decide(ev: Evidence) -> Decision:
     d.intent = intent
     d.direct = _direct(ev, d)
     d.questions = _to_ask(parsed)
+    for x in d.reasons:  # an OOM the estimate does not explain: ask what sizes the activations
+        if x.code == "oom_unexplained":
+            d.questions += [f for f in x.values["assumed"] if f not in d.questions]
     r = ev.resolved
     if r.nodes > 1 and parsed.setup.inter_node_link is None and parsed.setup.inter_node_gbps is None:
         d.questions.append("inter_node_link")
@@ -195,9 +198,18 @@ def _ladder(ev: Evidence) -> Decision:
         if named and ev.parsed.setup.activation_checkpointing is None:
             suspect = [c for c in weighed if c.strategy == ran and c not in failed]
         if failed:
+            dominated = _dominated(ev, weighed, ran, failed)
+            suspect += [c for c in _dominated(ev, weighed, ran, suspect) if c not in dominated]
+            ran_as = {"strategy": ran, "stage": obs.zero_stage if obs.fsdp_strategy is None else None}
+            reasons.append(Reason("observed_oom", {**ran_as, "any_checkpointing": False}))
+            spared = sorted({c.strategy for c in dominated if fits_with_margin(c)}, key=GPU_RESIDENT.index)
+            if spared:
+                reasons.append(Reason("oom_dominated", {**ran_as, "others": spared}))
+            as_run = next((c for c in failed if c.variant == BASE), None)
+            if as_run is not None and fits_with_margin(as_run):
+                reasons.append(Reason("oom_unexplained", {**ran_as, "config": as_run, "assumed": _assumed_size(ev)}))
+            failed += dominated
             weighed = [c for c in weighed if c not in failed]
-            reasons.append(Reason("observed_oom", {"strategy": ran, "any_checkpointing": False,
-                                                   "stage": obs.zero_stage if obs.fsdp_strategy is None else None}))
 
     def untried_first(rows: list[Config]) -> list[Config]:
         return [c for c in rows if c not in suspect] or rows
@@ -228,7 +240,12 @@ def _ladder(ev: Evidence) -> Decision:
         reasons.append(Reason("single_gpu"))
 
     if candidates:
-        chosen, rival = pick(ev, candidates)
+        all_suspect = bool(suspect) and set(candidates) <= set(suspect)
+        if all_suspect:
+            # Each may hit the same OOM as the run that failed: the most headroom goes first.
+            chosen, rival = min(candidates, key=memory_share), None
+        else:
+            chosen, rival = pick(ev, candidates)
         d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
         reasons += _memory_reasons(ev, chosen, base_ddp)
         reasons.append(Reason("accumulate" if accumulate else "throughput", {"config": chosen}))
@@ -247,10 +264,12 @@ def _ladder(ev: Evidence) -> Decision:
         ddp_choices = [c for c in candidates if c.strategy == chosen.strategy]
         others = sorted({c.strategy for c in candidates if c.strategy != chosen.strategy},
                         key=lambda s: -max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s))
-        d.alternatives = others[:2]
+        d.alternatives = [] if all_suspect else others[:2]  # the others hold more: no fallback
         share = chosen.total_gib / chosen.usable_gib if chosen.usable_gib else 1.0
         d.confidence = ("high" if with_margin and share <= COMFORT and ddp_choices
                         else "medium" if with_margin else "low")
+        if all_suspect or any(x.code == "oom_unexplained" for x in reasons):
+            d.confidence = "low" if d.confidence == "low" else "medium"  # a real OOM the estimate missed
         if ev.gpu_unknown:
             d.confidence = "low" if len({_scenario_pick(s) for s in ev.scenarios}) > 1 else "medium"
     else:
@@ -277,6 +296,23 @@ def _ladder(ev: Evidence) -> Decision:
     d.rows = _rows(ev, d)
     d.what_ifs = _what_ifs(ev, d)
     return d
+
+
+def _dominated(ev: Evidence, weighed: list[Config], ran: str, group: list[Config]) -> list[Config]:
+    """Other strategies' rows that need at least as much per GPU as a row of ``group`` (the run
+    that ran out of memory) with activation checkpointing set the same way. Activations do not
+    depend on the strategy, and sharding less keeps more of the model states per GPU (ZeRO,
+    https://arxiv.org/abs/1910.02054 sec. 5.1: stage 3 < 2 < 1 < DDP), so such a row would run out
+    too, whatever the real sequence length and micro-batch were. Rows with checkpointing set the
+    other way are not compared: their activations scale differently with what was assumed."""
+    return [c for c in weighed if c.strategy != ran and c not in group
+            and any(checkpointing_on(ev, c) == checkpointing_on(ev, f) and c.total_gib >= f.total_gib for f in group)]
+
+
+def _assumed_size(ev: Evidence) -> list[str]:
+    """The fields that size the activations and that the user did not state (assumed defaults)."""
+    setup = ev.parsed.setup
+    return [f for f in ("seq_len", "micro_batch") if getattr(setup, f) is None]
 
 
 def observed_run(ev: Evidence) -> str | None:

@@ -139,6 +139,12 @@ _FIELD_NAMES = {
 }
 
 
+def field_name_text(field_name: str, lang: str) -> str:
+    """A setup field's name as the answer says it ("序列长度" / "sequence length")."""
+    zh, en = _FIELD_NAMES.get(field_name, (field_name, field_name))
+    return _t(lang, zh, en)
+
+
 def problem_text(field_name: str, message: str, lang: str) -> str:
     zh, en = _FIELD_NAMES.get(field_name, (field_name, field_name))
     if "must be positive" in message:

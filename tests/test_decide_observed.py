@@ -89,6 +89,38 @@ def test_the_named_strategy_with_checkpointing_is_the_fallback_when_nothing_else
     assert d.strategy == "fsdp_full_shard" and d.variant == CKPT
 
 
+def test_after_zero3_runs_out_nothing_that_holds_more_is_recommended():
+    # Qwen#634: 14B full fine-tune, 4 x 8 A800 80GB, ZeRO-3 "still runs out of memory"; the
+    # sequence length (16k in the thread) is not given as a setting. At the assumed 2048 tokens
+    # ZeRO-3 needs a third of the card, so the OOM says the run was bigger than assumed; ZeRO-2
+    # and HSDP keep more per GPU with the same activations and would run out too.
+    fields = dict(params_b=14, gpu="A800 80GB SXM", nodes=4, gpus_per_node=8, gpu_count=32)
+    ev = evidence(Observed(oom=True, zero_stage=3), **fields)
+    full = ev.config("fsdp_full_shard")
+    assert full is not None and fits_with_margin(full), "precondition: the estimate says ZeRO-3 fits"
+    d = decide(ev)
+    assert (d.strategy, d.variant) == ("fsdp_full_shard", CKPT)  # the most headroom: turn checkpointing on
+    assert d.alternatives == [] and d.confidence != "high"
+    dominated = next(r for r in d.reasons if r.code == "oom_dominated")
+    assert set(dominated.values["others"]) == {"fsdp_shard_grad_op", "fsdp_hybrid_shard"}
+    unexplained = next(r for r in d.reasons if r.code == "oom_unexplained")
+    assert unexplained.values["config"] is full and unexplained.values["assumed"] == ["seq_len", "micro_batch"]
+    assert {"seq_len", "micro_batch"} <= set(d.questions)
+
+
+def test_an_oom_the_stated_setup_explains_asks_nothing_more():
+    # The same report with the sizes stated and large enough that ZeRO-3 does not fit with a margin
+    # (32k tokens, micro-batch 4, no checkpointing): nothing is unexplained, nothing is asked.
+    fields = dict(params_b=14, gpu="A800 80GB SXM", nodes=4, gpus_per_node=8, gpu_count=32,
+                  seq_len=32768, micro_batch=4, activation_checkpointing=False)
+    ev = evidence(Observed(oom=True, zero_stage=3), **fields)
+    full = ev.config("fsdp_full_shard")
+    assert full is not None and not fits_with_margin(full), "precondition: the estimate explains the OOM"
+    d = decide(ev)
+    assert "oom_unexplained" not in codes(d.reasons)
+    assert "seq_len" not in d.questions
+
+
 def test_qlora_is_offered_when_lora_does_not_fit():
     ev = evidence(params_b=70, gpu="A100 80GB SXM", gpu_count=1, finetune="lora", micro_batch=1)
     assert QLORA in ev.variants
@@ -142,6 +174,13 @@ def test_the_recommended_row_always_fits_and_is_never_the_reported_oom(fields, o
         assert not (d.strategy == ran and d.variant == "" and not ev.resolved.setup.activation_checkpointing)
     if observed.oom and d.chosen is not None and d.chosen.strategy in GPU_RESIDENT:
         assert fits_with_margin(d.chosen) or "accumulate" in reasons  # no thin fit after a real OOM
+    if "observed_oom" in reasons and d.chosen is not None and d.chosen.strategy in GPU_RESIDENT:
+        # nor a row holding at least as much as the run that failed, checkpointing set alike
+        ran = next(r.values["strategy"] for r in d.reasons if r.code == "observed_oom")
+        ckpt_as_run = bool(ev.resolved.setup.activation_checkpointing)
+        if d.chosen.strategy != ran and d.chosen.variant == "" and not ckpt_as_run:
+            as_run = ev.config(ran)
+            assert as_run is None or d.chosen.total_gib < as_run.total_gib
 
 
 def test_every_computed_answer_carries_the_ddp_rows_fit():

@@ -126,6 +126,7 @@ def test_a_comparison_with_one_gpu_is_not_the_count():
     ("seq 8192, micro batch 1", 8192),
     ("seq len 8192 and bf16", 8192),
     ("--model_max_length 2048", 2048),
+    ("--batch_size 1 --accum_iter 2 --num_workers 2 \\\n--max_words 512 \\", 512),  # LLaMA2-Accessory#26
     ("32B 32K 最少需要几台机器？", 32768),
 ])
 def test_sequence_length(text, seq):

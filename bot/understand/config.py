@@ -24,6 +24,7 @@ _INT_KEYS = {
     "cutoff_len": "seq_len", "max_seq_length": "seq_len", "max_seq_len": "seq_len", "model_max_length": "seq_len",
     "seq_len": "seq_len", "seq_length": "seq_len", "sequence_len": "seq_len", "block_size": "seq_len",
     "context_length": "seq_len", "max_length": "seq_len", "maxlen": "seq_len", "max_len": "seq_len",
+    "max_words": "seq_len",  # LLaMA-Adapter / LLaMA2-Accessory: tokens per sample, despite the name
     "lora_rank": "lora_rank", "lora_r": "lora_rank",
     "nproc_per_node": "gpus_per_node", "num_gpus": "num_gpus", "n_gpus": "gpu_count", "gpus": "gpu_count",
     "gpu_count": "gpu_count", "num_processes": "gpu_count", "data_parallel_shard_degree": "gpu_count",
@@ -34,7 +35,7 @@ _INT_KEYS = {
 # keys whose value is a plain integer but that need a context word to mean anything
 _BATCH_KEYS = {"batch_size"}  # ms-swift 2.x / nanoGPT: per-device batch
 _SEQ_PRIORITY = ("cutoff_len", "max_seq_length", "max_seq_len", "model_max_length", "seq_len", "seq_length",
-                 "sequence_len", "context_length", "block_size", "maxlen", "max_len", "max_length")
+                 "sequence_len", "context_length", "block_size", "maxlen", "max_len", "max_length", "max_words")
 _BOOL_KEYS = {
     "gradient_checkpointing": "activation_checkpointing", "enable_activation_checkpointing": "activation_checkpointing",
     "activation_checkpointing": "activation_checkpointing", "use_gradient_checkpointing": "activation_checkpointing",
