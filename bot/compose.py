@@ -995,8 +995,13 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                    f"DDP; ZeRO-3 (FULL_SHARD) shards the base weights too." if adapters else
                    "ZeRO-1/2 (SHARD_GRAD_OP) never shards the parameters; under LoRA the gradients and optimizer "
                    "state it shards belong to the small adapters and save almost nothing.")
-        cache_zh = "监控里看到的占用还包括 PyTorch 缓存分配器留着的缓存（reserved）。"
-        cache_en = "The usage a monitor shows also includes the PyTorch caching allocator's reserved cache."
+        if not v.get("zero", True):
+            lora_zh = lora_en = ""
+        cache_zh = ("监控里看到的占用还包括 PyTorch 缓存分配器留着的缓存（reserved）。没有逐层包装（FSDP1 没设 auto_wrap_policy，"
+                    "FSDP2 没有逐个 block 调 fully_shard）时整个模型是一个单元，一次 all-gather 全部参数，峰值就和不分片一样。")
+        cache_en = ("The usage a monitor shows also includes the PyTorch caching allocator's reserved cache. Without "
+                    "nested wrapping (no auto_wrap_policy in FSDP1, no fully_shard per block in FSDP2) the whole "
+                    "model is one unit, all-gathered at once, so the peak holds every parameter as if unsharded.")
         if sharded is not None:
             return say.done(
                 f"加卡能分掉的是模型状态，分不掉激活值：这里 FSDP 全分片（ZeRO-3）每卡参数约 "
@@ -1004,13 +1009,13 @@ def _direct_text(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citation
                 f"激活是每张卡为自己的 micro-batch 存的，卡再多也不变{c}。{lora_zh}{cache_zh}",
                 f"More GPUs divide the model state, not the activations: here FSDP full shard (ZeRO-3) holds about {say.cfg(sharded, 'memory', 'params_gib')} GiB "
                 f"of parameters per GPU but about {say.cfg(sharded, 'memory', 'activations_gib')} GiB of activations, "
-                f"which each GPU keeps for its own micro-batch whatever the GPU count{c}. {lora_en} {cache_en}")
+                f"which each GPU keeps for its own micro-batch whatever the GPU count{c}. {lora_en + ' ' if lora_en else ''}{cache_en}")
         return say.done(
             f"分片（ZeRO、FSDP）切的是模型状态，不切激活值：每张卡为自己的 micro-batch 存激活，卡再多也不变，序列长、micro-batch "
             f"大时它占大头。{lora_zh}{cache_zh}",
             f"Sharding (ZeRO, FSDP) divides the model state, not the activations: each GPU keeps the activations "
             f"of its own micro-batch whatever the GPU count, and at long sequences or a large micro-batch they "
-            f"dominate. {lora_en} {cache_en}")
+            f"dominate. {lora_en + ' ' if lora_en else ''}{cache_en}")
     if code == "lora_sharding_gain":
         mode = "QLoRA" if v.get("finetune") == "qlora" else "LoRA"
         return say.done(f"{mode} 下 ZeRO-3/FULL_SHARD 比 ZeRO-2/SHARD_GRAD_OP 多分片的只有冻结的基座权重；梯度和优化器状态只属于很小的适配器，"

@@ -483,6 +483,12 @@ def log_at_zero2_step(ev: Evidence) -> Reason | None:
     return Reason("log_zero2_step", {"asked": asked, "config": ev.config("fsdp_shard_grad_op")})
 
 
+def _zero_or_adapters(ev: Evidence) -> bool:
+    """Whether what ZeRO-1/2 leaves unsharded under LoRA is worth saying: the user runs DeepSpeed
+    or adapters (a plain "FSDP uses as much memory as DDP" is about activations and wrapping)."""
+    return deepspeed_user(ev) or ev.parsed.setup.finetune in ("lora", "qlora") or "lora" in ev.parsed.topics
+
+
 def deepspeed_user(ev: Evidence) -> bool:
     obs = ev.parsed.observed
     return (obs.framework or "").lower() in ("deepspeed", "llamafactory", "ms-swift", "openrlhf") \
@@ -517,7 +523,7 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     if "memory_not_divided" in topics and several_gpus(ev):
         # "more GPUs, same memory per GPU": what sharding divides here and what it never does
         out.append(Reason("memory_not_divided", {"finetune": ev.resolved.setup.finetune if ev.resolved else None,
-                                                 "config": ev.config("fsdp_full_shard")}))
+                                                 "config": ev.config("fsdp_full_shard"), "zero": _zero_or_adapters(ev)}))
     if "fsdp_slower_than_ddp" in topics:
         out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:
@@ -609,8 +615,9 @@ def passages_shown(ev: Evidence) -> bool:
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = []
     if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
-        out.append(Reason("memory_not_divided", {"finetune": ev.parsed.setup.finetune, "config": None}))
-    if passages_shown(ev):
+        out.append(Reason("memory_not_divided", {"finetune": ev.parsed.setup.finetune, "config": None,
+                                                 "zero": _zero_or_adapters(ev)}))
+    if passages_shown(ev) and not out:  # a topic answered in its own words needs no passage before it
         out.append(Reason("from_passages", {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
         out.append(Reason("zero_mapping", {"strategy": None, "stage": ev.parsed.observed.zero_stage,

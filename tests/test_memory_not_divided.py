@@ -16,6 +16,10 @@ from bot.understand.intent import topics_of
     "LoRA finetuning 单卡和多卡内存消耗几乎一样",  # #5972
     "With ZeRO-3 on 4 GPUs the memory usage per GPU does not decrease compared to 1 GPU",
     "adding more GPUs gives the same memory per GPU, why?",
+    "I am using FSDP to replace DDP, but FSDP consumes the same amount of memory as DPP",  # fairscale#1050
+    "FSDP training requires more memory than DataParallel one",  # fairscale#1163
+    "why my GPU memory usage will be lower than FSDP mode when I am using DP mode?",  # pytorch#108976
+    "FSDP比DDP还占显存，为什么",
 ])
 def test_the_symptom_is_read(text):
     assert "memory_not_divided" in topics_of(text)
@@ -25,6 +29,8 @@ def test_the_symptom_is_read(text):
     "DDP or FSDP for a 7B model on 8x A100 80GB?",
     "显存不够怎么办，8张A100 40G全参微调13B",
     "两台机器比一台还慢",
+    "Does FSDP use less memory than DDP for a 13B model?",
+    "FSDP is slower than DDP on 8 GPUs",
 ])
 def test_other_questions_are_not_read_as_it(text):
     assert "memory_not_divided" not in topics_of(text)
@@ -50,3 +56,14 @@ def test_without_a_setup_it_answers_first_and_shows_no_table_notice():
     assert a.sections.direct_answer is not None
     assert a.sections.direct_answer.startswith("分片（ZeRO、FSDP）切的是模型状态，不切激活值")
     assert not any("下表" in n for n in a.sections.notices)  # the DeepSpeed-layout notice names a table
+
+
+def test_fsdp_against_ddp_names_the_wrapping_and_leaves_lora_out():
+    # fairscale#1050: the maintainer's causes include no nested wrapping (the whole model one unit);
+    # nothing in the question is about ZeRO-1/2 or adapters, so that sentence is not said.
+    a = ask("FSDP consumes the same amount of memory as DPP, why? I am using FSDP to replace DDP, but I find "
+            "that the memory consumption is the same.")
+    first = a.sections.headline or ""
+    assert first.startswith("Sharding (ZeRO, FSDP) divides the model state, not the activations")
+    assert "auto_wrap_policy" in first and "one unit" in first
+    assert "LoRA" not in first

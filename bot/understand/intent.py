@@ -101,7 +101,13 @@ _TOPIC_RULES: list[tuple[str, str]] = [
                            r"(?:增加|加)(?:了)?卡[^。？?\n]{0,30}(?:显存|占用)[^。？?\n]{0,10}(?:不变|一样|没变|没有?(?:减少|下降|变小))|"
                            r"memory (?:usage )?(?:per gpu )?(?:does ?n[o']t|did ?n[o']t|is ?n[o']t|is not|does not|did not) "
                            r"(?:decrease|drop|go down|reduce|shrink|scale)|same memory (?:on|with|per|usage)|"
-                           r"(?:more|adding|additional) gpus?[^.?\n]{0,40}(?:same|no less|not reduce|doesn'?t reduce) memory"),
+                           r"(?:more|adding|additional) gpus?[^.?\n]{0,40}(?:same|no less|not reduce|doesn'?t reduce) memory|"
+                           # fairscale#1050 "FSDP consumes the same amount of memory as DPP", #1163 "FSDP ...
+                           # requires more memory than DataParallel", pytorch#108976 (DP lower than FSDP)
+                           r"(?:fsdp|zero-?3?)[^.?\n]{0,40}(?:uses?|requires?|consumes?|takes?|needs?|using)[^.?\n]{0,12}"
+                           r"(?:more|the same|same|similar|no less)(?: amount of)?(?: gpu)? memory|"
+                           r"memory[^.?\n]{0,30}(?:lower|less)[^.?\n]{0,30}than (?:with |in )?fsdp|"
+                           r"fsdp[^。？?\n]{0,20}(?:比|和)[^。？?\n]{0,12}(?:ddp|dp)[^。？?\n]{0,10}(?:更占|还占|更多|一样)[^。？?\n]{0,4}(?:显存|内存)?"),
     ("grad_accumulation", r"gradient accumulation|梯度累积|梯度累加|no_sync|grad(?:ient)?[_ ]accum"),
     ("cpu_offload", r"offload|卸载"),
     ("lora", r"lora|peft"),
