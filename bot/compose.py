@@ -510,12 +510,16 @@ def _oom_followup(ev: Evidence, r: Reason, say: Say) -> str:
                         f"should not run out: the real run was bigger. Activations grow with sequence length and "
                         f"micro-batch and no GPU count divides them; tell me the real values, or turn on "
                         f"activation checkpointing first.")
-    return say.done(f"按你给的配置 {name} 每卡只要约 {tot} GiB（可用 {use} GiB）{c}，不该 OOM：多出来的显存在模型之外"
-                    f"（同卡上的其他进程、评估时更大的 batch、个别超长样本、显存碎片），先看 OOM 报错里已分配和保留的数字。",
+    ckpt_off = not say.setup.get("activation_checkpointing")
+    return say.done(f"按你给的配置 {name} 每卡只要约 {tot} GiB（可用 {use} GiB）{c}，不该 OOM：多出来的显存不在这个估算里"
+                    f"（注意力若存下完整的分数矩阵、个别超长样本、评估时更大的 batch、同卡上的其他进程、显存碎片），"
+                    f"先看 OOM 报错里已分配和保留的数字" + ("；开激活检查点能去掉大部分激活，无论是哪种原因都是最稳的第一步。" if ckpt_off else "。"),
                     f"As you describe it, {name} needs only about {tot} GiB per GPU of {use} GiB{c} and should "
-                    f"not run out: the rest is outside the model (another process on the card, a bigger eval "
-                    f"batch, an unusually long sample, fragmentation); read the allocated and reserved figures "
-                    f"in the OOM message first.")
+                    f"not run out: the rest is outside this estimate (an attention that stores its full score "
+                    f"matrix, an unusually long sample, a bigger eval batch, another process on the card, "
+                    f"fragmentation); read the allocated and reserved figures in the OOM message first"
+                    + ("; activation checkpointing removes most activations whatever the cause, the safest first "
+                       "step." if ckpt_off else "."))
 
 
 def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa: C901 (one branch per code)
@@ -561,6 +565,21 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
     if code == "throughput":
         assert cfg is not None
         name = config_name(cfg, lang)
+        fits_zh = f"{name} 放得下（每卡约 {say.cfg(cfg, 'memory', 'total_gib')} GiB，可用 {say.cfg(cfg, 'memory', 'usable_gib')} GiB）"
+        fits_en = (f"{name} fits (about {say.cfg(cfg, 'memory', 'total_gib')} GiB per GPU of "
+                   f"{say.cfg(cfg, 'memory', 'usable_gib')} GiB usable)")
+        speed_zh = (f"micro-batch {say.cfg(cfg, 'throughput', 'micro_batch')} 时每卡约 "
+                    f"{say.cfg(cfg, 'throughput', 'tokens_per_s_per_gpu')} tokens/s{c}")
+        speed_en = (f"about {say.cfg(cfg, 'throughput', 'tokens_per_s_per_gpu')} tokens/s per GPU at micro-batch "
+                    f"{say.cfg(cfg, 'throughput', 'micro_batch')}{c}")
+        if v.get("among") == "checkpointing":
+            return say.done(f"{fits_zh}，在开激活检查点的方案里估计吞吐最高：{speed_zh}；不开检查点的行按估算更快，但这个估算已经少算过一次真实峰值。",
+                            f"{fits_en}, the fastest of the rows with activation checkpointing: {speed_en}; the rows "
+                            f"without it are faster by the estimate, but the estimate has already missed a real "
+                            f"peak once.")
+        if v.get("among") == "headroom":
+            return say.done(f"{fits_zh}，留的余量最大：{speed_zh}。",
+                            f"{fits_en} with the most headroom: {speed_en}.")
         return say.done(
             f"{name} 放得下（每卡约 {say.cfg(cfg, 'memory', 'total_gib')} GiB，可用 {say.cfg(cfg, 'memory', 'usable_gib')} "
             f"GiB），估计吞吐最高：micro-batch {say.cfg(cfg, 'throughput', 'micro_batch')} 时每卡约 "

@@ -215,6 +215,14 @@ def _ladder(ev: Evidence) -> Decision:
         return [c for c in rows if c not in suspect] or rows
 
     with_margin = untried_first([c for c in weighed if fits_with_margin(c)])
+    among: str | None = None  # how the candidates were narrowed before the throughput pick
+    if any(x.code == "oom_unexplained" for x in reasons):
+        # The estimate already missed a real peak by a wide margin, most often in the activations
+        # (an attention that stores its scores, a longer sample): checkpointing removes most of
+        # them whatever the cause, so its rows go first.
+        checkpointed = [c for c in with_margin if checkpointing_on(ev, c)]
+        if checkpointed and len(checkpointed) < len(with_margin):
+            with_margin, among = checkpointed, "checkpointing"
     tight = untried_first([c for c in weighed if c.fits and not fits_with_margin(c)])
     if suspect and with_margin and not set(with_margin) & set(suspect):
         reasons = [Reason("observed_oom", {**x.values, "any_checkpointing": True}) if x.code == "observed_oom"
@@ -243,12 +251,16 @@ def _ladder(ev: Evidence) -> Decision:
         all_suspect = bool(suspect) and set(candidates) <= set(suspect)
         if all_suspect:
             # Each may hit the same OOM as the run that failed: the most headroom goes first.
-            chosen, rival = min(candidates, key=memory_share), None
+            chosen, rival, among = min(candidates, key=memory_share), None, "headroom"
         else:
             chosen, rival = pick(ev, candidates)
         d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
-        reasons += _memory_reasons(ev, chosen, base_ddp)
-        reasons.append(Reason("accumulate" if accumulate else "throughput", {"config": chosen}))
+        memory = _memory_reasons(ev, chosen, base_ddp)
+        if chosen.strategy == ran or among:  # checkpointing is the fix for a real OOM, not a speed-up
+            memory = [Reason("needs_checkpointing", x.values) if x.code == "checkpointing_faster" else x for x in memory]
+        reasons += memory
+        reasons.append(Reason("accumulate", {"config": chosen}) if accumulate
+                       else Reason("throughput", {"config": chosen, "among": among}))
         if rival is not None:
             reasons.append(Reason("simpler_within_tolerance", {"config": chosen, "faster": rival,
                                                                "tolerance": TOLERANCE}))

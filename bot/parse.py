@@ -253,6 +253,17 @@ FRAMEWORK_DEFAULTS: dict[str, tuple[tuple[str, Any, str], ...]] = {
 }
 
 
+_LAUNCH = re.compile(r"(?:^|\s)(?:deepspeed|torchrun|accelerate launch|python3?(?: -m)?)\s+[^\n]{0,200}?\.py\b", re.I | re.M)
+_FLAG = re.compile(r"(?<![\w-])--[a-z][\w.-]+", re.I)
+
+
+def _pasted_command(text: str) -> bool:
+    """A whole training command pasted: a launcher and a script followed by at least six flags
+    (a one-line mention such as "torchrun train.py --fsdp" says too little about what is off)."""
+    m = _LAUNCH.search(text)
+    return m is not None and len(_FLAG.findall(text, m.end())) >= 6
+
+
 def framework_defaults(framework: str | None, fields: dict[str, Any]) -> list[tuple[str, Any, str]]:
     """The defaults of the user's framework for the fields ``fields`` leaves unset, as
     (field, value, notice): assumed for a question, and kept by a setup-panel edit."""
@@ -344,6 +355,13 @@ def parse_conversation(question: str, history=None) -> Parsed:
         fields[name] = value
         provenance[name] = Provenance("assumed", "", 0.8)
         notices.append(notice)
+    if fields.get("activation_checkpointing") is None and any(_pasted_command(t) for t in (question, *turns)):
+        # A whole launch command without a checkpointing flag ran without it: the HF Trainer
+        # (TrainingArguments.gradient_checkpointing), DeepSpeed-Chat and the torchrun examples
+        # default to False (LlamaFactory, which defaults to True, was set just above).
+        fields["activation_checkpointing"] = False
+        provenance["activation_checkpointing"] = Provenance("assumed", "", 0.7)
+        notices.append("command_checkpointing_off")
     asks_about_fsdp = any(_FSDP_WORDS.search(text) for text in (question, *turns))
     # the words that say so (a stated field always carries the text it was read from)
     said = next((m.group(0) for text in (question, *reversed(turns)) if (m := _DEEPSPEED_WORDS.search(text))), "")

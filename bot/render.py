@@ -204,6 +204,11 @@ def notice_text(notice: str, lang: str) -> str:
                                             "配置里 `disable_gradient_checkpointing: true` 才会关掉）。",
                                       "Activation checkpointing is assumed on: LlamaFactory turns it on unless the "
                                       "config sets `disable_gradient_checkpointing: true`."),
+        "command_checkpointing_off": _t(lang, "粘贴的启动命令里没有开激活检查点的参数（如 --gradient_checkpointing），"
+                                              "按 HF Trainer 和 DeepSpeed 示例脚本的默认值假设没开。",
+                                        "The pasted command has no checkpointing flag (such as --gradient_checkpointing), "
+                                        "so activation checkpointing is assumed off, the default of the HF Trainer and "
+                                        "the DeepSpeed example scripts."),
         "deepspeed_layout": _t(lang, "你用的是 DeepSpeed：下表 FSDP 梯度分片一行按 ZeRO-2 的显存布局计算（全参、混合精度："
                                      "每卡存全部半精度权重，fp32 主权重、Adam 状态和半精度梯度按卡切分，optimizer step 时"
                                      "再把本卡的梯度分区拷成一份半精度扁平副本和一份 fp32 副本）；全分片一行即 ZeRO-3，"

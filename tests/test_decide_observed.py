@@ -108,6 +108,24 @@ def test_after_zero3_runs_out_nothing_that_holds_more_is_recommended():
     assert {"seq_len", "micro_batch"} <= set(d.questions)
 
 
+def test_an_unexplained_oom_puts_the_checkpointing_rows_first():
+    # DeepSpeedExamples#411: BLOOM-7B1 LoRA at micro-batch 4 x 2048 on 4 x A100 80GB ran out with
+    # ZeRO-0 (DDP) and no checkpointing; the estimate says DDP fits with room to spare, so it has
+    # missed the real peak, and the fix the maintainer gave (checkpointing) goes first.
+    fields = dict(model="BLOOM-7B1", gpu="A100 80GB SXM", gpu_count=4, finetune="lora", lora_rank=128,
+                  seq_len=2048, micro_batch=4, activation_checkpointing=False)
+    ev = evidence(Observed(oom=True, zero_stage=0), **fields)
+    ddp = ev.config("ddp")
+    assert ddp is not None and fits_with_margin(ddp), "precondition: the estimate says DDP fits"
+    faster = [c for c in ev.configs if c.strategy in GPU_RESIDENT and c.variant == "" and c.strategy != "ddp"
+              and fits_with_margin(c)]
+    assert faster, "precondition: an uncheckpointed row fits and would win on throughput"
+    d = decide(ev)
+    assert (d.strategy, d.variant) == ("ddp", CKPT)
+    assert {"oom_unexplained", "needs_checkpointing"} <= codes(d.reasons)
+    assert next(r for r in d.reasons if r.code == "throughput").values["among"] == "checkpointing"
+
+
 def test_an_oom_the_stated_setup_explains_asks_nothing_more():
     # The same report with the sizes stated and large enough that ZeRO-3 does not fit with a margin
     # (32k tokens, micro-batch 4, no checkpointing): nothing is unexplained, nothing is asked.

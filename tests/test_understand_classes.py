@@ -193,6 +193,7 @@ def test_cards_come_from_the_catalog(text, gpu):
      {"micro_batch": 2, "grad_accum_steps": 4, "precision": "bf16-mixed"}),
     ("per_device_train_batch_size=4, gradient_checkpointing=True, bf16=True",
      {"micro_batch": 4, "activation_checkpointing": True, "precision": "bf16-mixed"}),
+    ("--zero_stage 0 --lora_dim 128 --only_optimize_lora", {"lora_rank": 128}),  # DeepSpeed-Chat
 ])
 def test_run_options(text, expected):
     got = setup_of(text)
@@ -255,11 +256,23 @@ def test_multi_model_jobs(text, role):
     ("TGI 部署 Qwen2.5-72B 推理要几张卡？", "out_of_scope"),
     ("FSDP on TPU v4 with JAX/XLA for a 7B model?", "out_of_scope"),
     ("TensorFlow MirroredStrategy or MultiWorkerMirroredStrategy for BERT?", "out_of_scope"),
+    ("why GeminiPlugin zero3+offloading cannot training a 7B model on 4 2080ti", "out_of_scope"),  # ColossalAI#6272
+
     ("How do I train my dog to stop barking at the GPU fan?", "out_of_scope"),
     ("Which memory foam mattress has the best memory for a side sleeper?", "out_of_scope"),
 ])
 def test_intents(text, intent):
     assert parse_conversation(text).intent == intent
+
+
+def test_another_framework_named_beside_the_users_own_deepspeed_run_is_a_comparison():
+    # DeepSpeedExamples#411: "Colossalai是可以的" beside a pasted deepspeed command
+    text = ("4张80G的A100不能支持lora的7b bloom在batch为4的条件下训练，Colossalai是可以的\n"
+            "deepspeed --num_gpus 4 main.py --per_device_train_batch_size 4 --zero_stage 0")
+    parsed = parse_conversation(text)
+    assert parsed.on_topic and parsed.intent != "out_of_scope"
+    assert parse_conversation("FSDP on TPU v4 with JAX, launched with torchrun --nproc_per_node 8 train.py").intent \
+        == "out_of_scope"  # other hardware is never a mere comparison
 
 
 def test_the_secret_to_fast_fsdp_is_not_an_injection():
@@ -392,6 +405,28 @@ def test_llamafactorys_checkpointing_default(text, on, source):
     prov = parsed.provenance.get("activation_checkpointing")
     assert (prov.source if prov else None) == source
     assert ("framework_checkpointing" in parsed.notices) is (source == "assumed")
+
+
+@pytest.mark.parametrize("text, off", [
+    # a whole pasted command without a checkpointing flag ran without it (DeepSpeedExamples#411)
+    ("deepspeed --num_gpus 4 main.py --data_path x --model_name_or_path y --per_device_train_batch_size 4 "
+     "--max_seq_len 2048 --learning_rate 1e-3 --zero_stage 0 --lora_dim 128 --deepspeed 7B on 4 A100 80G", True),
+    ("torchrun --nproc_per_node 8 train.py --fsdp full_shard 7B on 8 A100", False),  # too short to say
+    ("deepspeed --num_gpus 4 main.py --data_path x --model_name_or_path y --per_device_train_batch_size 4 "
+     "--max_seq_len 2048 --learning_rate 1e-3 --zero_stage 0 --gradient_checkpointing --deepspeed 7B on 4 A100", False),
+])
+def test_a_pasted_command_without_a_checkpointing_flag_ran_without_it(text, off):
+    parsed = parse_conversation(text)
+    assert ("command_checkpointing_off" in parsed.notices) is off
+    if off:
+        assert parsed.setup.activation_checkpointing is False
+        assert parsed.provenance["activation_checkpointing"].source == "assumed"
+
+
+def test_a_batch_that_only_runs_smaller_is_an_oom():
+    assert parse_conversation("4张A100 80G lora 7B, batch为4的条件下不行，batch只能设置到1").observed.oom
+    assert parse_conversation("7B LoRA on 4x A100 80GB: I can only use a batch size of 1").observed.oom
+    assert not parse_conversation("7B LoRA on 4x A100 80GB with batch size 4").observed.oom
 
 
 def test_a_llamafactory_example_config_is_its_setup():

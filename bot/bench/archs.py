@@ -22,6 +22,8 @@ def supports(spec: ModelSpec) -> str | None:
         return "multi-head latent attention is built with transformers"
     if spec.extra_params:
         return "vision towers are built with transformers"
+    if spec.embed_norm:
+        return "a LayerNorm after the embeddings (BLOOM) is built with transformers"
     if spec.norms_per_layer not in (2, 4):
         return f"{spec.norms_per_layer} norms per block"
     return None

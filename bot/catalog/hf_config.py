@@ -241,6 +241,14 @@ def _spec_from_config(cfg: dict, label: str | None, source_url: str) -> ModelSpe
                          _pos_int(_need(cfg, "vocab_size"), "vocab_size"), tied_embeddings=True,
                          max_positions=int(cfg.get("max_seq_len", 2048)), position_table=0,
                          attn_bias=not no_bias, mlp_bias=not no_bias, norm_bias=not no_bias, **common)
+    if mt == "bloom":
+        # BLOOM (transformers BloomConfig): ALiBi, no position table, a LayerNorm after the
+        # embeddings, biased GELU blocks four times as wide, tied output embeddings
+        h = _pos_int(_need(cfg, "hidden_size", "n_embed"), "hidden_size")
+        heads = _pos_int(_need(cfg, "n_head", "num_attention_heads"), "n_head")
+        return ModelSpec(label, "gpt2", _pos_int(_need(cfg, "n_layer", "num_hidden_layers"), "n_layer"), h, 4 * h,
+                         heads, heads, _pos_int(_need(cfg, "vocab_size"), "vocab_size"), tied_embeddings=True,
+                         max_positions=int(cfg.get("seq_length", 2048)), position_table=0, embed_norm=True, **common)
     if mt in ("bert", "roberta", "xlm-roberta", "camembert"):
         h = _pos_int(_need(cfg, "hidden_size"), "hidden_size")
         heads = _pos_int(_need(cfg, "num_attention_heads"), "num_attention_heads")
@@ -374,6 +382,9 @@ def hf_config_for(spec: ModelSpec | str) -> dict:
         return {"model_type": "mpt", "d_model": spec.hidden, "n_layers": spec.n_layers, "n_heads": spec.n_heads,
                 "expansion_ratio": spec.intermediate // spec.hidden, "vocab_size": spec.vocab,
                 "max_seq_len": spec.max_positions, "no_bias": not spec.has_attn_bias}
+    if mt == "bloom":
+        return {"model_type": "bloom", "hidden_size": spec.hidden, "n_layer": spec.n_layers, "n_head": spec.n_heads,
+                "vocab_size": spec.vocab}
     if mt in ("bert", "roberta"):
         return {"model_type": mt, "hidden_size": spec.hidden, "num_hidden_layers": spec.n_layers,
                 "num_attention_heads": spec.n_heads, "intermediate_size": spec.intermediate,

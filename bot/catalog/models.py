@@ -510,6 +510,27 @@ _MODELS: list[ModelSpec] = [
               max_positions=1024, published_params_b=1.56, source_url=_cfg("openai-community/gpt2-xl"),
               family="gpt2", aliases=("gpt2-xl", "gpt2-1.5b", "gpt-2-xl", "openai-community/gpt2-xl"),
               notes="sold as 1.5B; the checkpoint holds 1.558B"),
+    # --- BLOOM: ALiBi (no position table), a LayerNorm after the embeddings, biased GELU blocks, and a
+    # 250,880-token vocabulary whose logits decide the activations at any micro-batch above one.
+    # Published counts from the model cards (e.g. https://huggingface.co/bigscience/bloom-7b1:
+    # 7,069,016,064 parameters); the computed ones match them exactly.
+    ModelSpec("BLOOM-560M", "gpt2", 24, 1024, 4096, 16, 16, 250880, tied_embeddings=True, max_positions=2048,
+              position_table=0, embed_norm=True, published_params_b=0.559, source_url=_cfg("bigscience/bloom-560m"),
+              family="bloom", aliases=("bigscience/bloom-560m", "bloom-560m", "bloomz-560m", "bloom 560m")),
+    ModelSpec("BLOOM-1B7", "gpt2", 24, 2048, 8192, 16, 16, 250880, tied_embeddings=True, max_positions=2048,
+              position_table=0, embed_norm=True, published_params_b=1.722, source_url=_cfg("bigscience/bloom-1b7"),
+              family="bloom", aliases=("bigscience/bloom-1b7", "bloom-1b7", "bloomz-1b7", "bloom 1b7")),
+    ModelSpec("BLOOM-3B", "gpt2", 30, 2560, 10240, 32, 32, 250880, tied_embeddings=True, max_positions=2048,
+              position_table=0, embed_norm=True, published_params_b=3.003, source_url=_cfg("bigscience/bloom-3b"),
+              family="bloom", aliases=("bigscience/bloom-3b", "bloom-3b", "bloomz-3b", "bloom 3b")),
+    ModelSpec("BLOOM-7B1", "gpt2", 30, 4096, 16384, 32, 32, 250880, tied_embeddings=True, max_positions=2048,
+              position_table=0, embed_norm=True, published_params_b=7.069, source_url=_cfg("bigscience/bloom-7b1"),
+              family="bloom", aliases=("bigscience/bloom-7b1", "bloom-7b1", "bloomz-7b1", "bloom 7b", "bloom-7b",
+                                       "bloomz-7b1-mt", "7b bloom", "7b1 bloom"),
+              notes="'7b bloom' as DeepSpeedExamples#411 writes it"),
+    ModelSpec("BLOOM-176B", "gpt2", 70, 14336, 57344, 112, 112, 250880, tied_embeddings=True, max_positions=2048,
+              position_table=0, embed_norm=True, published_params_b=176.247, source_url=_cfg("bigscience/bloom"),
+              family="bloom", aliases=("bigscience/bloom", "bloom-176b", "bloom 176b", "bloomz", "bloom")),
     # --- Encoders and encoder-decoders (exact counts; memory treats blocks GPT-2-like) -------------
     ModelSpec("BERT-base", "gpt2", 12, 768, 3072, 12, 12, 30522, max_positions=512, kind="encoder",
               family="bert", type_vocab=2, pooler=True, embed_norm=True, position_table=512,

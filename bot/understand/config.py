@@ -25,7 +25,7 @@ _INT_KEYS = {
     "seq_len": "seq_len", "seq_length": "seq_len", "sequence_len": "seq_len", "block_size": "seq_len",
     "context_length": "seq_len", "max_length": "seq_len", "maxlen": "seq_len", "max_len": "seq_len",
     "max_words": "seq_len",  # LLaMA-Adapter / LLaMA2-Accessory: tokens per sample, despite the name
-    "lora_rank": "lora_rank", "lora_r": "lora_rank",
+    "lora_rank": "lora_rank", "lora_r": "lora_rank", "lora_dim": "lora_rank",  # lora_dim: DeepSpeed-Chat
     "nproc_per_node": "gpus_per_node", "num_gpus": "num_gpus", "n_gpus": "gpu_count", "gpus": "gpu_count",
     "gpu_count": "gpu_count", "num_processes": "gpu_count", "data_parallel_shard_degree": "gpu_count",
     "world_size": "gpu_count", "devices": "gpu_count",

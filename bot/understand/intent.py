@@ -37,6 +37,12 @@ _FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m
 _OTHER_STACK = re.compile(r"\btpu\b|\bjax\b|\bxla\b|\bflax\b|tensorflow|\bkeras\b|mirroredstrategy|paddle|飞桨|"
                           r"mindspore|\bmlx\b|apple silicon|\bm[1-4] (?:ultra|max|pro)\b|colossalai|geminiplugin|"
                           r"mxnet|oneflow|评测|evaluat(?:e|ion) (?:on|with)", _I)
+# a launch of the user's own run on this stack (DeepSpeed, torchrun, accelerate, LlamaFactory)
+# (read on the message's own words, where the flags a config reader took are blanked with GAP)
+_OWN_TORCH_LAUNCH = re.compile(r"(?:^|\s)(?:deepspeed|torchrun|accelerate launch|llamafactory-cli|swift sft)[\s\u2591]+-{0,2}\w|"
+                               r"--deepspeed\b|python -m torch\.distributed", _I | re.M)
+# other stacks that are other hardware or compilers, never a mere comparison beside a CUDA run
+_NOT_CUDA = re.compile(r"tpu|jax|xla|flax|mlx|apple|m[1-4] ", _I)
 _DIST = re.compile(r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed|并行|parallel|shard|分片|多卡|单卡|多机|"
                    r"\d\s*卡|gpus?\b|显卡|显存|vram|\boom\b|out of memory|nccl|torchrun|accelerate|a100|h100|4090|"
                    r"offload|卸载|all-?reduce|all-?gather|节点|nodes?\b|checkpointing|重计算|batch|micro|bf16|fp16|"
@@ -338,7 +344,12 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
             _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam|"
                                                   r"训练我的狗|训狗|狗狗|宠物", text, _I):
         return "out_of_scope"
-    if _OTHER_STACK.search(text) or _QUALITY.search(text):
+    if _QUALITY.search(text):
+        return "out_of_scope"
+    other = _OTHER_STACK.search(text)
+    if other and not (_OWN_TORCH_LAUNCH.search(text) and not _NOT_CUDA.search(other.group(0))):
+        # another framework is the subject, unless it is only a comparison beside the user's own
+        # DeepSpeed/torchrun run ("Colossalai是可以的", DeepSpeedExamples#411)
         return "out_of_scope"
     if _PAPER.search(text) and not _FIRST_PERSON.search(text):
         return "out_of_scope"
