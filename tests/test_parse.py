@@ -37,6 +37,8 @@ def fields(text: str, history=None) -> dict:
     ("lora微调72b模型需要多少2台8xA100 80G够吗", {"nodes": 2, "gpus_per_node": 8, "gpu_count": 16, "gpu_memory_gb": 80}),
     ("lora微调72Bqwen需要多大内存", {"params_b": 72.0}),
     ("使用8张80G的卡对mixtral8*7B模型lora微调", {"model": "Mixtral-8x7B", "gpu_count": 8, "gpu_memory_gb": 80}),
+    # LlamaFactory#5070 "2卡4090 ds zero3": the card is a 4090 ("ds" is DeepSpeed, not a 4090D)
+    ("下述设置2卡4090 ds zero3 lora微调qwen2.5 7b报错OOM", {"gpu_count": 2, "gpu": "RTX 4090 24GB"}),
     # a node's NICs as one speed, in Tb/s, or count x speed (DGX-class H100/H200 nodes)
     ("4 nodes x 8 H200, InfiniBand 3200 Gb/s per node", {"inter_node_link": "infiniband", "inter_node_gbps": 3200}),
     ("2 nodes of 8 H100, 3.2 Tbps InfiniBand", {"inter_node_gbps": 3200}),
@@ -295,3 +297,10 @@ def test_a_gpu_sold_in_several_sizes_asks_for_its_memory(text, asked):
     parsed = parse_conversation(text)
     assert ("gpu_memory_gb" in parsed.missing) is asked
     assert parsed.setup.gpu  # the GPU itself is still understood
+
+
+def test_a_card_name_stops_before_the_next_word():
+    # "4090 ds zero3": the alias "4090d" must not take the "d" of "ds" (LlamaFactory#5070)
+    parsed = parse_conversation("下述设置2卡4090 ds zero3 lora微调qwen2.5 7b报错OOM")
+    assert parsed.provenance["gpu"].span == "4090"
+    assert parse_conversation("8张4090D训练7B").provenance["gpu"].span == "4090D"

@@ -55,6 +55,8 @@ def _alias_pattern(alias: str) -> str | None:
             parts.append("[x×*]")  # "8x7b" as people type it: "8*7B", "8×7B" (LlamaFactory#2321)
             continue
         parts.append(re.escape(tok).replace(r"\.", r"[._]") if tok[0].isdigit() else re.escape(tok))
+    if len(tokens) > 1 and len(tokens[-1][0]) == 1 and tokens[-1][0].isalpha() and tokens[-2][0][-1].isdigit():
+        parts.append("(?![a-z])")  # "4090d" is a card; "4090 ds zero3" is a 4090 and DeepSpeed (LlamaFactory#5070)
     return "".join(parts)
 
 
