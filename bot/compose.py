@@ -162,6 +162,8 @@ def compose(ev: Evidence, d: Decision) -> Answer:
                    and not (n == "deepspeed_layout" and ev.resolved is None)]
     if ev.resolved is not None and getattr(ev.resolved.model, "is_moe", False):
         sec.notices.append(notice_text("moe_expert_parallel", lang))
+    if ev.resolved is not None and getattr(ev.resolved.model, "eager_attention", False):
+        sec.notices.append(notice_text("eager_attention", lang))
     if parsed.observed.models or "multi_model_rl" in parsed.topics:
         sec.notices.append(multi_model_text(parsed.observed.models, lang))
 
@@ -637,14 +639,19 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
                         f"your global batch{c}.")
     if code == "observed_oom":
         name = _ran_name(v, lang)
+        if cfg is not None and not cfg.fits:  # the estimate says the same: worth saying with its figure
+            why_zh = (f"估算也是如此：每卡约 {say.cfg(cfg, 'memory', 'total_gib')} GiB，可用 "
+                      f"{say.cfg(cfg, 'memory', 'usable_gib')} GiB{c}")
+            why_en = (f"the estimate agrees: about {say.cfg(cfg, 'memory', 'total_gib')} GiB per GPU of "
+                      f"{say.cfg(cfg, 'memory', 'usable_gib')} GiB usable{c}")
+        else:
+            why_zh, why_en = "估算没覆盖到实际的峰值", "the estimate missed the real peak"
         if v.get("any_checkpointing"):
-            return say.done(f"你报告 {name} 已经 OOM，又没说当时有没有开激活检查点，所以 {name} 开不开检查点都不推荐（估算没覆盖到实际的峰值）。",
+            return say.done(f"你报告 {name} 已经 OOM，又没说当时有没有开激活检查点，所以 {name} 开不开检查点都不推荐（{why_zh}）。",
                             f"You report {name} running out of memory and did not say whether activation "
-                            f"checkpointing was on, so {name} is not recommended with or without it (the estimate "
-                            f"missed the real peak).")
-        return say.done(f"你报告 {name} 已经 OOM，所以不再推荐原样的 {name}（估算没覆盖到实际的峰值）。",
-                        f"You report {name} running out of memory, so it is not recommended as it was (the "
-                        f"estimate missed the real peak).")
+                            f"checkpointing was on, so {name} is not recommended with or without it ({why_en}).")
+        return say.done(f"你报告 {name} 已经 OOM，所以不再推荐原样的 {name}（{why_zh}）。",
+                        f"You report {name} running out of memory, so it is not recommended as it was ({why_en}).")
     if code in ("oom_dominated", "oom_unexplained"):
         return _oom_followup(ev, r, say)
     if code == "thin_after_oom":

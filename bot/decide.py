@@ -201,13 +201,13 @@ def _ladder(ev: Evidence) -> Decision:
             dominated = _dominated(ev, weighed, ran, failed)
             suspect += [c for c in _dominated(ev, weighed, ran, suspect) if c not in dominated]
             ran_as = {"strategy": ran, "stage": obs.zero_stage if obs.fsdp_strategy is None else None}
-            reasons.append(Reason("observed_oom", {**ran_as, "any_checkpointing": False}))
+            as_ran = next((c for c in failed if c.variant == BASE), None)
+            reasons.append(Reason("observed_oom", {**ran_as, "any_checkpointing": False, "config": as_ran}))
             spared = sorted({c.strategy for c in dominated if fits_with_margin(c)}, key=GPU_RESIDENT.index)
             if spared:
                 reasons.append(Reason("oom_dominated", {**ran_as, "others": spared}))
-            as_run = next((c for c in failed if c.variant == BASE), None)
-            if as_run is not None and fits_with_margin(as_run):
-                reasons.append(Reason("oom_unexplained", {**ran_as, "config": as_run, "assumed": _assumed_size(ev)}))
+            if as_ran is not None and fits_with_margin(as_ran):
+                reasons.append(Reason("oom_unexplained", {**ran_as, "config": as_ran, "assumed": _assumed_size(ev)}))
             failed += dominated
             weighed = [c for c in weighed if c not in failed]
 

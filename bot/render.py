@@ -219,6 +219,13 @@ def notice_text(notice: str, lang: str) -> str:
                                "the optimizer step a flat half-precision and an fp32 copy of this GPU's gradient "
                                "partition); the full shard row stands for ZeRO-3, which shards the same states."),
         # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
+        "eager_attention": _t(
+            lang, "这个模型在 transformers 里用 eager 注意力（BLOOM 的 ALiBi 没有 SDPA/flash 实现），每层为反向存下完整的 "
+                  "s×s 注意力概率（softmax 的 fp32 输出和它的 16 位副本），激活随序列长度平方增长；表里已经算进去了。",
+            "This model runs eager attention in transformers (BLOOM's ALiBi has no SDPA/flash path), so every "
+            "block keeps the full s x s attention probabilities for backward (the softmax's fp32 output and its "
+            "16-bit copy): "
+            "activations grow with the square of the sequence length. The table counts them."),
         "moe_expert_parallel": _t(
             lang, "这是 MoE 模型：专家并行不属于 DDP/FSDP。FSDP 下每张卡存每个专家的 1/N，前向和反向时把整层的"
                   "全部专家（不只是被激活的）all-gather 回来；专家并行（Megatron、DeepSpeed-MoE、torchtitan）把整个专家"

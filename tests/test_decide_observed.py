@@ -109,10 +109,11 @@ def test_after_zero3_runs_out_nothing_that_holds_more_is_recommended():
 
 
 def test_an_unexplained_oom_puts_the_checkpointing_rows_first():
-    # DeepSpeedExamples#411: BLOOM-7B1 LoRA at micro-batch 4 x 2048 on 4 x A100 80GB ran out with
-    # ZeRO-0 (DDP) and no checkpointing; the estimate says DDP fits with room to spare, so it has
-    # missed the real peak, and the fix the maintainer gave (checkpointing) goes first.
-    fields = dict(model="BLOOM-7B1", gpu="A100 80GB SXM", gpu_count=4, finetune="lora", lora_rank=128,
+    # The shape of DeepSpeedExamples#411 before the calculator knew BLOOM's eager attention: a 7B
+    # LoRA at micro-batch 4 x 2048 on 4 x A100 80GB ran out with ZeRO-0 (DDP) and no checkpointing
+    # while the estimate says DDP fits with room to spare. The estimate has missed the real peak, so
+    # the fix the maintainer gave (checkpointing) goes first.
+    fields = dict(model="Llama-2-7B", gpu="A100 80GB SXM", gpu_count=4, finetune="lora", lora_rank=128,
                   seq_len=2048, micro_batch=4, activation_checkpointing=False)
     ev = evidence(Observed(oom=True, zero_stage=0), **fields)
     ddp = ev.config("ddp")
@@ -269,3 +270,15 @@ def test_zero2_vs_zero3_under_lora_says_only_the_frozen_base_is_sharded(finetune
                     missing=["params_b"])
     d = decide(build_evidence(parsed, with_knowledge=False))
     assert ("lora_sharding_gain" in codes(d.direct)) is said
+
+
+def test_an_oom_the_estimate_also_predicts_says_so_with_its_figure():
+    # DeepSpeedExamples#411 with BLOOM's eager attention counted: DDP at micro-batch 4 needs more
+    # than the card by the estimate too, so the OOM sentence carries that figure.
+    fields = dict(model="BLOOM-7B1", gpu="A100 80GB SXM", gpu_count=4, finetune="lora", lora_rank=128,
+                  seq_len=2048, micro_batch=4, activation_checkpointing=False)
+    d = decide(evidence(Observed(oom=True, zero_stage=0), **fields))
+    oom = next(r for r in d.reasons if r.code == "observed_oom")
+    assert oom.values["config"] is not None and not oom.values["config"].fits
+    assert "oom_unexplained" not in codes(d.reasons)
+    assert (d.strategy, d.variant) == ("ddp", CKPT)

@@ -423,6 +423,18 @@ def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> floa
     return c * (2 * h + 2 * q + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
 
 
+def attention_scores_bytes(model: ModelSpec, seq: int, compute: int) -> float:
+    """Bytes one block saves for the attention probabilities of one sequence when attention runs
+    eagerly (``ModelSpec.eager_attention``): the softmax's fp32 output and its cast to the compute
+    dtype, a x s x s each (Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198 sec. 4.1,
+    count the same s x s terms as 5as/h per token; measured on transformers' BloomAttention with
+    saved-tensor hooks: 6 bytes per head per s^2 in bf16, tests/test_calc_eager_attention.py).
+    Zero for SDPA/flash attention, which keeps only a logsumexp per head and token."""
+    if not model.eager_attention:
+        return 0.0
+    return model.n_heads * seq * seq * (4 + (compute if compute != 4 else 0))
+
+
 def final_norm_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
     """The final norm before the LM head (same accounting as the block's norms)."""
     h, c = model.hidden, mode.compute
@@ -613,7 +625,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
                           frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
                           lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused")
-    per_block = block_activation_bytes_per_token(model, mode) * s
+    per_block = block_activation_bytes_per_token(model, mode) * s + attention_scores_bytes(model, s, c)
     fn = final_norm_bytes_per_token(model, mode) * s
     kept_input = block_input_bytes_per_token(model, mode) * s
     n_layers = model.n_layers

@@ -248,7 +248,8 @@ def _spec_from_config(cfg: dict, label: str | None, source_url: str) -> ModelSpe
         heads = _pos_int(_need(cfg, "n_head", "num_attention_heads"), "n_head")
         return ModelSpec(label, "gpt2", _pos_int(_need(cfg, "n_layer", "num_hidden_layers"), "n_layer"), h, 4 * h,
                          heads, heads, _pos_int(_need(cfg, "vocab_size"), "vocab_size"), tied_embeddings=True,
-                         max_positions=int(cfg.get("seq_length", 2048)), position_table=0, embed_norm=True, **common)
+                         max_positions=int(cfg.get("seq_length", 2048)), position_table=0, embed_norm=True,
+                         eager_attention=True, **common)
     if mt in ("bert", "roberta", "xlm-roberta", "camembert"):
         h = _pos_int(_need(cfg, "hidden_size"), "hidden_size")
         heads = _pos_int(_need(cfg, "num_attention_heads"), "num_attention_heads")

@@ -74,6 +74,9 @@ class ModelSpec:
     type_vocab: int = 0  # BERT's token-type (segment) embeddings
     pooler: bool = False  # BERT's pooler (h x h + bias), counted in its published size
     embed_norm: bool = False  # LayerNorm after the embeddings (BERT)
+    # The transformers implementation computes attention eagerly and keeps the s x s scores for
+    # backward (BLOOM: ALiBi has no SDPA path there); see bot.calc.memory.attention_scores_bytes
+    eager_attention: bool = False
     # MoE (Mixtral, Qwen-MoE, DeepSeek-V2): experts of width moe_intermediate
     n_experts: int = 0
     experts_per_token: int = 0
@@ -515,21 +518,21 @@ _MODELS: list[ModelSpec] = [
     # Published counts from the model cards (e.g. https://huggingface.co/bigscience/bloom-7b1:
     # 7,069,016,064 parameters); the computed ones match them exactly.
     ModelSpec("BLOOM-560M", "gpt2", 24, 1024, 4096, 16, 16, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, published_params_b=0.559, source_url=_cfg("bigscience/bloom-560m"),
+              position_table=0, embed_norm=True, eager_attention=True, published_params_b=0.559, source_url=_cfg("bigscience/bloom-560m"),
               family="bloom", aliases=("bigscience/bloom-560m", "bloom-560m", "bloomz-560m", "bloom 560m")),
     ModelSpec("BLOOM-1B7", "gpt2", 24, 2048, 8192, 16, 16, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, published_params_b=1.722, source_url=_cfg("bigscience/bloom-1b7"),
+              position_table=0, embed_norm=True, eager_attention=True, published_params_b=1.722, source_url=_cfg("bigscience/bloom-1b7"),
               family="bloom", aliases=("bigscience/bloom-1b7", "bloom-1b7", "bloomz-1b7", "bloom 1b7")),
     ModelSpec("BLOOM-3B", "gpt2", 30, 2560, 10240, 32, 32, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, published_params_b=3.003, source_url=_cfg("bigscience/bloom-3b"),
+              position_table=0, embed_norm=True, eager_attention=True, published_params_b=3.003, source_url=_cfg("bigscience/bloom-3b"),
               family="bloom", aliases=("bigscience/bloom-3b", "bloom-3b", "bloomz-3b", "bloom 3b")),
     ModelSpec("BLOOM-7B1", "gpt2", 30, 4096, 16384, 32, 32, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, published_params_b=7.069, source_url=_cfg("bigscience/bloom-7b1"),
+              position_table=0, embed_norm=True, eager_attention=True, published_params_b=7.069, source_url=_cfg("bigscience/bloom-7b1"),
               family="bloom", aliases=("bigscience/bloom-7b1", "bloom-7b1", "bloomz-7b1", "bloom 7b", "bloom-7b",
                                        "bloomz-7b1-mt", "7b bloom", "7b1 bloom"),
               notes="'7b bloom' as DeepSpeedExamples#411 writes it"),
     ModelSpec("BLOOM-176B", "gpt2", 70, 14336, 57344, 112, 112, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, published_params_b=176.247, source_url=_cfg("bigscience/bloom"),
+              position_table=0, embed_norm=True, eager_attention=True, published_params_b=176.247, source_url=_cfg("bigscience/bloom"),
               family="bloom", aliases=("bigscience/bloom", "bloom-176b", "bloom 176b", "bloomz", "bloom")),
     # --- Encoders and encoder-decoders (exact counts; memory treats blocks GPT-2-like) -------------
     ModelSpec("BERT-base", "gpt2", 12, 768, 3072, 12, 12, 30522, max_positions=512, kind="encoder",
