@@ -506,12 +506,14 @@ def _oom_followup(ev: Evidence, r: Reason, say: Say) -> str:
     if assumed:
         zh = "、".join(f"{field_name_text(f, 'zh')} {say.field(f)}" for f in assumed)
         en = " and ".join(f"{field_name_text(f, 'en')} {say.field(f)}" for f in assumed)
+        ckpt_off = not say.setup.get("activation_checkpointing")
         return say.done(f"按这里假设的{zh}，{name} 每卡只要约 {tot} GiB（可用 {use} GiB）{c}，不该 OOM：实际跑的更大。"
-                        f"激活随序列长度和 micro-batch 增长，加卡也分不掉；告诉我实际的值，或先开激活检查点。",
+                        f"激活随序列长度和 micro-batch 增长，加卡也分不掉；告诉我实际的值"
+                        + ("，或先开激活检查点。" if ckpt_off else "。"),
                         f"At the assumed {en}, {name} needs only about {tot} GiB per GPU of {use} GiB{c} and "
                         f"should not run out: the real run was bigger. Activations grow with sequence length and "
-                        f"micro-batch and no GPU count divides them; tell me the real values, or turn on "
-                        f"activation checkpointing first.")
+                        f"micro-batch and no GPU count divides them; tell me the real values"
+                        + (", or turn on activation checkpointing first." if ckpt_off else "."))
     ckpt_off = not say.setup.get("activation_checkpointing")
     return say.done(f"按你给的配置 {name} 每卡只要约 {tot} GiB（可用 {use} GiB）{c}，不该 OOM：多出来的显存不在这个估算里"
                     f"（注意力若存下完整的分数矩阵、个别超长样本、评估时更大的 batch、同卡上的其他进程、显存碎片），"
@@ -533,7 +535,7 @@ def _reason_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noqa
         return say.done("只有单卡时没有东西可分片，DDP/FSDP 的选择只在多卡时才有意义。",
                         "With a single GPU there is nothing to shard across; DDP vs FSDP only matters with several GPUs.")
     if cfg is None and code not in ("lora_ddp_fits", "finetune_fits", "capacity", "link_assumed", "observed_oom",
-                                    "oom_dominated"):
+                                    "oom_dominated", "optimizer_8bit"):
         return ""
     if code == "ddp_fits":
         assert cfg is not None
@@ -773,6 +775,17 @@ def _what_if_text(ev: Evidence, d: Decision, r: Reason, say: Say) -> str:  # noq
                             f"per GPU and fits{c}.")
         return say.done(f"改用 {mode}：{name} 每卡约 {say.num(key)} GiB，放得下{c}。",
                         f"Switch to {mode}: {name} needs about {say.num(key)} GiB per GPU and fits{c}.")
+    if code == "optimizer_8bit":
+        key = variant_key(v["variant"], f"memory.{v['strategy']}.total_gib")
+        now = f"memory.{v['strategy']}.total_gib"
+        name = label(v["strategy"], lang)
+        verdict_zh, verdict_en = ("，放得下", " and fits") if v["fits"] else ("，仍放不下", ", still too much")
+        # no digits outside the bound figures ("8-bit" would read as a figure): the optimizer's names
+        return say.done(f"换成 bitsandbytes 的量化 AdamW（optim: adamw_8bit 或 paged_adamw_8bit，仍是全参微调）：{name} 每卡从 "
+                        f"{say.num(now)} GiB 降到约 {say.num(key)} GiB{verdict_zh}{c}。",
+                        f"Use bitsandbytes' quantized AdamW (optim adamw_8bit or paged_adamw_8bit, still full "
+                        f"fine-tuning): {name} drops from {say.num(now)} GiB per GPU to about {say.num(key)} GiB"
+                        f"{verdict_en}{c}.")
     if code == "capacity":
         cap = v["capacity"]
         name = label(cap.strategy, lang)

@@ -25,6 +25,7 @@ from bot.evidence import (
     FIT_MARGIN,
     LORA,
     LORA_CKPT,
+    OPT8,
     QLORA,
     QLORA_CKPT,
     SINGLE_NODE,
@@ -410,6 +411,13 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
             out.append(Reason("lora_ddp_fits", {"variant": LORA}))
     if r.nodes > 1:
         out += _multi_node(ev, d)
+    opt8 = ev.variants.get(OPT8)
+    if opt8 is not None and (ev.parsed.observed.oom or d.strategy in ("none", "fsdp_full_shard_offload")):
+        # after a real OOM or when nothing fits: 8-bit moments keep full fine-tuning, with its figure
+        target = chosen.strategy if chosen is not None and chosen.strategy in GPU_RESIDENT else "fsdp_full_shard"
+        if ev.estimate is not None and target in opt8.estimate.memory:
+            out.append(Reason("optimizer_8bit", {"variant": OPT8, "strategy": target,
+                                                 "fits": bool(opt8.estimate.memory[target].fits)}))
     if d.strategy in ("none", "fsdp_full_shard_offload"):
         out += _fixes(ev)
         if (r.setup.micro_batch or 1) > 1:

@@ -54,6 +54,7 @@ LORA = "lora"
 QLORA = "qlora"
 LORA_CKPT = "lora+ckpt"
 QLORA_CKPT = "qlora+ckpt"
+OPT8 = "quantized_adam"  # full fine-tune with an 8-bit AdamW (bitsandbytes) in place of fp32 moments
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,10 @@ def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
         out[SINGLE_NODE] = {"nodes": 1, "gpus_per_node": resolved.gpus_per_node,
                             "gpu_count": resolved.gpus_per_node, "inter_node_link": None,
                             "inter_node_gbps": None}
+    if (s.finetune or "full") == "full" and (s.optimizer or "adamw") == "adamw":
+        # the cheapest fix that keeps full fine-tuning: 8-bit Adam moments (LlamaFactory#4199's
+        # maintainer: optim paged_adamw_8bit)
+        out[OPT8] = {"optimizer": "adam8bit", "optimizer_impl": None}
     # the cheaper fine-tuning modes: LoRA and QLoRA for a full fine-tune, QLoRA (a 4-bit base)
     # for LoRA — each the fix when the asked mode cannot fit
     cheaper = {"full": (LORA, QLORA), "lora": (QLORA,)}.get(s.finetune or "full", ())

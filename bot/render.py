@@ -197,9 +197,9 @@ def notice_text(notice: str, lang: str) -> str:
         "model_from_config": _t(lang, "模型按粘贴的 config.json 的结构计算（层数、注意力宽度、词表），不是同等参数量的通用模型。",
                                 "The model is computed from the pasted config.json (its layers, attention width "
                                 "and vocabulary), not as a generic model of its size."),
-        "larger_of_two_sizes": _t(lang, "问题里提到了两个尺寸，下面按较大的那个计算（较小的需要的显存更少）。",
-                                  "You named two sizes of the model; the figures below are for the larger one "
-                                  "(the smaller needs less)."),
+        "larger_of_two_sizes": _t(lang, "问题里提到了几个尺寸，下面按最大的那个计算（小的需要的显存更少）。",
+                                  "You named several sizes of the model; the figures below are for the largest "
+                                  "(the smaller ones need less)."),
         "framework_checkpointing": _t(lang, "按 LlamaFactory 的默认值假设开启了激活检查点（gradient checkpointing；"
                                             "配置里 `disable_gradient_checkpointing: true` 才会关掉）。",
                                       "Activation checkpointing is assumed on: LlamaFactory turns it on unless the "

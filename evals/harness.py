@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from bot.answer import Intent as AnswerIntent
 from bot.answer import Status as AnswerStatus
-from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, LORA, LORA_CKPT, QLORA, QLORA_CKPT
+from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, LORA, LORA_CKPT, OPT8, QLORA, QLORA_CKPT
 from bot.setup import TrainingSetup
 from bot.strategies import ALL_STRATEGIES
 from evals.metrics import METRIC_NAMES, MetricResult, Sources, run_metrics
@@ -50,7 +50,7 @@ SETUP_FIELDS = tuple(TrainingSetup.model_fields)
 _STRATEGY = "|".join(ALL_STRATEGIES)
 # A key may name one of the variants the answer weighed beside the setup as asked
 # ("ckpt.memory.ddp.fits": the same setup with activation checkpointing flipped; bot.evidence).
-_VARIANT = "|".join(re.escape(v) for v in (CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT, LORA, QLORA, LORA_CKPT, QLORA_CKPT))
+_VARIANT = "|".join(re.escape(v) for v in (CKPT, BUCKET_FUSED, BUCKET_FUSED_CKPT, LORA, QLORA, LORA_CKPT, QLORA_CKPT, OPT8))
 NUMBER_KEY = re.compile(
     rf"^(?:(?:{_VARIANT})\.)?(memory\.({_STRATEGY})\.(params_gib|grads_gib|optimizer_gib|activations_gib|buffers_gib|total_gib"
     rf"|fits|max_micro_batch|usable_gib|host_ram_gib)"

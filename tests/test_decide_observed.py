@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.decide import GPU_RESIDENT, decide, fits_with_margin, flipped_base
-from bot.evidence import CKPT, QLORA, build_evidence, evidence_for_resolved
+from bot.evidence import CKPT, OPT8, QLORA, build_evidence, evidence_for_resolved
 from bot.parse import Parsed
 from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.understand import Observed
@@ -282,3 +282,18 @@ def test_an_oom_the_estimate_also_predicts_says_so_with_its_figure():
     assert oom.values["config"] is not None and not oom.values["config"].fits
     assert "oom_unexplained" not in codes(d.reasons)
     assert (d.strategy, d.variant) == ("ddp", CKPT)
+
+
+def test_after_a_full_fine_tune_oom_the_8bit_optimizer_is_offered_with_its_figure():
+    # LlamaFactory#4199: a 9B full fine-tune with ZeRO-3 on 4 x A40 48GB ran out of memory; the
+    # maintainer's fix was an 8-bit optimizer (paged_adamw_8bit), which keeps full fine-tuning.
+    fields = dict(params_b=9, gpu="A40 48GB", gpu_count=4, finetune="full")
+    ev = evidence(Observed(oom=True, zero_stage=3), **fields)
+    d = decide(ev)
+    offer = next(r for r in d.what_ifs if r.code == "optimizer_8bit")
+    s = offer.values["strategy"]
+    assert ev.variants[OPT8].estimate.memory[s].total_gib < ev.estimate.memory[s].total_gib
+    # not offered without an OOM when the setup fits, nor to an adapter run (no full moments)
+    assert not any(r.code == "optimizer_8bit" for r in decide(evidence(**fields)).what_ifs)
+    lora = evidence(Observed(oom=True, zero_stage=3), **{**fields, "finetune": "lora"})
+    assert OPT8 not in lora.variants

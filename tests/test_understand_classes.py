@@ -423,6 +423,15 @@ def test_a_pasted_command_without_a_checkpointing_flag_ran_without_it(text, off)
         assert parsed.provenance["activation_checkpointing"].source == "assumed"
 
 
+@pytest.mark.parametrize("text, size", [
+    ("A40 * 4的配置是否支持 7b/8b/9b 这个量级的模型全参进行微调呢", 9.0),  # LlamaFactory#4199
+    ("7B or 13B model on 8x A100 40GB", 13.0),
+])
+def test_several_bare_sizes_asked_together_keep_the_largest(text, size):
+    parsed = parse_conversation(text)
+    assert parsed.setup.params_b == size and "larger_of_two_sizes" in parsed.notices
+
+
 def test_a_batch_that_only_runs_smaller_is_an_oom():
     assert parse_conversation("4张A100 80G lora 7B, batch为4的条件下不行，batch只能设置到1").observed.oom
     assert parse_conversation("7B LoRA on 4x A100 80GB: I can only use a batch size of 1").observed.oom

@@ -56,6 +56,7 @@ class ProseReading:
     total_memory_gb: float | None = None
     total_span: str = ""
     card_explicit: bool = False  # the card size was written as such ("单卡40G", "16*80G", "each 48GB")
+    larger_of_sizes: bool = False  # "7b/8b/9b": several sizes asked together, the largest kept
 
 
 def _set(out: ProseReading, name: str, value, span: str) -> None:
@@ -86,6 +87,9 @@ _SIZE_TARGET = re.compile(r"(?:压缩到|压缩成|裁剪到|剪枝到|缩小到
                           + NUM + r"\s*(?:b|bn|billion)(?![A-Za-z])", re.I | re.A)
 
 
+_MORE_SIZES = re.compile(r"(?:\s*(?:/|or|或者?|、)\s*" + NUM + r"\s*b(?![a-z]))+", re.I | re.A)
+
+
 def read_size(text: str, out: ProseReading) -> None:
     if m := _SIZE_TARGET.search(text):
         _set(out, "params_b", float(m.group(1)), m.group(0))
@@ -93,7 +97,13 @@ def read_size(text: str, out: ProseReading) -> None:
     for pattern, scale in ((_SIZE_WANYI, 1000.0), (_SIZE_YI, 0.1), (_SIZE_B, 1.0), (_SIZE_M, 0.001)):
         m = pattern.search(text)
         if m:
-            _set(out, "params_b", round(float(m.group(1)) * scale, 6), m.group(0))
+            value, span = float(m.group(1)), m.group(0)
+            if pattern is _SIZE_B and (more := _MORE_SIZES.match(text, m.end())):
+                # "7b/8b/9b 这个量级" (LlamaFactory#4199): sizes asked about together; the largest is
+                # computed (the smaller need less) and the answer says so
+                value = max(value, *(float(x) for x in re.findall(NUM, more.group(0))))
+                span, out.larger_of_sizes = span + more.group(0), True
+            _set(out, "params_b", round(value * scale, 6), span)
             return
 
 

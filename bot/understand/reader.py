@@ -288,6 +288,8 @@ def read_turn(raw: object) -> Reading:
         # a named catalog model carries its own size: "30b左右全参半精度不是300g就够了" beside
         # "qwen-2.5-32b" is a rule of thumb, not the model trained
         put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
+        if prose.larger_of_sizes:
+            out.notices.append("larger_of_two_sizes")
 
     # --- hardware: the person's words first, then the config --------------------------------
     if gpus:
