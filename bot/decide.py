@@ -187,6 +187,7 @@ def _ladder(ev: Evidence) -> Decision:
     reasons: list[Reason] = []
     ran = observed_run(ev)
     suspect: list[Config] = []
+    unexplained = False  # the failed run's own row fits with a margin by the estimate
     if ran is not None:  # the user ran this and it ran out of memory: not recommended as it was
         failed = [c for c in weighed if c.strategy == ran and not (c.variant in (CKPT, BUCKET_FUSED_CKPT)
                                                                    and checkpointing_on(ev, c))]
@@ -207,7 +208,8 @@ def _ladder(ev: Evidence) -> Decision:
             spared = sorted({c.strategy for c in dominated if fits_with_margin(c)}, key=GPU_RESIDENT.index)
             if spared:
                 reasons.append(Reason("oom_dominated", {**ran_as, "others": spared}))
-            if as_ran is not None and fits_with_margin(as_ran):
+            unexplained = as_ran is not None and fits_with_margin(as_ran)
+            if unexplained:
                 reasons.append(Reason("oom_unexplained", {**ran_as, "config": as_ran, "assumed": _assumed_size(ev)}))
             failed += dominated
             weighed = [c for c in weighed if c not in failed]
@@ -217,7 +219,7 @@ def _ladder(ev: Evidence) -> Decision:
 
     with_margin = untried_first([c for c in weighed if fits_with_margin(c)])
     among: str | None = None  # how the candidates were narrowed before the throughput pick
-    if any(x.code == "oom_unexplained" for x in reasons):
+    if unexplained:
         # The estimate already missed a real peak by a wide margin, most often in the activations
         # (an attention that stores its scores, a longer sample): checkpointing removes most of
         # them whatever the cause, so its rows go first.
@@ -281,7 +283,7 @@ def _ladder(ev: Evidence) -> Decision:
         share = chosen.total_gib / chosen.usable_gib if chosen.usable_gib else 1.0
         d.confidence = ("high" if with_margin and share <= COMFORT and ddp_choices
                         else "medium" if with_margin else "low")
-        if all_suspect or any(x.code == "oom_unexplained" for x in reasons):
+        if all_suspect or unexplained:
             d.confidence = "low" if d.confidence == "low" else "medium"  # a real OOM the estimate missed
         if ev.gpu_unknown:
             d.confidence = "low" if len({_scenario_pick(s) for s in ev.scenarios}) > 1 else "medium"
