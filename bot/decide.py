@@ -15,6 +15,7 @@ are structured (``Reason(code, values)``); the composer words them with the figu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from bot.evidence import (
@@ -32,6 +33,7 @@ from bot.evidence import (
     Config,
     Evidence,
 )
+from bot.strategies import STRATEGY_TO_ZERO, ZERO_TO_STRATEGY  # noqa: F401 (re-exported)
 
 MARGIN = FIT_MARGIN  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
 DDP_MARGIN = MARGIN  # the name the advisor's tests import
@@ -51,12 +53,121 @@ _STRATEGY_RANK = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp
 GPU_RESIDENT = ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard")
 
 
+class Code(StrEnum):
+    """Every reason code the decision emits; ``bot.compose`` words each one from the message
+    catalogs. A StrEnum, so a code still compares equal to its string."""
+
+    ACCUMULATE = "accumulate"
+    ASKED_STRATEGY = "asked_strategy"
+    BUCKET_FUSED = "bucket_fused"
+    CAPACITY = "capacity"
+    CAPACITY_ANSWER = "capacity_answer"
+    COMM_COST = "comm_cost"
+    DDP_TOO_BIG = "ddp_too_big"
+    CHECKPOINTING_FASTER = "checkpointing_faster"
+    COMM_HEAVY = "comm_heavy"
+    COMM_LEAST = "comm_least"
+    COMPARE = "compare"
+    DDP_FITS = "ddp_fits"
+    DDP_KNOBS = "ddp_knobs"
+    DDP_MB_LIMIT = "ddp_mb_limit"
+    FAST_LINK_FULL_SHARD = "fast_link_full_shard"
+    FEASIBLE = "feasible"
+    FINETUNE_FITS = "finetune_fits"
+    FROM_PASSAGES = "from_passages"
+    HOST_RAM_SHORT = "host_ram_short"
+    HSDP_IF_SLOW = "hsdp_if_slow"
+    KNOB_FLIPS = "knob_flips"
+    LINK_ASSUMED = "link_assumed"
+    LOG_ZERO2_STEP = "log_zero2_step"
+    LORA_DDP_FITS = "lora_ddp_fits"
+    LORA_SHARDING_GAIN = "lora_sharding_gain"
+    MEMORY_NOT_DIVIDED = "memory_not_divided"
+    NEED_CHECKPOINTING = "need_checkpointing"
+    NEEDS_CHECKPOINTING = "needs_checkpointing"
+    NOTHING_FITS = "nothing_fits"
+    OBSERVED_OOM = "observed_oom"
+    ONLY_OFFLOAD = "only_offload"
+    OOM_DOMINATED = "oom_dominated"
+    OOM_UNEXPLAINED = "oom_unexplained"
+    OPTIMIZER_8BIT = "optimizer_8bit"
+    SHARD_MB_LIMIT = "shard_mb_limit"
+    SIMPLER_WITHIN_TOLERANCE = "simpler_within_tolerance"
+    SINGLE_GPU = "single_gpu"
+    SINGLE_NODE = "single_node"
+    SLOW_INTER_NODE = "slow_inter_node"
+    SMALLER_MB = "smaller_mb"
+    THIN_AFTER_OOM = "thin_after_oom"
+    THROUGHPUT = "throughput"
+    TIGHT = "tight"
+    WHY_FSDP_SLOWER = "why_fsdp_slower"
+    WHY_MULTI_NODE_SLOW = "why_multi_node_slow"
+    ZERO_MAPPING = "zero_mapping"
+
+
+# The values each code may carry (bot.compose reads them); a Reason with any other key is refused.
+PAYLOAD: dict[Code, frozenset[str]] = {
+    Code.ACCUMULATE: frozenset({'config'}),
+    Code.ASKED_STRATEGY: frozenset({'asked', 'best', 'base', 'chosen', 'verdict'}),
+    Code.BUCKET_FUSED: frozenset({'base', 'config'}),
+    Code.CAPACITY: frozenset({'capacity'}),
+    Code.CAPACITY_ANSWER: frozenset({'capacity'}),
+    Code.CHECKPOINTING_FASTER: frozenset({'base', 'config'}),
+    Code.COMM_COST: frozenset({'config'}),
+    Code.COMM_HEAVY: frozenset({'config'}),
+    Code.COMM_LEAST: frozenset({'config'}),
+    Code.COMPARE: frozenset({'b_base', 'b', 'a_base', 'a', 'pair', 'winner'}),
+    Code.DDP_FITS: frozenset({'config'}),
+    Code.DDP_KNOBS: frozenset({'base', 'config'}),
+    Code.DDP_MB_LIMIT: frozenset({'shard', 'config'}),
+    Code.DDP_TOO_BIG: frozenset({'config'}),
+    Code.FAST_LINK_FULL_SHARD: frozenset({'config'}),
+    Code.FEASIBLE: frozenset({'chosen'}),
+    Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
+    Code.FROM_PASSAGES: frozenset({'passages'}),
+    Code.HOST_RAM_SHORT: frozenset({'config'}),
+    Code.HSDP_IF_SLOW: frozenset({'config'}),
+    Code.KNOB_FLIPS: frozenset({'base', 'config'}),
+    Code.LINK_ASSUMED: frozenset({'link', 'gbps'}),
+    Code.LOG_ZERO2_STEP: frozenset({'asked', 'config'}),
+    Code.LORA_DDP_FITS: frozenset({'variant'}),
+    Code.LORA_SHARDING_GAIN: frozenset({'finetune'}),
+    Code.MEMORY_NOT_DIVIDED: frozenset({'finetune', 'config', 'zero'}),
+    Code.NEED_CHECKPOINTING: frozenset({'with', 'without', 'needed'}),
+    Code.NEEDS_CHECKPOINTING: frozenset({'base', 'config'}),
+    Code.NOTHING_FITS: frozenset({'config'}),
+    Code.OBSERVED_OOM: frozenset({'strategy', 'any_checkpointing', 'config', 'stage'}),
+    Code.ONLY_OFFLOAD: frozenset({'config'}),
+    Code.OOM_DOMINATED: frozenset({'others', 'strategy', 'stage'}),
+    Code.OOM_UNEXPLAINED: frozenset({'assumed', 'strategy', 'config', 'stage'}),
+    Code.OPTIMIZER_8BIT: frozenset({'variant', 'strategy', 'fits'}),
+    Code.SHARD_MB_LIMIT: frozenset({'config'}),
+    Code.SIMPLER_WITHIN_TOLERANCE: frozenset({'faster', 'tolerance', 'config'}),
+    Code.SINGLE_GPU: frozenset(),
+    Code.SINGLE_NODE: frozenset({'single_fits', 'single_strategy', 'config'}),
+    Code.SLOW_INTER_NODE: frozenset({'config'}),
+    Code.SMALLER_MB: frozenset({'config'}),
+    Code.THIN_AFTER_OOM: frozenset({'config'}),
+    Code.THROUGHPUT: frozenset({'among', 'config'}),
+    Code.TIGHT: frozenset({'config'}),
+    Code.WHY_FSDP_SLOWER: frozenset({'ddp', 'fsdp'}),
+    Code.WHY_MULTI_NODE_SLOW: frozenset({'link_assumed', 'config'}),
+    Code.ZERO_MAPPING: frozenset({'offload', 'strategy', 'stage'}),
+}
+
 @dataclass(frozen=True)
 class Reason:
-    """One sentence of the argument: a code the composer words, and the values it quotes."""
+    """One sentence of the argument: a code the composer words, and the values it quotes
+    (``PAYLOAD[code]`` lists the keys each code may carry; others are refused)."""
 
-    code: str
+    code: Code
     values: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", Code(self.code))  # an unknown code raises here
+        extra = set(self.values) - PAYLOAD[self.code]
+        if extra:
+            raise ValueError(f"reason {self.code}: unexpected values {sorted(extra)}")
 
 
 @dataclass
@@ -157,7 +268,7 @@ def decide(ev: Evidence) -> Decision:
     d.direct = _direct(ev, d)
     d.questions = _to_ask(parsed)
     for x in d.reasons:  # an OOM the estimate does not explain: ask what sizes the activations
-        if x.code == "oom_unexplained":
+        if x.code == Code.OOM_UNEXPLAINED:
             d.questions += [f for f in x.values["assumed"] if f not in d.questions]
     r = ev.resolved
     if r.nodes > 1 and parsed.setup.inter_node_link is None and parsed.setup.inter_node_gbps is None:
@@ -204,13 +315,13 @@ def _ladder(ev: Evidence) -> Decision:
             suspect += [c for c in _dominated(ev, weighed, ran, suspect) if c not in dominated]
             ran_as = {"strategy": ran, "stage": obs.zero_stage if obs.fsdp_strategy is None else None}
             as_ran = next((c for c in failed if c.variant == BASE), None)
-            reasons.append(Reason("observed_oom", {**ran_as, "any_checkpointing": False, "config": as_ran}))
+            reasons.append(Reason(Code.OBSERVED_OOM, {**ran_as, "any_checkpointing": False, "config": as_ran}))
             spared = sorted({c.strategy for c in dominated if fits_with_margin(c)}, key=GPU_RESIDENT.index)
             if spared:
-                reasons.append(Reason("oom_dominated", {**ran_as, "others": spared}))
+                reasons.append(Reason(Code.OOM_DOMINATED, {**ran_as, "others": spared}))
             unexplained = as_ran is not None and fits_with_margin(as_ran)
             if unexplained:
-                reasons.append(Reason("oom_unexplained", {**ran_as, "config": as_ran, "assumed": _assumed_size(ev)}))
+                reasons.append(Reason(Code.OOM_UNEXPLAINED, {**ran_as, "config": as_ran, "assumed": _assumed_size(ev)}))
             failed += dominated
             weighed = [c for c in weighed if c not in failed]
 
@@ -228,13 +339,13 @@ def _ladder(ev: Evidence) -> Decision:
             with_margin, among = checkpointed, "checkpointing"
     tight = untried_first([c for c in weighed if c.fits and not fits_with_margin(c)])
     if suspect and with_margin and not set(with_margin) & set(suspect):
-        reasons = [Reason("observed_oom", {**x.values, "any_checkpointing": True}) if x.code == "observed_oom"
+        reasons = [Reason(Code.OBSERVED_OOM, {**x.values, "any_checkpointing": True}) if x.code == Code.OBSERVED_OOM
                    else x for x in reasons]
     oom = bool(ev.parsed.observed.oom)
     if oom and not with_margin and tight:
         # The user already hit a real OOM: a fit with no margin is within the estimate's error,
         # so it is not recommended (shown in the table and the what-ifs instead).
-        reasons.append(Reason("thin_after_oom", {"config": min(tight, key=memory_share)}))
+        reasons.append(Reason(Code.THIN_AFTER_OOM, {"config": min(tight, key=memory_share)}))
         tight = []
     candidates = with_margin or tight
     accumulate = False
@@ -248,7 +359,7 @@ def _ladder(ev: Evidence) -> Decision:
     d = Decision("ok", ev.parsed.intent, "none")
 
     if r.gpu_count == 1:
-        reasons.append(Reason("single_gpu"))
+        reasons.append(Reason(Code.SINGLE_GPU))
 
     if candidates:
         all_suspect = bool(suspect) and set(candidates) <= set(suspect)
@@ -260,22 +371,22 @@ def _ladder(ev: Evidence) -> Decision:
         d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
         memory = _memory_reasons(ev, chosen, base_ddp)
         if chosen.strategy == ran or among:  # checkpointing is the fix for a real OOM, not a speed-up
-            memory = [Reason("needs_checkpointing", x.values) if x.code == "checkpointing_faster" else x for x in memory]
+            memory = [Reason(Code.NEEDS_CHECKPOINTING, x.values) if x.code == Code.CHECKPOINTING_FASTER else x for x in memory]
         reasons += memory
-        reasons.append(Reason("accumulate", {"config": chosen}) if accumulate
-                       else Reason("throughput", {"config": chosen, "among": among}))
+        reasons.append(Reason(Code.ACCUMULATE, {"config": chosen}) if accumulate
+                       else Reason(Code.THROUGHPUT, {"config": chosen, "among": among}))
         if rival is not None:
-            reasons.append(Reason("simpler_within_tolerance", {"config": chosen, "faster": rival,
+            reasons.append(Reason(Code.SIMPLER_WITHIN_TOLERANCE, {"config": chosen, "faster": rival,
                                                                "tolerance": TOLERANCE}))
         if chosen.strategy == "ddp" and r.gpu_count > 1:
             if all(c.vs_ddp >= 1.0 for c in candidates if c.strategy != "ddp"):
-                reasons.append(Reason("comm_least", {"config": chosen}))
+                reasons.append(Reason(Code.COMM_LEAST, {"config": chosen}))
         elif chosen.strategy != "ddp":
-            reasons.append(Reason("comm_cost", {"config": chosen}))
+            reasons.append(Reason(Code.COMM_COST, {"config": chosen}))
         if chosen.strategy == "fsdp_hybrid_shard" and slow_link(ev):
-            reasons.append(Reason("slow_inter_node", {"config": chosen}))
+            reasons.append(Reason(Code.SLOW_INTER_NODE, {"config": chosen}))
         if not with_margin and not accumulate:
-            reasons.append(Reason("tight", {"config": chosen}))
+            reasons.append(Reason(Code.TIGHT, {"config": chosen}))
         ddp_choices = [c for c in candidates if c.strategy == chosen.strategy]
         others = sorted({c.strategy for c in candidates if c.strategy != chosen.strategy},
                         key=lambda s: -max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s))
@@ -296,17 +407,17 @@ def _ladder(ev: Evidence) -> Decision:
             chosen = min(offload, key=lambda c: simplicity(ev, c))
             d.strategy, d.variant, d.chosen = chosen.strategy, chosen.variant, chosen
             reasons += _memory_reasons(ev, chosen, base_ddp)
-            reasons.append(Reason("only_offload", {"config": chosen}))
+            reasons.append(Reason(Code.ONLY_OFFLOAD, {"config": chosen}))
             d.confidence = "medium" if r.setup.cpu_ram_gb else "low"
         else:
             d.strategy, d.confidence = "none", "high"
             reasons += _memory_reasons(ev, None, base_ddp)
             biggest = ev.config("fsdp_full_shard", CKPT) or ev.config("fsdp_full_shard")
-            reasons.append(Reason("nothing_fits", {"config": biggest if r.gpu_count > 1 else base_ddp}))
+            reasons.append(Reason(Code.NOTHING_FITS, {"config": biggest if r.gpu_count > 1 else base_ddp}))
             off = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.variant in (BASE, CKPT)]
             short = [c for c in off if not c.fits and c.host_ram_short]
             if short:  # the GPU side fits: the calculator's host-RAM rule is what says no
-                reasons.append(Reason("host_ram_short", {"config": short[0]}))
+                reasons.append(Reason(Code.HOST_RAM_SHORT, {"config": short[0]}))
     d.reasons = reasons
     d.rows = _rows(ev, d)
     d.what_ifs = _what_ifs(ev, d)
@@ -356,15 +467,15 @@ def _memory_reasons(ev: Evidence, chosen: Config | None, ddp: Config) -> list[Re
     r = ev.resolved
     assert r is not None
     if r.gpu_count > 1:  # on one GPU "nothing_fits" says it; there are no replicas
-        out.append(Reason("ddp_fits" if ddp.fits else "ddp_too_big", {"config": ddp}))
+        out.append(Reason(Code.DDP_FITS if ddp.fits else Code.DDP_TOO_BIG, {"config": ddp}))
     if chosen is None or chosen.variant == BASE:
         return out
     base = ev.config(chosen.strategy)
     if chosen.variant in (CKPT, BUCKET_FUSED_CKPT) and checkpointing_on(ev, chosen):
-        out.append(Reason("needs_checkpointing" if base is not None and not base.fits else "checkpointing_faster",
+        out.append(Reason(Code.NEEDS_CHECKPOINTING if base is not None and not base.fits else Code.CHECKPOINTING_FASTER,
                           {"config": chosen, "base": base}))
     if chosen.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT):
-        out.append(Reason("bucket_fused", {"config": chosen, "base": base}))
+        out.append(Reason(Code.BUCKET_FUSED, {"config": chosen, "base": base}))
     return out
 
 
@@ -398,19 +509,19 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     chosen = d.chosen
     # A strategy the user ran out of memory with, checkpointing unknown, is not recommended with
     # or without it (observed_oom): no what-if offers it back.
-    ruled_out = {x.values["strategy"] for x in d.reasons if x.code == "observed_oom" and x.values["any_checkpointing"]}
+    ruled_out = {x.values["strategy"] for x in d.reasons if x.code == Code.OBSERVED_OOM and x.values["any_checkpointing"]}
     for c in d.rows:  # each knob that flips a verdict, with its figure
         base = flipped_base(ev, c)
         if base is not None and c is not d.chosen and c.strategy not in ruled_out:
-            out.append(Reason("knob_flips", {"config": c, "base": base}))
+            out.append(Reason(Code.KNOB_FLIPS, {"config": c, "base": base}))
     if chosen is not None and chosen.strategy == "ddp" and r.gpu_count > 1:
-        out.append(Reason("ddp_mb_limit", {"config": chosen, "shard": ev.config("fsdp_full_shard", chosen.variant)
+        out.append(Reason(Code.DDP_MB_LIMIT, {"config": chosen, "shard": ev.config("fsdp_full_shard", chosen.variant)
                                            or ev.config("fsdp_full_shard")}))
     if chosen is not None and chosen.strategy in ("fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard"):
-        out.append(Reason("shard_mb_limit", {"config": chosen}))
+        out.append(Reason(Code.SHARD_MB_LIMIT, {"config": chosen}))
         lora = ev.variants.get(LORA)
         if (r.setup.finetune or "full") == "full" and lora is not None and lora.estimate.memory["ddp"].fits:
-            out.append(Reason("lora_ddp_fits", {"variant": LORA}))
+            out.append(Reason(Code.LORA_DDP_FITS, {"variant": LORA}))
     if r.nodes > 1:
         out += _multi_node(ev, d)
     opt8 = ev.variants.get(OPT8)
@@ -418,12 +529,12 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
         # after a real OOM or when nothing fits: 8-bit moments keep full fine-tuning, with its figure
         target = chosen.strategy if chosen is not None and chosen.strategy in GPU_RESIDENT else "fsdp_full_shard"
         if ev.estimate is not None and target in opt8.estimate.memory:
-            out.append(Reason("optimizer_8bit", {"variant": OPT8, "strategy": target,
+            out.append(Reason(Code.OPTIMIZER_8BIT, {"variant": OPT8, "strategy": target,
                                                  "fits": bool(opt8.estimate.memory[target].fits)}))
     if d.strategy in ("none", "fsdp_full_shard_offload"):
         out += _fixes(ev)
         if (r.setup.micro_batch or 1) > 1:
-            out.append(Reason("smaller_mb", {"config": ev.config("fsdp_full_shard")}))
+            out.append(Reason(Code.SMALLER_MB, {"config": ev.config("fsdp_full_shard")}))
     return out
 
 
@@ -435,22 +546,22 @@ def _multi_node(ev: Evidence, d: Decision) -> list[Reason]:
     single = ev.variants.get(SINGLE_NODE)
     if chosen is not None and single is not None:
         s = chosen.strategy if chosen.strategy != "fsdp_hybrid_shard" else "fsdp_full_shard"
-        out.append(Reason("single_node", {"config": chosen, "single_strategy": s,
+        out.append(Reason(Code.SINGLE_NODE, {"config": chosen, "single_strategy": s,
                                           "single_fits": bool(single.estimate.memory[s].fits)}))
     if chosen is not None and chosen.comm_share >= COMM_HEAVY:
-        out.append(Reason("comm_heavy", {"config": chosen}))
+        out.append(Reason(Code.COMM_HEAVY, {"config": chosen}))
     assumed = "inter_node_gbps" in r.assumed or "inter_node_link" in r.assumed
     if assumed and chosen is not None and (chosen.comm_share >= COMM_HEAVY or chosen.strategy == "fsdp_hybrid_shard"
                                             or slow_link(ev)):
-        out.append(Reason("link_assumed", {"link": r.inter_node_link, "gbps": r.inter_node_gbps}))
+        out.append(Reason(Code.LINK_ASSUMED, {"link": r.inter_node_link, "gbps": r.inter_node_gbps}))
     if chosen is not None and chosen.strategy != "fsdp_hybrid_shard" and not slow_link(ev):
         hsdp = ev.config("fsdp_hybrid_shard")
         if hsdp is not None and hsdp.fits:
-            out.append(Reason("hsdp_if_slow", {"config": hsdp}))
+            out.append(Reason(Code.HSDP_IF_SLOW, {"config": hsdp}))
     if chosen is not None and chosen.strategy == "fsdp_hybrid_shard":
         fs = ev.config("fsdp_full_shard")
         if fs is not None and fs.fits:
-            out.append(Reason("fast_link_full_shard", {"config": fs}))
+            out.append(Reason(Code.FAST_LINK_FULL_SHARD, {"config": fs}))
     return out
 
 
@@ -468,27 +579,19 @@ def _fixes(ev: Evidence) -> list[Reason]:
                 best = next((s for s in GPU_RESIDENT if (s != "fsdp_hybrid_shard" or r.nodes > 1)
                              and v.estimate.memory[s].fits), None)
                 if best:
-                    out.append(Reason("finetune_fits", {"variant": name, "strategy": best,
+                    out.append(Reason(Code.FINETUNE_FITS, {"variant": name, "strategy": best,
                                                         "finetune": "lora" if name.startswith("lora") else "qlora",
                                                         "checkpointing": name.endswith("ckpt")}))
                     break
     cap = ev.capacity
     if cap is not None and cap.gpu_count is not None and cap.gpu_count > r.gpu_count:
-        out.append(Reason("capacity", {"capacity": cap}))
+        out.append(Reason(Code.CAPACITY, {"capacity": cap}))
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # The question asked
 # --------------------------------------------------------------------------------------------
-
-# DeepSpeed ZeRO stage -> the FSDP strategy that shards the same states (ZeRO paper sec. 5;
-# FSDP's docs map FULL_SHARD to ZeRO-3 and SHARD_GRAD_OP to ZeRO-2). ZeRO-1 shards only the
-# optimizer state: FSDP has no exact match; SHARD_GRAD_OP is its nearest (it also shards grads).
-ZERO_TO_STRATEGY = {0: "ddp", 1: "fsdp_shard_grad_op", 2: "fsdp_shard_grad_op", 3: "fsdp_full_shard"}
-STRATEGY_TO_ZERO = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 3,
-                    "fsdp_full_shard_offload": 3}
-
 
 # An out-of-memory log's failed allocation this close to ZeRO-2's fp32 gradient copy is that copy.
 LOG_ALLOCATION_MATCH = 0.02
@@ -502,7 +605,7 @@ def log_at_zero2_step(ev: Evidence) -> Reason | None:
     copy = ev.estimate.zero2_fp32_grad_copy_gib if ev.estimate is not None else None
     if not asked or not copy or abs(asked - copy) > LOG_ALLOCATION_MATCH * copy:
         return None
-    return Reason("log_zero2_step", {"asked": asked, "config": ev.config("fsdp_shard_grad_op")})
+    return Reason(Code.LOG_ZERO2_STEP, {"asked": asked, "config": ev.config("fsdp_shard_grad_op")})
 
 
 def _zero_or_adapters(ev: Evidence) -> bool:
@@ -533,7 +636,7 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
         out.append(_need_checkpointing(ev))
     if ev.parsed.intent == "capacity" or "how_many_gpus" in topics:
         if ev.capacity is not None:
-            out.append(Reason("capacity_answer", {"capacity": ev.capacity}))
+            out.append(Reason(Code.CAPACITY_ANSWER, {"capacity": ev.capacity}))
     obs = ev.parsed.observed
     ran_ddp = obs.fsdp_strategy in (None, "ddp") and obs.zero_stage in (None, 0)  # a ZeRO-2 run is not DDP
     if "ddp_memory_knobs" in topics or (obs.oom and d.strategy != "ddp" and ran_ddp):
@@ -541,23 +644,23 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
         # said only when the knobs change the figure (at long context the peak is the activations,
         # before any bucket or optimizer temporary exists: "1398.37 -> 1398.37 GiB" says nothing)
         if knob is not None and base is not None and base.total_gib - knob.total_gib >= KNOB_MIN_SAVING * base.total_gib:
-            out.append(Reason("ddp_knobs", {"config": knob, "base": base}))
+            out.append(Reason(Code.DDP_KNOBS, {"config": knob, "base": base}))
     if "memory_not_divided" in topics and several_gpus(ev):
         # "more GPUs, same memory per GPU": what sharding divides here and what it never does
-        out.append(Reason("memory_not_divided", {"finetune": ev.resolved.setup.finetune if ev.resolved else None,
+        out.append(Reason(Code.MEMORY_NOT_DIVIDED, {"finetune": ev.resolved.setup.finetune if ev.resolved else None,
                                                  "config": ev.config("fsdp_full_shard"), "zero": _zero_or_adapters(ev)}))
     if "fsdp_slower_than_ddp" in topics:
-        out.append(Reason("why_fsdp_slower", {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
+        out.append(Reason(Code.WHY_FSDP_SLOWER, {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:
-        out.append(Reason("why_multi_node_slow", {"config": d.chosen, "link_assumed": _link_assumed(ev)}))
+        out.append(Reason(Code.WHY_MULTI_NODE_SLOW, {"config": d.chosen, "link_assumed": _link_assumed(ev)}))
     if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out
             and ev.resolved is not None and ev.resolved.nodes > 1 and d.chosen.comm_share >= COMM_HEAVY):
-        out.append(Reason("why_multi_node_slow", {"config": d.chosen, "link_assumed": _link_assumed(ev)}))  # across nodes
+        out.append(Reason(Code.WHY_MULTI_NODE_SLOW, {"config": d.chosen, "link_assumed": _link_assumed(ev)}))  # across nodes
     if not out and ev.parsed.intent == "recommend" and ev.parsed.asks_if_fits:
         # "够吗?" / "Can I train it on this?": yes with the configuration that fits, or no
-        out.append(Reason("feasible", {"chosen": d.chosen if d.chosen is not None and d.chosen.fits else None}))
+        out.append(Reason(Code.FEASIBLE, {"chosen": d.chosen if d.chosen is not None and d.chosen.fits else None}))
     if deepspeed_user(ev):
-        out.append(Reason("zero_mapping", {"strategy": d.strategy, "stage": ev.parsed.observed.zero_stage,
+        out.append(Reason(Code.ZERO_MAPPING, {"strategy": d.strategy, "stage": ev.parsed.observed.zero_stage,
                                            "offload": ev.parsed.observed.zero_offload}))
     if (log := log_at_zero2_step(ev)) is not None:
         out.insert(0, log)  # what the user's own log shows comes first
@@ -578,7 +681,7 @@ def _compare(ev: Evidence, pair: tuple[str, ...]) -> Reason:
         faster, slower = (a, b) if a.tokens_per_s_per_gpu >= b.tokens_per_s_per_gpu else (b, a)
         near = slower.tokens_per_s_per_gpu >= (1 - TOLERANCE) * faster.tokens_per_s_per_gpu
         winner = min((a, b), key=lambda c: simplicity(ev, c)).strategy if near else faster.strategy
-    return Reason("compare", {"pair": pair, "winner": winner, "a": a, "b": b,
+    return Reason(Code.COMPARE, {"pair": pair, "winner": winner, "a": a, "b": b,
                               "a_base": ev.config(pair[0]), "b_base": ev.config(pair[1])})
 
 
@@ -597,7 +700,7 @@ def _asked_strategy(ev: Evidence, d: Decision, asked: str) -> Reason:
         verdict = "close"
     else:
         verdict = "slower"
-    return Reason("asked_strategy", {"asked": asked, "verdict": verdict, "best": best, "chosen": chosen,
+    return Reason(Code.ASKED_STRATEGY, {"asked": asked, "verdict": verdict, "best": best, "chosen": chosen,
                                      "base": ev.config(asked)})
 
 
@@ -611,7 +714,7 @@ def _need_checkpointing(ev: Evidence) -> Reason:
         fits_with = [c for c in offload if checkpointing_on(ev, c)]
     best_without = max(fits_without, key=lambda c: c.tokens_per_s_per_gpu, default=None)
     best_with = max(fits_with, key=lambda c: c.tokens_per_s_per_gpu, default=None)
-    return Reason("need_checkpointing", {"needed": best_without is None and best_with is not None,
+    return Reason(Code.NEED_CHECKPOINTING, {"needed": best_without is None and best_with is not None,
                                          "without": best_without, "with": best_with})
 
 
@@ -637,16 +740,16 @@ def passages_shown(ev: Evidence) -> bool:
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = []
     if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
-        out.append(Reason("memory_not_divided", {"finetune": ev.parsed.setup.finetune, "config": None,
+        out.append(Reason(Code.MEMORY_NOT_DIVIDED, {"finetune": ev.parsed.setup.finetune, "config": None,
                                                  "zero": _zero_or_adapters(ev)}))
     if passages_shown(ev) and not out:  # a topic answered in its own words needs no passage before it
-        out.append(Reason("from_passages", {"passages": ev.passages[:2]}))
+        out.append(Reason(Code.FROM_PASSAGES, {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
-        out.append(Reason("zero_mapping", {"strategy": None, "stage": ev.parsed.observed.zero_stage,
+        out.append(Reason(Code.ZERO_MAPPING, {"strategy": None, "stage": ev.parsed.observed.zero_stage,
                                            "offload": ev.parsed.observed.zero_offload}))
     sharded = {"fsdp_shard_grad_op", "fsdp_full_shard"}
     asks_sharding = sharded <= set(ev.parsed.compare) or "shard_grad_op_vs_full_shard" in ev.parsed.topics
     if asks_sharding and ev.parsed.setup.finetune in ("lora", "qlora") and "memory_not_divided" not in ev.parsed.topics:
         # with adapters, what FULL_SHARD adds over SHARD_GRAD_OP is sharding the frozen base only
-        out.append(Reason("lora_sharding_gain", {"finetune": ev.parsed.setup.finetune}))
+        out.append(Reason(Code.LORA_SHARDING_GAIN, {"finetune": ev.parsed.setup.finetune}))
     return out

@@ -19,6 +19,7 @@ to each printed figure. Variant keys carry a prefix: ``ckpt.memory.ddp.total_gib
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +129,25 @@ class Capacity:
     chunked_loss: bool = False  # it also needs a chunked cross-entropy (long context, large vocab)
 
 
+@dataclass(frozen=True)
+class DocSentence:
+    """A knowledge doc's sentence an answer quotes beside a forum verdict."""
+
+    doc_id: str
+    title: str
+    url: str | None
+    sentence: str
+
+
+@dataclass(frozen=True)
+class ClaimDocs:
+    """For one forum claim: the doc sentence with the 1.5x volume ratio (communication claims)
+    and the one holding every figure of the correction's first sentence."""
+
+    ratio: DocSentence | None = None
+    correction: DocSentence | None = None
+
+
 @dataclass
 class Evidence:
     parsed: Parsed
@@ -147,6 +167,13 @@ class Evidence:
     # the same model with quantized weights (dtype -> InferenceEstimate): int8 and int4 (AWQ/GPTQ)
     inference_quantized: dict[str, Any] = field(default_factory=dict)
     gpu_unknown: bool = False
+    claim_docs: dict[str, ClaimDocs] = field(default_factory=dict)  # claim id -> doc sentences it may quote
+
+    @property
+    def asks_about_tpu(self) -> bool:
+        """The question is about TPUs or JAX, where XLA sharding, not DDP/FSDP, is the tool."""
+        words = {w.lower() for w in self.question.replace("/", " ").split()}
+        return bool({"tpu", "jax"} & words) or "TPU" in self.question
 
     def config(self, strategy: str, variant: str = BASE) -> Config | None:
         return next((c for c in self.configs if c.strategy == strategy and c.variant == variant), None)
@@ -504,6 +531,39 @@ def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:
     except Exception as err:
         log.warning("forum claims unavailable: %s", err)
         ev.claims = []
+    for claim in ev.claims:  # the doc sentences a verdict may quote, found here so compose reads no corpus
+        ev.claim_docs[claim.claim_id] = ClaimDocs(
+            ratio=doc_sentence_for(claim.doc_ids, ["1.5x"]) if claim.topic == "communication" else None,
+            correction=doc_sentence_for(claim.doc_ids, None, text=first_sentence(claim.correction or "")))
+
+
+def first_sentence(text: str) -> str:
+    """A correction's first sentence (the part a forum verdict quotes)."""
+    return re.split(r"(?<=。)|(?<=\.)\s", text.strip(), maxsplit=1)[0].strip()
+
+
+def doc_sentence_for(doc_ids: list[str], figures: list[str] | None, text: str = "") -> DocSentence | None:
+    """The first sentence of the first doc in ``doc_ids`` holding every figure (``figures``, or
+    those printed in ``text``); None when no doc has one."""
+    from bot.figures import numbers_in_text
+
+    if figures is None:
+        figures = [m.printed for m in numbers_in_text(text)]
+    try:
+        from bot.knowledge.corpus import get_entry
+        from bot.knowledge.sentences import complete_sentences, line_pieces
+    except ImportError:
+        return None
+    for doc_id in doc_ids:
+        try:
+            doc = get_entry(doc_id)
+        except Exception:
+            continue
+        for sentence in complete_sentences(doc.text) + line_pieces(doc.text):
+            if len(sentence) > 20 and (not figures or all(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d.]\d)", sentence)
+                                                          for f in figures)):
+                return DocSentence(doc.id, doc.title, doc.url, sentence[:300])
+    return None
 
 
 def _inference(parsed: Parsed) -> Any:

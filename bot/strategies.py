@@ -72,3 +72,20 @@ def finetune_label(finetune: str | None, language: str = "en") -> str:
     zh, en = FINETUNE_LABELS.get(finetune or "full", (str(finetune), str(finetune)))
     return zh if language == "zh" else en
 
+
+
+# DeepSpeed ZeRO stage <-> the FSDP strategy that shards the same states (ZeRO paper sec. 5,
+# https://arxiv.org/abs/1910.02054; FSDP's docs map FULL_SHARD to ZeRO-3 and SHARD_GRAD_OP to ZeRO-2,
+# https://pytorch.org/docs/stable/fsdp.html). ZeRO-1 shards only the optimizer state: FSDP has no
+# exact match; SHARD_GRAD_OP is its nearest (it also shards grads).
+ZERO_TO_STRATEGY = {0: "ddp", 1: "fsdp_shard_grad_op", 2: "fsdp_shard_grad_op", 3: "fsdp_full_shard"}
+STRATEGY_TO_ZERO = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 3,
+                    "fsdp_full_shard_offload": 3}
+# what DeepSpeed adds to the stage for the strategies a bare stage does not name: ZeRO++'s
+# hierarchical partitioning (hpZ) keeps a secondary shard per node, as HSDP does
+_ZERO_SUFFIX = {"fsdp_hybrid_shard": " + hpZ", "fsdp_full_shard_offload": " + offload"}
+
+
+def zero_name(strategy: str) -> str:
+    """The strategy in DeepSpeed's terms ("ZeRO-3 + offload")."""
+    return f"ZeRO-{STRATEGY_TO_ZERO[strategy]}{_ZERO_SUFFIX.get(strategy, '')}"

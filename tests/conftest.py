@@ -18,6 +18,10 @@ else:
     os.environ["SHARDWISE_DATA_DIR"] = _session_dir
     atexit.register(shutil.rmtree, _session_dir, ignore_errors=True)
 
+# A message whose figure is missing raises instead of being dropped (bot.answer.catalog): a test
+# that reaches such a sentence fails.
+os.environ.setdefault("SHARDWISE_STRICT_MESSAGES", "1")
+
 import bot  # noqa: E402,F401  (sets offline env vars)
 
 try:

@@ -1,0 +1,345 @@
+"""Answer composition: (evidence, decision) -> the structured ``Answer`` (the fourth stage).
+
+This package assembles structure: which sentences an answer has and in what order, and which
+figures each one quotes. It writes no wording: every sentence is a message of the per-language
+catalogs (``bot/answer/messages/{en,zh}.yaml``, rendered by ``bot.answer.catalog``), whose
+placeholders name the figures they print. Each figure is bound to its key (``numbers`` key,
+``setup.<field>``, ``cite.<n>``) and recorded in ``Sections.figure_keys``; the renderer
+(``bot.render``) lays the sections out and emits ``Answer.figures`` in text order.
+
+- ``bot.compose`` (here): the entry, the three shapes of answer (out of scope, no setup, a setup),
+  the setup as read, the table rows, the calculator citation's quote, the how-to;
+- ``bot.compose.say``: ``Say`` (figure binding over the catalogs) and ``Citations``;
+- ``bot.compose.reasons``: one wording function per ``bot.decide.Code``;
+- ``bot.compose.forum``: retrieved passages and forum verdicts.
+
+A sentence whose figure is missing is dropped and logged (``SHARDWISE_STRICT_MESSAGES=1``, set
+by the tests, raises instead): an answer never prints "?" for a figure. No calculator call and no
+knowledge lookup here: everything comes from the evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.answer import (
+    Answer,
+    HowTo,
+    Recommendation,
+    Sections,
+    SetupItem,
+    TableRow,
+)
+from bot.answer.catalog import render
+from bot.compose.forum import forum_verdicts, passages
+from bot.compose.reasons import reason_text
+from bot.compose.say import (
+    VARIANT_WORDS,
+    Citations,
+    Say,
+    config_name,
+    sentence,
+)
+from bot.decide import (
+    TOLERANCE,
+    Decision,
+    checkpointing_on,
+    deepspeed_user,
+    passages_shown,
+)
+from bot.evidence import (
+    BUCKET_FUSED,
+    BUCKET_FUSED_CKPT,
+    Config,
+    Evidence,
+)
+from bot.render import (
+    fmt,
+    multi_model_text,
+    notice_text,
+    problem_text,
+    question_text,
+    render_markdown,
+)
+from bot.strategies import label, optimizer_label, short_label
+
+DESIGN_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
+                 "intra_node_link", "inter_node_link", "inter_node_gbps", "precision", "optimizer",
+                 "finetune", "seq_len", "micro_batch", "activation_checkpointing", "cpu_ram_gb")
+
+
+# --------------------------------------------------------------------------------------------
+# Entry
+# --------------------------------------------------------------------------------------------
+
+
+def compose(ev: Evidence, d: Decision) -> Answer:
+    """The Answer for ``ev`` decided as ``d``; ``text`` is rendered from the sections."""
+    lang = ev.language
+    parsed = ev.parsed
+    cites = Citations()
+    numbers: dict[str, Any] = ev.numbers() if ev.resolved is not None or ev.inference is not None else {}
+    if ev.resolved is not None:  # DESIGN's fields, then every run option that is set (the calc
+        # citation is verified by recomputing from this setup, so nothing it used may be missing)
+        setup = {k: v for k, v in ev.resolved.setup.model_dump().items()
+                 if k in DESIGN_FIELDS or v is not None}
+    else:
+        setup = {k: v for k, v in parsed.setup.model_dump().items() if k in DESIGN_FIELDS and v is not None}
+    if ev.inference is not None:
+        setup = dict(ev.inference.setup())
+    if ev.resolved is not None:
+        numbers["decision.tolerance_pct"] = round(TOLERANCE * 100)
+    calc_n = None
+    if ev.resolved is not None:
+        calc_n = cites.add("calc", "calc", render(lang, "source.calc", {}), None, calc_quote(ev.resolved))
+    say = Say(lang, numbers, setup, calc_n)
+    sec = Sections()
+    # the DeepSpeed-layout notice describes the table's rows: none without a computed setup
+    sec.notices = [notice_text(n, lang) for n in _notices(parsed) if n != "earlier_setup_kept"
+                   and not (n == "deepspeed_layout" and ev.resolved is None)]
+    if ev.resolved is not None and getattr(ev.resolved.model, "is_moe", False):
+        sec.notices.append(notice_text("moe_expert_parallel", lang))
+    if ev.resolved is not None and getattr(ev.resolved.model, "eager_attention", False):
+        sec.notices.append(notice_text("eager_attention", lang))
+    if parsed.observed.models or "multi_model_rl" in parsed.topics:
+        sec.notices.append(multi_model_text(parsed.observed.models, lang))
+
+    if d.status == "out_of_scope" or parsed.empty:
+        _out_of_scope(ev, d, say, sec, cites)
+    elif d.status == "invalid":
+        sec.headline = say.word("headline.invalid")
+        sec.reasons = [problem_text(p.field, p.message, lang) for p in ev.problems]
+    elif ev.resolved is None:
+        _without_setup(ev, d, say, sec, cites)
+    else:
+        _with_setup(ev, d, say, sec, cites)
+
+    if passages_shown(ev):
+        passages(ev, sec, cites)
+    forum_verdicts(ev, d, say, sec, cites)
+    sec.questions = [question_text(q, lang) for q in d.questions]
+    sec.figure_keys = {**say.figure_keys, **sec.figure_keys}
+    provenance = _provenance(ev)
+    sec.setup_read = _setup_read(ev, setup, provenance)
+    why = list(sec.reasons)
+    answer = Answer(
+        status=d.status, intent=d.intent, language="zh" if lang == "zh" else "en", setup=setup,  # type: ignore[arg-type]
+        provenance=provenance, missing=list(d.questions),
+        recommendation=Recommendation(strategy=d.strategy, alternatives=list(d.alternatives),
+                                      confidence=d.confidence, why=why),  # type: ignore[arg-type]
+        numbers=numbers, citations=cites.items, questions=list(d.questions), sections=sec,
+    )
+    return render_markdown(answer)
+
+
+def _setup_read(ev: Evidence, setup: dict[str, Any], provenance: dict[str, Any]) -> list[SetupItem]:
+    """Every setup field the answer used, where it came from and the text it was read from (the
+    answer's "Read: ... from `...`" line). Run options left at PyTorch's defaults are assumed."""
+    spans = ev.parsed.provenance or {}
+    assumed = set(ev.resolved.assumed) if ev.resolved is not None else set()
+    items = []
+    for k, v in setup.items():
+        if v is None or not isinstance(v, str | int | float | bool):
+            continue
+        source = provenance.get(k) or ("assumed" if k in assumed else "stated")
+        span = getattr(spans.get(k), "span", None) if source != "assumed" else None
+        items.append(SetupItem(field=k, value=v, source=source, span=span or None))
+    return items
+
+
+def _notices(parsed: Any) -> list[str]:
+    out = list(parsed.notices)
+    if parsed.injection:
+        out.append("injection")
+    if parsed.unknown_model:
+        out.append("unknown_model")
+    return out
+
+
+def _provenance(ev: Evidence) -> dict[str, Any]:
+    """Field -> where its value came from: the parser's provenance, else assumed (a default of
+    ``resolve_setup``), else stated (said, or derived from what was said: a GPU's memory)."""
+    out: dict[str, Any] = {}
+    for name, p in (ev.parsed.provenance or {}).items():
+        source = getattr(p, "source", p)
+        if name in DESIGN_FIELDS and source in ("stated", "config", "log", "history", "assumed"):
+            out[name] = source
+    if ev.resolved is not None:
+        for name in ev.resolved.assumed:
+            if name in DESIGN_FIELDS:
+                out[name] = "assumed"
+        for name in DESIGN_FIELDS:
+            if getattr(ev.resolved.setup, name, None) is not None:
+                out.setdefault(name, "stated")
+    return out
+
+
+def calc_quote(resolved: Any) -> str:
+    """The calc citation's quote: every input the figures depend on, in one line."""
+    s = resolved.setup
+    model = resolved.model
+    if model.approximate:  # a bare size: the calculator uses an inferred Llama-style shape
+        name = f"generic {fmt(s.params_b or model.params_b)}B model (approximate shape,"
+    else:
+        name = model.name
+    gpu = resolved.gpu.name if resolved.gpu else f"{fmt(resolved.gpu_memory_gb)} GB GPU"
+    if resolved.nodes > 1:
+        where = (f"{resolved.nodes} nodes x {resolved.gpus_per_node} x {gpu}, {resolved.intra_node_link} "
+                 f"in a node, {resolved.inter_node_link} {fmt(resolved.inter_node_gbps)} Gb/s between nodes")
+    else:
+        where = f"{resolved.gpu_count} x {gpu}, {resolved.intra_node_link}"
+    ft = {"full": "full fine-tune", "lora": f"LoRA rank {s.lora_rank}", "qlora": f"QLoRA rank {s.lora_rank}"}
+    opt = optimizer_label(s.optimizer)
+    parts = [f"{name} {fmt(model.params_b)}B params" + (")" if model.approximate else ""), where, s.precision, opt,
+             ft.get(s.finetune or "full", s.finetune), f"seq {s.seq_len}", f"micro-batch {s.micro_batch}",
+             "activation checkpointing" if s.activation_checkpointing else "no activation checkpointing"]
+    if s.cpu_ram_gb:
+        parts.append(f"{fmt(s.cpu_ram_gb)} GB CPU RAM")
+    return ", ".join(str(p) for p in parts)
+
+
+
+
+# --------------------------------------------------------------------------------------------
+# The three shapes of answer
+# --------------------------------------------------------------------------------------------
+
+
+def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
+    example = say.word("headline.example")  # no figures of its own, so the examples always trace
+    if ev.parsed.empty:
+        sec.headline = say.word("headline.empty", example=example)
+        return
+    topics = set(ev.parsed.topics)
+    tpu = ev.asks_about_tpu
+    if ev.inference is not None and not tpu:
+        inf = ev.inference
+        say.calc = cites.add("calc", "calc", say.word("source.inference"), None, inf.quote())
+        sec.headline = say.word("headline.inference")
+        sec.direct_answer = sentence(lambda: say.msg("inference.direct", dtype=inf.dtype), "inference.direct")
+        quant = ev.inference_quantized
+        if "int8" in quant and "int4" in quant:
+            line = sentence(lambda: say.msg("inference.quantized"), "inference.quantized")
+            if line:
+                sec.reasons.append(line)
+        sec.reasons.append(say.word("inference.advice"))
+        return
+    if "inference" in topics:
+        sec.headline = say.word("headline.inference_topic")
+        return
+    if tpu:
+        sec.headline = say.word("headline.tpu")
+        return
+    sec.headline = say.word("headline.out_of_scope", example=example)
+    if "earlier_setup_kept" in ev.parsed.notices:
+        sec.reasons.append(say.word("headline.earlier_setup_kept"))
+
+
+def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
+    direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
+    if direct:  # answered: the first sentence leads (the headline), the rest come before it once
+        sec.direct_answer = _joined(direct[1:] if d.status == "ok" else direct, say)
+    sec.headline = direct[0] if direct and d.status == "ok" else say.word("headline.depends")
+
+
+def _joined(sentences: list[str], say: Say) -> str | None:
+    """Sentences shown as one paragraph, its figures still bound: the paragraph's keys are its
+    sentences' keys in order (the renderer binds a paragraph as a whole)."""
+    if not sentences:
+        return None
+    text = " ".join(sentences)
+    if len(sentences) > 1:
+        say.figure_keys[text] = [k for x in sentences for k in say.figure_keys.get(x, [])]
+    return text
+
+
+def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
+    lang = ev.language
+    direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
+    sec.direct_answer = _joined(direct, say)
+    conf = say.word(f"words.confidence.{d.confidence}")
+    if d.strategy == "none":
+        sec.headline = say.word("headline.nothing_fits", conf=conf)
+    else:  # the renderer prints the direct answer first, then this
+        name = config_name(d.chosen, lang) if d.chosen is not None else label(d.strategy, lang)
+        alts = say.word("words.list_sep").join(label(a, lang) for a in d.alternatives)
+        sec.headline = say.word("headline.recommendation", name=name, conf=conf, alts=alts)
+    sec.table = [_row(c, d, lang) for c in d.rows]
+    sec.reasons = [x for x in (reason_text(ev, d, r, say) for r in d.reasons) if x]
+    for fig in ev.stored:
+        if fig.strategy not in (d.strategy, "ddp"):
+            continue
+        n = cites.add(fig.run_id, "bench", say.word("source.stored", kind=fig.kind, run_id=fig.run_id),
+                      None, fig.summary)
+        key = "stored.simulation" if fig.kind == "simulation" else "stored.run"
+        sec.reasons.append(say.msg(key, peak=say.val(fig.peak_gib, f"cite.{n}"), label=label(fig.strategy, lang), n=n))
+    sec.what_ifs = [x for x in (reason_text(ev, d, r, say) for r in d.what_ifs) if x]
+    if ev.scenarios:
+        sec.reasons = _scenario_lines(ev, say, cites) + sec.reasons
+    sec.howto = _howto(ev, d)
+
+
+def _howto(ev: Evidence, d: Decision) -> list[HowTo]:
+    from bot.howto import SnippetSpec, snippets
+
+    r = ev.resolved
+    if r is None or d.chosen is None:
+        return []
+    spec = SnippetSpec(strategy=d.strategy, nodes=r.nodes, gpus_per_node=r.gpus_per_node,
+                       precision=r.setup.precision, checkpointing=checkpointing_on(ev, d.chosen),
+                       bucket_view=d.chosen.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT),
+                       device_type=_device(r)[0], backend=_device(r)[1])
+    return snippets(spec, deepspeed=deepspeed_user(ev), language=ev.language)
+
+
+def howto_for(strategy: str, resolved: Any, *, deepspeed: bool = False, language: str = "en") -> list[HowTo]:
+    """How-to items for a strategy on a resolved setup (the web page's panel)."""
+    from bot.howto import SnippetSpec, snippets
+
+    device_type, backend = _device(resolved)
+    spec = SnippetSpec(strategy=strategy, nodes=resolved.nodes, gpus_per_node=resolved.gpus_per_node,
+                       precision=resolved.setup.precision, checkpointing=bool(resolved.setup.activation_checkpointing),
+                       device_type=device_type, backend=backend)
+    return snippets(spec, deepspeed=deepspeed, language=language)
+
+
+def _device(resolved: Any) -> tuple[str, str]:
+    """The card's torch device and collective backend for the how-to (Ascend: npu + hccl, ...)."""
+    gpu = getattr(resolved, "gpu", None)
+    return (getattr(gpu, "device_type", "cuda") or "cuda", getattr(gpu, "backend", "nccl") or "nccl")
+
+
+def _row(c: Config, d: Decision, lang: str) -> TableRow:
+    keys = {"total_gib": c.key("memory", "total_gib"), "usable_gib": c.key("memory", "usable_gib"),
+            "fits": c.key("memory", "fits"), "max_micro_batch": c.key("memory", "max_micro_batch"),
+            "vs_ddp": c.key("comm", "vs_ddp"), "step_seconds": c.key("time", "step_seconds")}
+    if c.tokens_per_s_per_gpu:
+        keys["tokens_per_s_per_gpu"] = c.key("throughput", "tokens_per_s_per_gpu")
+    name = short_label(c.strategy, lang)
+    if c.variant in VARIANT_WORDS:
+        name += " + " + render(lang, f"words.variant.{VARIANT_WORDS[c.variant]}", {})
+    return TableRow(strategy=c.strategy, variant=c.variant, label=name, total_gib=c.total_gib, usable_gib=c.usable_gib,
+                    fits=c.fits, max_micro_batch=c.max_micro_batch, vs_ddp=c.vs_ddp, step_seconds=c.step_seconds,
+                    tokens_per_s_per_gpu=round(c.tokens_per_s_per_gpu, 1) if c.tokens_per_s_per_gpu else None,
+                    chosen=c is d.chosen, keys=keys)
+
+
+def _scenario_lines(ev: Evidence, say: Say, cites: Citations) -> list[str]:
+    lines = [say.word("scenario.intro")]
+    yes, no = say.word("words.fits"), say.word("words.does_not_fit")
+    for sc in ev.scenarios:
+        mem = sc.estimate.memory
+        ddp, fs = mem["ddp"], mem["fsdp_full_shard"]
+        pick = next((s for s in ("ddp", "fsdp_full_shard") if mem[s].fits), "none")
+        quote = (f"{calc_quote(sc.resolved)}: DDP {fmt(ddp.total_gib)} GiB per GPU "
+                 f"({'fits' if ddp.fits else 'does not fit'}), FSDP full shard {fmt(fs.total_gib)} GiB "
+                 f"({'fits' if fs.fits else 'does not fit'}), usable {fmt(ddp.usable_gib)} GiB")
+        n = cites.add("calc", "calc", say.word("source.scenario", gpu=sc.gpu), None, quote)
+        k = f"cite.{n}"
+        lines.append(say.msg("scenario.line", count=say.val(sc.gpu_count, k), mem_gb=say.val(sc.memory_gb, k),
+                             ddp_total=say.val(ddp.total_gib, k), fs_total=say.val(fs.total_gib, k),
+                             ddp_verdict=yes if ddp.fits else no, fs_verdict=yes if fs.fits else no,
+                             pick=label(pick, ev.language), n=n))
+    return lines
+
+
