@@ -42,6 +42,21 @@ def batch_files(directory: Path = CASES_DIR) -> list[Path]:
     return sorted(Path(directory).glob("first_contact_*.jsonl"))
 
 
+LEDGER = Path(__file__).resolve().parent / "first_contact.md"
+
+
+def recorded_batches(ledger: Path = LEDGER) -> set[str]:
+    """Batch ids the ledger records as run and frozen (a ``## Batch <id>`` heading saying "frozen").
+
+    Figures for a batch that is written but not yet run are withheld, so nobody tunes to it."""
+    try:
+        lines = ledger.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return set()
+    return {line.split()[2] for line in lines
+            if line.startswith("## Batch ") and len(line.split()) > 2 and "frozen" in line.lower()}
+
+
 def load_batch(path: Path | str) -> list[dict]:
     rows = []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
@@ -163,6 +178,31 @@ def parse_figures(path: Path) -> dict:
             r["fields"] = score_setup(row["gold"], setup, provenance, missing)
         results.append(r)
     return summarize(results)
+
+
+def to_case(row: dict) -> Any:
+    """The row as a harness case (``evals/harness.py``): language, intent, the stated setup fields
+    (numbers as ranges: a named model's count within 15%, a card's memory within 5%) and the
+    strategies the resolution implies, so ``run_cases`` can score it with the gold files' metrics."""
+    from evals.harness import Case
+
+    gold, ignore = row["gold"], set(row["gold"].get("ignore", []))
+    setup: dict[str, Any] = {}
+    for key, value in gold["setup"].items():
+        if value is None or key in ignore or key == "gpu":  # card names are matched by family, not string
+            continue
+        if key == "params_b":
+            value = [round(value * 0.85, 3), round(value * 1.15, 3)]
+        elif key == "gpu_memory_gb":
+            value = [round(value * 0.95, 2), round(value * 1.05, 2)]
+        setup[key] = value
+    expect: dict[str, Any] = {"language": row["lang"], "intent": gold["intent"]}
+    if setup and gold["intent"] != "out_of_scope":
+        expect["setup"] = setup
+    if gold.get("strategy"):
+        expect["strategy"] = gold["strategy"]
+    return Case.model_validate({"id": row["id"], "turns": [row["question"]], "expect": expect,
+                                "tags": ["first-contact", gold["thread_kind"]], "note": row["url"]})
 
 
 def main(argv: list[str] | None = None) -> int:

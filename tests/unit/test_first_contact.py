@@ -44,3 +44,25 @@ def test_an_unstated_count_used_without_asking_is_a_silent_default_and_asking_is
 def test_first_sentence_in_both_languages():
     assert first_sentence("用 DDP。原因如下") == "用 DDP。"
     assert first_sentence("Use ZeRO-3. Then...") == "Use ZeRO-3."
+
+
+def test_rows_convert_to_harness_cases_with_its_expectation_keys():
+    from evals.first_contact import to_case
+
+    for path in batch_files():
+        for row in load_batch(path):
+            case = to_case(row)  # validated by the harness's own model: a bad key would raise
+            assert case.expect.intent == row["gold"]["intent"] and case.expect.language == row["lang"]
+            if row["gold"]["setup"].get("params_b") and "params_b" not in row["gold"].get("ignore", []):
+                low, high = case.expect.setup["params_b"]
+                assert low < row["gold"]["setup"]["params_b"] < high
+
+
+def test_only_batches_the_ledger_records_as_frozen_count_as_recorded(tmp_path):
+    from evals.first_contact import recorded_batches
+
+    ledger = tmp_path / "first_contact.md"
+    ledger.write_text("## Batch 2026-12-01a (recorded, frozen)\n## Batch 2026-12-01b: gold written, not yet run\n",
+                      encoding="utf-8")
+    assert recorded_batches(ledger) == {"2026-12-01a"}
+    assert recorded_batches(tmp_path / "missing.md") == set()
