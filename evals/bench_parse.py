@@ -267,6 +267,20 @@ def stress(seed: int = 7) -> dict:
     return out
 
 
+def first_contact_figures() -> dict:
+    """Per first-contact batch (``evals/cases/first_contact_*.jsonl``), the reader's figures on
+    questions it was never fitted to: every field right, intent right, silent count defaults."""
+    from evals.first_contact import batch_files, parse_figures, recorded_batches
+
+    recorded = recorded_batches()
+    out: dict = {}
+    for path in batch_files():
+        name = path.stem.removeprefix("first_contact_")
+        # a batch whose gold is written but that has not been run yet stays unseen: no figure
+        out[name] = parse_figures(path) if name in recorded else None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -279,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parse_conversation("warm up: 8x A100 80GB, Llama-2-7B")
     result = evaluate(rows, repeat=max(1, args.repeat))
     result["stress_ms"] = stress()
+    result["first_contact"] = first_contact_figures()
     if args.json:
         result.pop("per_row")
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -299,6 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"silent defaults     {result['silent_defaults']}")
     print(f"parse time (CPU)    p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms over the corpus")
     print("stress, worst cold parse (CPU ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["stress_ms"].items()))
+    for name, fig in result["first_contact"].items():
+        if fig is None:
+            print(f"first contact {name}: gold written, not yet run (figures withheld)")
+            continue
+        n = fig["setup_scored"]
+        print(f"first contact {name}: every field right {fig['all_fields_right']}/{n}, intent "
+              f"{fig['intent_right']}/{fig['questions']}, silent count defaults {len(fig['silent_count_defaults'])} "
+              "(the reader alone; answers: evals/first_contact.md)")
     if args.show_misses:
         for row in result["per_row"]:
             if row["wrong"]:

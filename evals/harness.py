@@ -264,8 +264,12 @@ def load_cases(path: Path | str) -> list[Case]:
 
 
 def case_files(directory: Path | str = CASES_DIR) -> list[Path]:
-    """Every cases file (``*.jsonl``) in ``directory``, gold.jsonl first, then by name."""
-    files = sorted(Path(directory).glob("*.jsonl"))
+    """Every cases file (``*.jsonl``) in ``directory``, gold.jsonl first, then by name.
+
+    First-contact batches (``first_contact_*.jsonl``, ``evals/first_contact.py``) are not cases
+    files: they are frozen once recorded and measured once, so they stay out of the ratchet.
+    """
+    files = sorted(p for p in Path(directory).glob("*.jsonl") if not p.name.startswith("first_contact_"))
     return sorted(files, key=lambda p: (p.name != GOLD_CASES.name, p.name))
 
 
