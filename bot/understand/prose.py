@@ -144,7 +144,7 @@ _USED_BEFORE = re.compile(r"(占用|只占|用了|使用了|占了|loaded up to|
                           r"peaks? at|went up to|升到|涨到|达到|占)\s*[:=：]?\s*(?:了|约|大约|到|about|around|~|at)?\s*$", re.I | re.A)
 _NEED_BEFORE = re.compile(r"(?:(?:需要|要|至少|理论|预计|估计|降到|降低到|减少到|少于|低于|不超过|不是|就够|够|"
                           r"使用显存为|模型使用|剩余)[^\d\n]{0,5}|(?:剩余|free|available|可用)[^\d\n]{0,10}|"
-                          r"(?:need\w*|requir\w*|takes?|would take|expect\w*|reduce\w*|under|below|less than|(?<!have )(?<!has )(?<!got )only|"
+                          r"(?:need\w*|requir\w*|takes?|would take|expect\w*|reduce\w*|under|below|less than|only(?!\s+(?:have|has|got|own))|"
                           r"just a|with just)[^\d\n]{0,20})$", re.I | re.A)
 # a size right after words that name the card ("单卡40G", "每张24G", "each with 48GB") is the card's
 _CARD_NEAR = re.compile(r"(单卡|每张卡?|每卡|每块|单张|each(?: with)?|per card|per gpu|(?<!使用)显存[:：]?|vram[:：]?)\s*(?:是|为|有|都是)?\s*$",
