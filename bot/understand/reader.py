@@ -346,6 +346,10 @@ def read_turn(raw: object) -> Reading:
         elif size := _size_from_name(cfg.model_text.rstrip("/").rsplit("/", 1)[-1]):
             put("params_b", size[0], "config", cfg.spans.get("model_text", cfg.model_text))
             out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
+        elif (base := cfg.model_text.rstrip("/").rsplit("/", 1)[-1].strip("\"'")) and re.search(r"[A-Za-z]{2}", base):
+            # "model_name_or_path: org/SomeVisionModel": the name is kept and its size asked
+            out.unknown_model = base[:80]
+            out.notes.append(ReadNote("model_unsized", {"name": out.unknown_model}))
     if "model" not in f and "params_b" not in f and (example := _LLAMAFACTORY_EXAMPLE.search(text)):
         # A LlamaFactory example config named on the command line is that example's setup
         for example_field, example_value in _llamafactory_example(example).items():
