@@ -348,8 +348,7 @@ def read_turn(raw: object) -> Reading:
             out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
         elif (base := cfg.model_text.rstrip("/").rsplit("/", 1)[-1].strip("\"'")) and re.search(r"[A-Za-z]{2}", base):
             # "model_name_or_path: org/SomeVisionModel": the name is kept and its size asked
-            out.unknown_model = base[:80]
-            out.notes.append(ReadNote("model_unsized", {"name": out.unknown_model}))
+            out.notes.append(ReadNote("model_unsized", {"name": base[:80]}))
     if "model" not in f and "params_b" not in f and (example := _LLAMAFACTORY_EXAMPLE.search(text)):
         # A LlamaFactory example config named on the command line is that example's setup
         for example_field, example_value in _llamafactory_example(example).items():
@@ -382,9 +381,11 @@ def read_turn(raw: object) -> Reading:
         put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
         if prose.larger_of_sizes:
             out.notices.append("larger_of_two_sizes")
-    if "model" not in f and "params_b" not in f and not out.unknown_model and (unsized := unsized_name(marked)):
-        # "fine-tune Aria", "训练一个ResNet-50": the name is kept and its size asked (one question)
-        out.unknown_model = unsized
+    if "model" not in f and "params_b" not in f and not out.unknown_model and \
+            not any(n.code == "model_unsized" for n in out.notes) and (unsized := unsized_name(marked)):
+        # "fine-tune Aria", "训练一个ResNet-50": the name is kept (in the note) and its size asked, one
+        # question. Not ``unknown_model``: that says "the estimate uses its parameter count", and
+        # there is no count to use.
         out.notes.append(ReadNote("model_unsized", {"name": unsized}))
 
     # --- hardware: the person's words first, then the config --------------------------------

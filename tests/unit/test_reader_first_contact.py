@@ -69,8 +69,8 @@ def test_a_family_holding_a_catalog_alias_does_not_stop_the_answer(text):
 ])
 def test_a_model_that_cannot_be_sized_keeps_its_name_and_asks_one_question(text, name):
     parsed = parse_conversation(text)
-    assert parsed.unknown_model == name and parsed.missing == ["params_b"]
-    assert "model_unsized" in codes(parsed)
+    assert parsed.missing == ["params_b"]
+    assert [n.values["name"] for n in parsed.notes if n.code == "model_unsized"] == [name]
 
 
 # --- 2. roles from the clause -------------------------------------------------------------------
@@ -286,3 +286,34 @@ def test_a_long_paste_keeps_its_first_and_last_lines_and_its_facts():
     out, cut = condense(text, 4000)
     assert cut and len(out) <= 4000
     assert out.startswith("Which strategy") and out.endswith("4x A100 80GB") and "CUDA out of memory" in out
+
+
+# --- the wording the answer can use for what the reader did ------------------------------------------
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_note_and_contradiction_has_wording_in_both_languages(lang):
+    from bot.understand.notes import contradiction_question, note_text
+
+    texts = ["I'm fine-tuning foo2_7b_chat on 4x A100 80GB", "acme-8x7B on 8 H100", "train foo-30B-A3B on 4 H100",
+             "fine-tune Aria on 8 H100", "both of my GPUs are 3090s, 7B LoRA", "7B full, memory_allocated: 38GB",
+             "We train 7B on 4x A100 80GB. We also have some V100s.", "the paper used 64 GPUs; I have 2 A100 80GB, 7B",
+             "Llama-2-7B full on 4x A100 40GB, DDP? or should I just do LoRA?",
+             "13B full fine-tune OOMs on 8 A100 40GB, LoRA runs fine",
+             "#SBATCH --ntasks-per-node=1\n#SBATCH --gres=gpu:4\npython train.py 7B",
+             "Llama-2-7B full fine-tune on 8x A100 80GB\n" + _log(300) + "\nwhy so slow?"]
+    seen = set()
+    for text in texts:
+        for note in parse_conversation(text).notes:
+            seen.add(note.code)
+            assert note_text(note, lang) != note.code
+    new = parse_conversation("Now Qwen2.5-14B on 4 GPUs, FSDP?", ["Llama-2-7B LoRA on 8x A100 80GB, seq 4096"])
+    for note in new.notes:
+        seen.add(note.code)
+        assert note_text(note, lang) != note.code
+    assert {"size_from_name", "moe_from_name", "active_from_name", "model_unsized", "count_implied", "used_not_capacity",
+            "aside_hardware", "others_setup", "alternative_weighed", "failed_run_setup", "one_process", "condensed",
+            "new_setup"} <= seen
+    for text in ("7B model, 70B model, 8x A100 80GB", "单卡，8张A100 80G，7B"):
+        (c,) = parse_conversation(text).contradictions
+        question = contradiction_question(c, lang)
+        assert all(str(span) in question for span in c.spans)
