@@ -338,7 +338,8 @@ _PAIR = re.compile(r"(?<![a-z])(?:dual|twin|a pair of|both(?: of)?(?: (?:my|our|
                    r"(?:\d{1,3}\s*gi?b?\s+)?(?:" + G + r"|gpus?\b|cards?\b)", re.I | re.A)
 # One card said without a digit: "my 80G card", "my GPU runs out", "我的卡", "这张卡"
 _MY_CARD = re.compile(r"(?<![a-z])(?:my|our)\s+(?:only\s+|single\s+)?(?:\d{1,3}\s*gi?b?\s+)?(?:card|gpu)(?!s|\s*(?:count|memory|mem\b|"
-                      r"util|usage|ram|vram|number))|我的(?:显)?卡(?!们)|这张(?:显)?卡", re.I | re.A)
+                      r"util|usage|ram|vram|number))|(?<![a-z])(?:my|our)\s+single\s+(?!nodes?\b|machines?\b|servers?\b|hosts?\b)"
+                      r"(?:nvidia\s+|rtx\s+)?[A-Za-z0-9" + GPU + r"]|我的(?:显)?卡(?!们)|这张(?:显)?卡", re.I | re.A)
 _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple gpus|nodes?\b|节点|each|per gpu|per card|每张|每卡|"
                    r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
 
@@ -547,7 +548,7 @@ def read_training(text: str, out: ProseReading) -> None:
         _set(out, "finetune", "lora", text[m.start(): m.end()])
     elif m := _search(r"全参|全量|full[- ]?(?:parameter|param)s?\b|full\s*-?\s*(?:fine\s*-?\s*tun|finetun|ft\b|train)|"
                       r"fully fine-?tun|all parameters|\bsft full\b|预训练(?!模型|好)|pre-?train(?:ing)?\b(?!ed)|from scratch|全参数|非lora|"
-                      r"\bfull\b(?= (?:sft|fine|finetune|training))|(?<=b )full\b|\bfull(?=\s*(?:[,.)]|$))", neg_lora):
+                      r"\bfull\b(?= (?:sft|fine|finetune|training))|(?<=b )full\b|(?<=[Ḿḿ] )full\b|\bfull(?=\s*(?:[,.)]|$))", neg_lora):
         _set(out, "finetune", "full", text[m.start(): m.end()])
     elif negs:
         _set(out, "finetune", "full", text[negs[0].start(): negs[0].end()])

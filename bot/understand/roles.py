@@ -22,8 +22,9 @@ _ASIDE = re.compile(r"\b(?:we|i)\s+(?:also|additionally)\s+(?:have|has|got|own)\
                     r"(?:张|块|台|" + GPU + r"))|也有(?=[^，,。]{0,8}" + GPU + r")", re.I | re.A)
 _OTHERS = re.compile(r"\b(?:config|configs|recipe|recipes|example|examples|paper|readme|tutorial|blog|repo|guide|docs?|"
                      r"benchmark|report)\s+(?:uses?|used|has|had|trains?|trained|runs?|ran|recommends?|says?|sets?|is set to|"
-                     r"assumes?)\b|\b(?:they|the authors|others|other people|someone|people)\s+(?:use|used|train|trained|ran|run)\b|"
-                     r"(?:官方|别人|论文|教程|示例|例子|文档|README|仓库|他们)(?:里|中|上|的)?(?:配置|脚本)?(?:里|中)?"
+                     r"assumes?)\b|\b(?:they|the authors|others|other people|someone|people|(?:my |a |our )?(?:colleagues?|coworkers?|"
+                     r"co-workers?|friends?|teammates?))\s+(?:use|used|uses|train|trained|ran|run|runs|had|has)\b|"
+                     r"(?:官方|别人|论文|教程|示例|例子|文档|README|仓库|他们|同事|朋友|其他人|作者|大佬)(?:里|中|上|的)?(?:配置|脚本)?(?:里|中)?"
                      r"(?:用了|用的|使用了|是|给的|推荐|写的|跑的)", re.I | re.A)
 _FIGURE = re.compile(r"\d|" + GPU + r"|两|双|几|some|several", re.I | re.A)
 
