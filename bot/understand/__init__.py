@@ -7,9 +7,12 @@ topics asked about and facts observed in logs. ``bot.parse.parse_conversation`` 
 
 Modules (each one concern; ``reader.read_turn`` runs them in this order):
 ``text`` (cleaning, caps, refused digit runs), ``logs`` (CUDA OOM, nvidia-smi, DeepSpeed estimates),
-``config`` (YAML/JSON/TOML/CLI/env keys), ``spans`` (catalog card and model names), ``prose``
-(zh/en sentences: roles of figures, counts, negations), ``intent`` (intent, topics, compared
-strategies), ``summary`` (the read-back line). Measured on ``evals/parse_corpus.jsonl`` by
+``config`` (YAML/JSON/TOML/CLI/env keys, hostfiles, SLURM), ``spans`` (catalog card and model
+names), ``names`` (sizes written in names the catalog lacks, names with no size), ``roles``
+(clauses that are not the run's: asides, other people's setups), ``prose`` (zh/en sentences: roles
+of figures, counts, negations, contradictions), ``intent`` (intent, topics, compared strategies).
+``condense`` compresses a long paste to its facts before any of them; ``notes`` words the reader's
+notes and contradictions in zh/en. Measured on ``evals/parse_corpus.jsonl`` by
 ``python -m evals.bench_parse``.
 """
 
