@@ -69,7 +69,7 @@ class ReadNote:
     Codes: ``size_from_name`` {name, params_b, span}; ``moe_from_name`` {name, experts, expert_b,
     params_b, active_b}; ``active_from_name`` {name, params_b, active_b}; ``model_unsized`` {name};
     ``count_implied`` {count, span}; ``used_not_capacity`` {gib, span}; ``aside_hardware`` {span};
-    ``alternative_weighed`` {option, span}; ``failed_run_setup`` {failed, worked}; ``others_setup``
+    ``alternative_weighed`` {option, span}; ``method_asked`` {span}; ``failed_run_setup`` {failed, worked}; ``others_setup``
     {span}; ``one_process`` {span}; ``new_setup`` {carried: [fields], dropped: [fields]};
     ``condensed`` {chars, kept_chars}; ``id_number_ignored`` {digits}.
     """

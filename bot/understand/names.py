@@ -6,7 +6,8 @@ it is said in the answer as read from the name ("7B read from the name `foo2_7b_
 
 - ``foo2_7b_chat`` is 7B: a digit glued to the family's letters is its version ("foo2", "qwen2"),
   so an underscore after it separates, it is not a decimal point; ``internlm2-chat-1_8b`` is 1.8B
-  (the integer stands alone, and Hugging Face ids write the point as ``_``);
+  and ``coder_6_7b`` 6.7B (the integer stands alone, and Hugging Face ids write the point as ``_``);
+  ``internlm2_5_7b`` is 7B (``2_5`` is the version 2.5, and a decimal never continues it);
 - ``xxx-1.8B``, ``13b``, ``0.5B``, ``pythia-410m`` (0.41B) as written;
 - ``8x7B``: a mixture of experts, 8 experts of a 7B model's FFN that share its attention and
   embeddings. Mixtral-8x7B has 46.7B parameters in total, 12.9B active per token (top-2 routing),
@@ -46,8 +47,10 @@ class NameSize:
 _MOE = re.compile(r"(?<![A-Za-z0-9.])(\d{1,3})\s*[x×*]\s*(\d{1,4}(?:\.\d{1,3})?)\s*b(?![a-z0-9])", re.I | re.A)
 # "30B-A3B", "235b_a22b": total then active
 _ACTIVE = re.compile(r"(\d{1,4}(?:\.\d{1,3})?)\s*b[-_ ]?a(\d{1,3}(?:\.\d{1,3})?)\s*b(?![a-z0-9])", re.I | re.A)
-# a size standing alone: not glued to a letter before it ("1.8B", "-7b", "_13B")
-_ALONE = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4}(?:[._]\d{1,3})?)\s?b(?![a-z0-9])", re.I | re.A)
+# a size standing alone: not glued to a letter before it ("1.8B", "-7b", "_13B"); a decimal written
+# with "_" never continues a version ("internlm2_5_7b" is version 2.5 at 7B, not 5.7B)
+_ALONE_DECIMAL = re.compile(r"(?<![A-Za-z0-9.])(?<!\d_)(\d{1,4}[._]\d{1,3})\s?b(?![a-z0-9])", re.I | re.A)
+_ALONE = re.compile(r"(?<![A-Za-z0-9.])(\d{1,4})\s?b(?![a-z0-9])", re.I | re.A)
 # a size glued to the family's letters ("mistral7b", "qwen2_7b"): the digits right before "b" only
 _GLUED = re.compile(r"(?<=[A-Za-z_\-])(\d{1,4})b(?![a-z0-9])", re.I | re.A)
 _MILLIONS = re.compile(r"(?<![A-Za-z0-9.])(\d{2,4}(?:\.\d{1,2})?)\s?m(?![a-z0-9])", re.I | re.A)
@@ -67,7 +70,7 @@ def size_from_name(name: str) -> NameSize | None:
             total = e * (MOE_SHARED_SHARE + n * (1 - MOE_SHARED_SHARE))
             active = e * (MOE_SHARED_SHARE + min(n, MOE_TOP_K) * (1 - MOE_SHARED_SHARE))
             return NameSize(round(total, 1), m.group(0), experts=n, expert_b=e, active_b=round(active, 1))
-    for pattern in (_ALONE, _GLUED):
+    for pattern in (_ALONE_DECIMAL, _ALONE, _GLUED):
         for m in pattern.finditer(name):
             value = float(m.group(1).replace("_", "."))
             if value > 0:

@@ -29,6 +29,8 @@ _NOTES: dict[str, tuple[str, str]] = {
     "others_setup": ("`{span}` 说的是别人的配置，没有当成你的。", "`{span}` describes someone else's setup, not yours."),
     "alternative_weighed": ("`{span}` 是在考虑的备选，不是现在的配置。",
                             "`{span}` is an alternative you are weighing, not the current setup."),
+    "method_asked": ("`{span}` 是在问选哪种微调方式，下面两种都会说到。",
+                     "`{span}` asks which fine-tuning method to use; the answer covers both."),
     "failed_run_setup": ("按失败的那次运行（{failed}）计算；能跑的那次（{worked}）不是要解决的。",
                          "Computed for the run that failed ({failed}); the one that works ({worked}) is not the problem."),
     "one_process": ("`{span}`：每个节点只有一个进程，它看到节点上所有的卡，不是每卡一个 DDP/FSDP 进程。",

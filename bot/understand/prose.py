@@ -445,6 +445,11 @@ _BOTH_METHODS = re.compile(r"(q[-_ ]?lora|lora)[\s,，/+]*((?:全参|全量|full
                            r"((?:全参|全量|full)[^\s,，。]{0,12})[\s,，/+]*(q[-_ ]?lora|lora)(?![^\n]{0,3}(?:呢|吗|\?))", re.I | re.A)
 
 
+_METHOD = r"(?:q[-_ ]?lora|lora|全参(?:数)?(?:微调)?|全量(?:微调)?|full[- ]?(?:parameter|param)?s?\s*(?:fine-?tun\w*|finetun\w*|ft)?)"
+_METHOD_ASKED = re.compile(_METHOD + r"\s*(?:\bor\b|还是|\bvs\.?|versus|或者?)\s*" + _METHOD +
+                           r"(?=\s*(?:[?？]|呢|好|更好|which|哪)|[^\n。.!]{0,60}?[?？])", re.I | re.A)
+
+
 def full_said_as_compare(text: str) -> bool:
     """Two methods joined by a word that compares or chooses ("full vs LoRA", "LoRA还是全参")."""
     return bool(re.search(r"(?:lora|全参|全量|full)[^\n，,。]{0,16}?(?:\bvs\.?|\bor\b|还是|或者?|\bversus\b|\bthan\b|比|对比|instead)"
@@ -531,6 +536,10 @@ def read_training(text: str, out: ProseReading) -> None:
     # the run that failed and the one that worked: "full fine-tune OOMs, LoRA runs fine" asks about
     # the failed one (the working one is what they already have)
     roles = _method_roles(neg_lora)
+    if roles is None and (asked := _METHOD_ASKED.search(neg_lora)):
+        # "LoRA还是全参？", "full fine-tune or LoRA?": the question asks which; neither is the setup
+        out.notes.append(("method_asked", {"span": text[asked.start(): asked.end()].strip()}))
+        neg_lora = neg_lora[: asked.start()] + " " * (asked.end() - asked.start()) + neg_lora[asked.end():]
     if roles is not None:
         failed, worked, span = roles
         out.notes.append(("failed_run_setup", {"failed": failed, "worked": worked}))

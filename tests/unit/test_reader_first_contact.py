@@ -23,7 +23,7 @@ def codes(parsed) -> list[str]:
 @pytest.mark.parametrize("name, size", [
     ("foo2_7b_chat", 7.0), ("bar3_13b_base", 13.0), ("zeta2_70b", 70.0),   # a version glued to the family
     ("acme-chat-1_8b", 1.8), ("xxx-1.8B", 1.8), ("orca-mini-0.5B", 0.5), ("mistral7b", 7.0),
-    ("tinyfoo-410m", 0.41),
+    ("tinyfoo-410m", 0.41), ("lumen2_5_7b_chat", 7.0), ("coder_6_7b_instruct", 6.7), ("nova_1_5_9b", 9.0),
 ])
 def test_size_read_from_a_name(name, size):
     assert size_from_name(name).params_b == pytest.approx(size)
@@ -119,6 +119,16 @@ def test_the_failed_run_is_the_setup_not_the_one_that_worked(text):
 def test_an_alternative_being_weighed_is_not_the_setup(text):
     parsed = parse_conversation(text)
     assert parsed.setup.finetune in (None, "full") and "alternative_weighed" in codes(parsed)
+
+
+@pytest.mark.parametrize("text", [
+    "我们组有8张H800，训练 foo_coder_6_7b，LoRA还是全参？用什么并行",
+    "Llama-2-7B on 8 A100 80GB: full fine-tune or LoRA?",
+    "Should I do LoRA or full fine-tuning for Qwen2.5-7B on 4x A100 40GB?",
+])
+def test_a_question_asking_which_method_states_neither(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.finetune is None and "method_asked" in codes(parsed)
 
 
 @pytest.mark.parametrize("text, seq", [
@@ -303,7 +313,7 @@ def test_every_note_and_contradiction_has_wording_in_both_languages(lang):
     texts = ["I'm fine-tuning foo2_7b_chat on 4x A100 80GB", "acme-8x7B on 8 H100", "train foo-30B-A3B on 4 H100",
              "fine-tune Aria on 8 H100", "both of my GPUs are 3090s, 7B LoRA", "7B full, memory_allocated: 38GB",
              "We train 7B on 4x A100 80GB. We also have some V100s.", "the paper used 64 GPUs; I have 2 A100 80GB, 7B",
-             "Llama-2-7B full on 4x A100 40GB, DDP? or should I just do LoRA?",
+             "Llama-2-7B full on 4x A100 40GB, DDP? or should I just do LoRA?", "7B on 8 A100s: full fine-tune or LoRA?",
              "13B full fine-tune OOMs on 8 A100 40GB, LoRA runs fine",
              "#SBATCH --ntasks-per-node=1\n#SBATCH --gres=gpu:4\npython train.py 7B",
              "Llama-2-7B full fine-tune on 8x A100 80GB\n" + _log(300) + "\nwhy so slow?"]
@@ -317,7 +327,7 @@ def test_every_note_and_contradiction_has_wording_in_both_languages(lang):
         seen.add(note.code)
         assert note_text(note, lang) != note.code
     assert {"size_from_name", "moe_from_name", "active_from_name", "model_unsized", "count_implied", "used_not_capacity",
-            "aside_hardware", "others_setup", "alternative_weighed", "failed_run_setup", "one_process", "condensed",
+            "aside_hardware", "others_setup", "alternative_weighed", "method_asked", "failed_run_setup", "one_process", "condensed",
             "new_setup"} <= seen
     for text in ("7B model, 70B model, 8x A100 80GB", "单卡，8张A100 80G，7B"):
         (c,) = parse_conversation(text).contradictions
