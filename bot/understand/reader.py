@@ -145,6 +145,13 @@ def _asked_about(span: str, text: str) -> bool:
             return True
     return False
 
+_CLAUSE_END = re.compile(r"[.;；。!?！？\n，,]")
+
+
+def _clause_asks(text: str, at: int) -> bool:
+    """Whether the clause holding position ``at`` ends with a question mark."""
+    end = _CLAUSE_END.search(text, at)
+    return end is not None and end.group(0) in "?？"
 # "my A100 has 24GB", "A100 with 24GB": a size said of the card itself
 _SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:has|have|with|is|comes with|有|是|为|[(（])\s*(?:only\s*|just\s*)?(\d{1,3})\s*(?:gb|g)(?![a-z])",
                            re.I | re.A)
@@ -322,7 +329,13 @@ def read_turn(raw: object) -> Reading:
     gpus = find_gpus(marked)
     unknown_cards = find_unknown_cards(marked, gpus)
     marked = _mark(marked, gpus + unknown_cards, GPU)
+    before_aside = marked
     marked, aside_notes = set_aside(marked)  # "we also have some V100s", "the recipe uses 4 nodes"
+    # the intent is not read from an aside either ("还有几台V100" says "a few", it asks no count),
+    # unless the aside is itself a question
+    intent_text = own if before_aside == marked else "".join(
+        " " if m == " " and b != " " and not _clause_asks(before_aside, i) else o
+        for i, (o, b, m) in enumerate(zip(own, before_aside, marked, strict=False)))
     gpus = [g for g in gpus if marked[g.start] == GPU]
     unknown_cards = [g for g in unknown_cards if marked[g.start] == GPU]
     prose = read_prose(marked)
@@ -546,7 +559,7 @@ def read_turn(raw: object) -> Reading:
         out.topics.append("multi_model_rl")
     out.compare = compare_of(own)
     hardware_or_model = {"model", "params_b", "gpu", "gpu_count", "gpu_memory_gb", "nodes", "gpus_per_node"}
-    reading = read_intent(own, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
+    reading = read_intent(intent_text, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
     out.intent, out.intent_asked, out.symptom = reading.intent, reading.asked, reading.symptom
     out.can_question = reading.can_question
     for key in _ASKABLE_OPTIONS:  # "Would gradient_as_bucket_view=True fix it?" asks; the run does not use it yet

@@ -100,6 +100,16 @@ def test_hardware_in_an_aside_or_of_others_is_not_the_runs(text):
 
 
 @pytest.mark.parametrize("text", [
+    "我们实验室还有几台V100服务器，不过这次训练用的是2台A800（每台8卡），Llama-2-70B全参，用HSDP吗",
+    "另外还有几张T4，这次是4张A100 80G训练Llama-2-7B全参，选哪个策略",
+    "We also have a few spare V100 boxes; this run is 2 nodes x 8 H100, Llama-2-70B full. HSDP or FSDP?",
+])
+def test_an_aside_sets_neither_the_count_nor_the_intent(text):
+    parsed = parse_conversation(text)
+    assert parsed.intent == "recommend" and parsed.setup.gpu_count in (4, 16)
+
+
+@pytest.mark.parametrize("text", [
     "Full fine-tune of Llama-2-13B on 8x A100 40GB OOMs, LoRA runs fine. Which strategy for the full run?",
     "Llama-2-13B: LoRA works, but full fine-tuning fails with OOM on 8 A100 40GB. FSDP?",
     "Qwen2.5-7B 用LoRA可以跑，全参微调就爆显存，8张A100 40G，用FSDP吗",
