@@ -18,7 +18,8 @@ from typing import Any
 
 from bot.catalog import list_gpus
 from bot.setup import DEFAULTS, Problem, TrainingSetup, check_setup
-from bot.understand import Intent, Observed, Provenance
+from bot.understand import Contradiction, Intent, Observed, Provenance, ReadNote
+from bot.understand.condense import condense
 from bot.understand.intent import asked_strategy, asks_feasibility
 from bot.understand.reader import detect_language as _detect_language
 from bot.understand.reader import read_turn
@@ -55,6 +56,11 @@ class Parsed:
     # A model read from a Hugging Face config.json pasted into the question (bot.catalog.hf_config):
     # the calculator then uses its real shape, not a generic model of its size.
     model_spec: Any = None
+    # What the reader did that the answer should say (a code and its values: "7B read from the
+    # name", "count implied by 'both'", "kept from the earlier setup"), and readings of one field
+    # that contradict each other (each also a problem: the answer asks which, never picks one).
+    notes: list[ReadNote] = field(default_factory=list)
+    contradictions: list[Contradiction] = field(default_factory=list)
 
 
 def detect_language(text: str) -> str:
@@ -122,6 +128,7 @@ def parse_turn(text: str) -> tuple[dict, Parsed]:
     """The fields one message states (a dict of DESIGN field -> value) and its flags."""
     reading = _read_cached(text) if isinstance(text, str) else read_turn(text)
     parsed = Parsed(setup=TrainingSetup(), language=reading.language, notices=list(reading.notices),
+                    notes=list(reading.notes), contradictions=list(reading.contradictions),
                     intent=reading.intent, topics=list(reading.topics), provenance=dict(reading.provenance),
                     observed=replace(reading.observed), compare=tuple(reading.compare),
                     unknown_model=reading.unknown_model,
@@ -221,7 +228,7 @@ def _history_within_bounds(turns: list[str]) -> tuple[list[str], bool]:
     kept: list[str] = []
     total = 0
     for turn in reversed(turns[-MAX_HISTORY_TURNS:]):
-        turn = turn[:MAX_CHARS]
+        turn = condense(turn, MAX_CHARS)[0]
         if total + len(turn) > MAX_HISTORY_CHARS:
             break
         kept.append(turn)
@@ -237,7 +244,8 @@ def _merge_provenance(older: dict, newer_prov: dict, merged: dict) -> dict:
             out[key] = newer_prov[key]
         elif key in older:
             old = older[key]
-            out[key] = old if old.source in ("history", "assumed") else Provenance("history", old.span, old.confidence)
+            out[key] = old if old.source in ("history", "carried", "assumed") else \
+                Provenance("history", old.span, old.confidence)
         else:
             out[key] = Provenance("history", "", 0.8)  # derived while merging (GPUs per node from a total)
     return out
@@ -289,9 +297,14 @@ def parse_conversation(question: str, history=None) -> Parsed:
     """Parse the new question in the context of the earlier user turns. Never raises."""
     question = question if isinstance(question, str) else str(question or "")
     notices: list[str] = []
+    read_notes: list[ReadNote] = []
     if len(question) > MAX_CHARS:
-        question = question[:MAX_CHARS]
-        notices.append("truncated")
+        # a long paste: compressed to its facts (repeats, frames and progress bars dropped; the
+        # beginning, the end and every line with a question or a fact kept), never cut at the end
+        chars = len(question)
+        question = condense(question, MAX_CHARS)[0]
+        read_notes.append(ReadNote("condensed", {"chars": chars, "kept_chars": len(question)}))
+        notices.append("condensed")
     turns, dropped = _history_within_bounds(user_turns(history))
     if dropped:
         notices.append("history_truncated")
@@ -314,6 +327,9 @@ def parse_conversation(question: str, history=None) -> Parsed:
     provenance = {k: (v if v.source in ("history", "assumed") else Provenance("history", v.span, v.confidence))
                   for k, v in provenance.items()}
     turn_fields, flags = parse_turn(question)
+    fields, provenance, observed, new_setup = _start_new_setup(fields, provenance, observed, turn_fields)
+    if new_setup is not None:
+        read_notes.append(new_setup)
     model_spec = pasted_model_config(question)
     if model_spec is not None and "model" not in turn_fields and "params_b" not in turn_fields:
         turn_fields = {**turn_fields, "params_b": round(model_spec.params_b, 3)}
@@ -325,7 +341,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
     merged = merge_fields(fields, turn_fields)
     provenance = _merge_provenance(provenance, flags.provenance, merged)
     fields = merged
-    if flags.unknown_model:
+    if flags.unknown_model or new_setup is not None:
         unknown_model = flags.unknown_model
     if flags.unknown_gpu or "gpu" in turn_fields or "gpu_memory_gb" in turn_fields:
         unknown_gpu = flags.unknown_gpu
@@ -395,6 +411,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
         observed=observed_now, compare=flags.compare or compare,
         asked_strategy=asked_strategy(question), asks_if_fits=asks_feasibility(question),
         unknown_gpu=unknown_gpu, model_spec=model_spec if "params_b" in turn_fields else None,
+        notes=[*read_notes, *flags.notes], contradictions=list(flags.contradictions),
     )
     if parsed.empty:
         parsed.on_topic = False
@@ -403,6 +420,36 @@ def parse_conversation(question: str, history=None) -> Parsed:
     if not parsed.on_topic and not follow_up:
         parsed.intent = "out_of_scope"
     return parsed
+
+
+# Training options of one setup: a question that names a new setup does not inherit them
+# (an earlier "LoRA" or "seq 4096" belonged to the earlier model).
+_RUN_OPTIONS = ("finetune", "seq_len", "micro_batch", "lora_rank", "lora_targets", "activation_checkpointing",
+                "checkpointing_policy", "checkpoint_every", "precision", "optimizer", "optimizer_impl", "grad_accum_steps",
+                "base_dtype", "torch_compile", "loss_impl", "ddp_bucket_view", "engine")
+_SETUP_HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "nodes", "gpus_per_node")
+
+
+def _start_new_setup(fields: dict, provenance: dict, observed: Observed, turn_fields: dict):
+    """The conversation rule for a question that names a new setup (docs/bot.md, "Conversation
+    rules"): a model other than the conversation's together with hardware of its own starts from
+    what it says. The earlier run options are dropped; the earlier hardware it does not restate is
+    kept and marked ``carried``; what the earlier run reported (an OOM) is not this one's.
+    Returns (fields, provenance, observed, note or None)."""
+    earlier_model = fields.get("model") or fields.get("params_b")
+    named = turn_fields.get("model") or turn_fields.get("params_b")
+    if not (earlier_model and named and named != earlier_model and any(k in turn_fields for k in _SETUP_HARDWARE)):
+        return fields, provenance, observed, None
+    dropped = [k for k in fields if k in _RUN_OPTIONS and k not in turn_fields]
+    kept = {k: v for k, v in fields.items() if k not in _RUN_OPTIONS and k not in ("model", "params_b")}
+    carried = [k for k in kept if k not in turn_fields and not (k in _SETUP_HARDWARE and _group_restated(k, turn_fields))]
+    prov = {k: Provenance("carried", provenance[k].span if k in provenance else "", 0.8) for k in carried}
+    return {k: kept[k] for k in carried}, prov, Observed(), ReadNote("new_setup", {"carried": carried, "dropped": dropped})
+
+
+def _group_restated(key: str, turn_fields: dict) -> bool:
+    group = next((g for g in _GROUPS if key in g), (key,))
+    return any(k in turn_fields for k in group)
 
 
 def _conversation_intent(intent: Intent, question: str, turns: list[str], turn_fields: dict) -> Intent:

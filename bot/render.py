@@ -185,6 +185,9 @@ def multi_model_text(roles: tuple[str, ...], lang: str) -> str:
 def notice_text(notice: str, lang: str) -> str:
     return {
         "truncated": _t(lang, "问题太长，只读了开头部分。", "Your message was very long; only its beginning was read."),
+        "condensed": _t(lang, "消息很长：重复的日志行、堆栈帧和进度条已略去，开头、结尾、问题和带数字的行都读了。",
+                        "Your message was long: repeated log lines, stack frames and progress bars were skipped; its "
+                        "beginning, its end, the question and the lines with figures were read."),
         "injection": _t(lang, "消息里要求我忽略规则或透露内部信息（提示词、密钥、环境变量）的部分不会执行；"
                               "下面只回答训练配置的问题。",
                         "Parts of the message asking me to ignore my rules or reveal internal information "

@@ -215,7 +215,8 @@ def test_topic_and_injection_flags():
 def test_truncation_and_empty():
     huge = "7B模型 8卡A100 40G " + "很长的问题" * 5000
     parsed = parse_conversation(huge)
-    assert "truncated" in parsed.notices and parsed.setup.gpu_count == 8
+    # issue 24: a long paste is condensed to its facts (never cut at its end), and says so
+    assert "condensed" in parsed.notices and parsed.setup.gpu_count == 8
     assert parse_conversation("   ").empty
     assert not parse_conversation("").on_topic
     assert len(huge) > MAX_CHARS

@@ -312,7 +312,7 @@ def test_history_and_question_are_capped_with_a_notice():
     parsed = parse_conversation("DDP or FSDP?", history)
     assert "history_truncated" in parsed.notices
     long = parse_conversation("7B模型 8卡A100 40G " + "很长的问题" * 5000)
-    assert "truncated" in long.notices and long.setup.gpu_count == 8
+    assert "condensed" in long.notices and long.setup.gpu_count == 8  # issue 24: condensed, not cut
 
 
 # --- found on the gold thread cases ---------------------------------------------------------------

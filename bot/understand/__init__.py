@@ -7,9 +7,12 @@ topics asked about and facts observed in logs. ``bot.parse.parse_conversation`` 
 
 Modules (each one concern; ``reader.read_turn`` runs them in this order):
 ``text`` (cleaning, caps, refused digit runs), ``logs`` (CUDA OOM, nvidia-smi, DeepSpeed estimates),
-``config`` (YAML/JSON/TOML/CLI/env keys), ``spans`` (catalog card and model names), ``prose``
-(zh/en sentences: roles of figures, counts, negations), ``intent`` (intent, topics, compared
-strategies), ``summary`` (the read-back line). Measured on ``evals/parse_corpus.jsonl`` by
+``config`` (YAML/JSON/TOML/CLI/env keys, hostfiles, SLURM), ``spans`` (catalog card and model
+names), ``names`` (sizes written in names the catalog lacks, names with no size), ``roles``
+(clauses that are not the run's: asides, other people's setups), ``prose`` (zh/en sentences: roles
+of figures, counts, negations, contradictions), ``intent`` (intent, topics, compared strategies).
+``condense`` compresses a long paste to its facts before any of them; ``notes`` words the reader's
+notes and contradictions in zh/en. Measured on ``evals/parse_corpus.jsonl`` by
 ``python -m evals.bench_parse``.
 """
 
@@ -19,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Intent = Literal["recommend", "concept", "troubleshoot", "capacity", "out_of_scope"]
-FieldSource = Literal["stated", "config", "log", "history", "assumed"]
+# "history": kept from an earlier turn of a follow-up; "carried": kept from an earlier setup into a
+# question that names a new one (docs/bot.md, "Conversation rules").
+FieldSource = Literal["stated", "config", "log", "history", "carried", "assumed"]
 
 # Topics a question can ask about. The pipeline answers the asked topic first; the knowledge
 # layer uses them to pick passages. One vocabulary, shared by parser, evidence and evals.
@@ -54,6 +59,33 @@ class Provenance:
     source: FieldSource
     span: str = ""
     confidence: float = 1.0
+
+
+@dataclass(frozen=True)
+class ReadNote:
+    """Something the reader did that the answer should say, as data: a code and its values
+    (wording lives with the answer; ``bot.understand.notes`` has a default zh/en text per code).
+
+    Codes: ``size_from_name`` {name, params_b, span}; ``moe_from_name`` {name, experts, expert_b,
+    params_b, active_b}; ``active_from_name`` {name, params_b, active_b}; ``model_unsized`` {name};
+    ``count_implied`` {count, span}; ``used_not_capacity`` {gib, span}; ``aside_hardware`` {span};
+    ``alternative_weighed`` {option, span}; ``method_asked`` {span}; ``failed_run_setup`` {failed, worked}; ``others_setup``
+    {span}; ``one_process`` {span}; ``new_setup`` {carried: [fields], dropped: [fields]};
+    ``condensed`` {chars, kept_chars}; ``id_number_ignored`` {digits}.
+    """
+
+    code: str
+    values: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """Two readings of one field that cannot both hold ("my A100 has 24GB", "7B model, 70B model",
+    "LoRA full fine-tune", "单卡，8张"): the answer asks which one, it never picks silently."""
+
+    field: str
+    values: tuple = ()
+    spans: tuple = ()
 
 
 @dataclass

@@ -285,9 +285,49 @@ def read_config(text: str) -> ConfigReading:
         devices = [d for d in include.group(1).split(",") if d]
         f["gpu_count"], spans["gpu_count"] = len(devices), include.group(0)
         out.consumed.append(include.span())
+    _read_cluster_lines(text, out)
     if obs.get("quantized") and f.get("finetune") == "lora":
         f["finetune"] = "qlora"
     return out
+
+
+# A DeepSpeed/MPI hostfile: one line per node, "<host> slots=<GPUs>"
+# (https://www.deepspeed.ai/getting-started/#resource-configuration-multi-node).
+_SLOTS = re.compile(r"(?:^|[;,]|\s)([A-Za-z0-9][\w.\-]{0,60})\s+slots\s*=\s*(\d{1,3})\b", re.M | re.A)
+# SLURM: GPUs per node ("--gres=gpu:4", "--gpus-per-node=4") and processes per node
+# (https://slurm.schedmd.com/sbatch.html).
+_GRES = re.compile(r"--(?:gres(?:=|\s+)gpu(?::[\w-]+)?:|gpus-per-node(?:=|\s+)(?:[\w-]+:)?)(\d{1,3})\b", re.I | re.A)
+_TASKS = re.compile(r"--ntasks-per-node(?:=|\s+)(\d{1,3})\b", re.I | re.A)
+_SLURM_NODES = re.compile(r"(?:--nodes|(?<![\w-])-N)(?:=|\s+)(\d{1,4})\b", re.A)
+# a launcher that starts one process per GPU inside the allocation
+_PER_GPU_LAUNCHER = re.compile(r"torchrun|torch\.distributed\.(?:run|launch)|accelerate launch|deepspeed\s|--nproc[_-]per[_-]node",
+                               re.I | re.A)
+
+
+def _read_cluster_lines(text: str, out: ConfigReading) -> None:
+    """Hostfiles and SLURM options: nodes, GPUs per node, and a job that runs one process."""
+    f, spans = out.fields, out.spans
+    hosts = {m.group(1): (int(m.group(2)), m.group(0).strip()) for m in _SLOTS.finditer(text)}
+    if hosts and "nodes" not in f and "gpus_per_node" not in f and "gpu_count" not in f:
+        slots = {n for n, _ in hosts.values()}
+        span = "; ".join(s for _, s in hosts.values())
+        f["nodes"], spans["nodes"] = len(hosts), span
+        if len(slots) == 1:
+            f["gpus_per_node"], spans["gpus_per_node"] = slots.pop(), span
+        f["gpu_count"], spans["gpu_count"] = sum(n for n, _ in hosts.values()), span
+    gres, tasks = _GRES.search(text), _TASKS.search(text)
+    if gres and "gpus_per_node" not in f:
+        per_node = int(gres.group(1))
+        if tasks and int(tasks.group(1)) == 1 and per_node > 1 and not _PER_GPU_LAUNCHER.search(text):
+            # one task per node and no launcher inside it: one process sees all the node's GPUs (a
+            # single-process job, e.g. device_map="auto"), not one data-parallel rank per GPU
+            out.observed["one_process"] = tasks.group(0)
+        f["gpus_per_node"], spans["gpus_per_node"] = per_node, gres.group(0)
+        nodes = _SLURM_NODES.search(text)
+        if nodes and "nodes" not in f:
+            f["nodes"], spans["nodes"] = int(nodes.group(1)), nodes.group(0)
+        if "gpu_count" not in f:
+            f["gpu_count"], spans["gpu_count"] = per_node * int(f.get("nodes") or 1), gres.group(0)
 
 
 _ZERO_JSON = re.compile(r"zero_optimization[\"']?\s*:\s*\{[^{}]{0,40}?[\"']stage[\"']\s*:\s*([0-3])", re.I | re.A)

@@ -276,12 +276,20 @@ def sentences_of(text: str) -> list[str]:
     return out
 
 
+# Two versions of one API asked about: the answer is about the APIs, whatever the setup
+_API_VERSIONS = re.compile(r"fsdp\s*-?\s*1\b.{0,40}?fsdp\s*-?\s*2\b|fsdp\s*-?\s*2\b.{0,40}?fsdp\s*-?\s*1\b|"
+                           r"fully_shard\b.{0,40}?FullyShardedDataParallel|FullyShardedDataParallel.{0,40}?fully_shard\b|"
+                           r"(?:old|new|旧|新)(?:er)?\s*(?:版)?\s*fsdp.{0,30}?(?:old|new|旧|新)(?:er)?\s*(?:版)?\s*fsdp", re.I | re.A | re.S)
+
+
 def _question_class(sentence: str, *, has_setup: bool, own: bool = True, mine: bool = True) -> str | None:
     """The intent one question sentence asks for (None: not a question, or none of ours). ``own``:
     the message is about a run or setup of the person's (a setup, "I/my/我", a symptom); ``mine``: it
     speaks of the person's own run ("I/my/我", an OOM)."""
     if not _QUESTION.search(sentence):
         return None
+    if _API_VERSIONS.search(sentence):
+        return "concept"  # "FSDP1 or FSDP2?": which API, answered as a concept wherever it is asked
     if _CONCEPT_STRONG.search(sentence) and not _OWN_RUN.search(sentence) or re.search(r"how is .{1,60} achieved", sentence, _I):
         return "concept"
     if re.search(r"\b(?:is|are|would|will)\b.{0,40}\b(?:faster|slower|better|worse|cheaper)\b.{0,12}\bthan\b", sentence, _I) \

@@ -57,6 +57,10 @@ class ProseReading:
     total_span: str = ""
     card_explicit: bool = False  # the card size was written as such ("单卡40G", "16*80G", "each 48GB")
     larger_of_sizes: bool = False  # "7b/8b/9b": several sizes asked together, the largest kept
+    # (field, (value, value), (span, span)): two readings of one field with nothing between them
+    # that says which is the run's ("7B model, 70B model", "40GB 80GB", "LoRA full fine-tune")
+    contradictions: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # (code, values): roles the answer should say it read
 
 
 def _set(out: ProseReading, name: str, value, span: str) -> None:
@@ -90,6 +94,18 @@ _SIZE_TARGET = re.compile(r"(?:压缩到|压缩成|裁剪到|剪枝到|缩小到
 _MORE_SIZES = re.compile(r"(?:\s*(?:/|or|或者?|、)\s*" + NUM + r"\s*b(?![a-z]))+", re.I | re.A)
 
 
+# Only separators (and the word "model") between two readings: nothing says which one is meant
+_BARE_GAP = re.compile(r"[\s,，、;；]*(?:(?:model|模型|的模型|params|parameters|参数)[\s,，、;；]*)?", re.I | re.A)
+
+
+def _two_sizes(text: str, first: re.Match, out: ProseReading) -> None:
+    """"7B model, 70B model": a second, different size right after the first is a contradiction."""
+    nxt = _SIZE_B.search(text, first.end())
+    if nxt and float(nxt.group(1)) != float(first.group(1)) and _BARE_GAP.fullmatch(text[first.end(): nxt.start()]):
+        out.contradictions.append(("params_b", (float(first.group(1)), float(nxt.group(1))),
+                                   (first.group(0).strip(), nxt.group(0).strip())))
+
+
 def read_size(text: str, out: ProseReading) -> None:
     if m := _SIZE_TARGET.search(text):
         _set(out, "params_b", float(m.group(1)), m.group(0))
@@ -104,6 +120,8 @@ def read_size(text: str, out: ProseReading) -> None:
                 value = max(value, *(float(x) for x in re.findall(NUM, more.group(0))))
                 span, out.larger_of_sizes = span + more.group(0), True
             _set(out, "params_b", round(value * scale, 6), span)
+            if pattern is _SIZE_B and not out.larger_of_sizes:
+                _two_sizes(text, m, out)
             return
 
 
@@ -121,11 +139,12 @@ _NET = re.compile(r"(\bib\b|infiniband|以太网|ethernet|roce|网络|网卡|带
 _TOTAL_BEFORE = re.compile(r"(一共|总共|合计|总计|共计|共|总显存|total(?: of)?|in total|altogether|combined)\s*(?:有|是|为|约)?\s*$",
                            re.I | re.A)
 _TOTAL_AFTER = re.compile(r"^\s*(?:显存)?\s*(?:total|in total|总|combined|altogether|总显存)", re.I | re.A)
-_USED_BEFORE = re.compile(r"(占用|只占|用了|使用了|占了|loaded up to|uses?|using|used|consum\w*|occup\w*|shows?|"
-                          r"peaks? at|went up to|升到|涨到|达到|占)\s*(?:了|约|大约|到|about|around|~|at)?\s*$", re.I | re.A)
+_USED_BEFORE = re.compile(r"(占用|只占|用了|使用了|占了|loaded up to|uses?|using|used|consum\w*|occup\w*|shows?|allocated|reserved|"
+                          r"mem(?:ory)?[_ ]usage|usage|peak(?:[_ ]mem\w*)?|"
+                          r"peaks? at|went up to|升到|涨到|达到|占)\s*[:=：]?\s*(?:了|约|大约|到|about|around|~|at)?\s*$", re.I | re.A)
 _NEED_BEFORE = re.compile(r"(?:(?:需要|要|至少|理论|预计|估计|降到|降低到|减少到|少于|低于|不超过|不是|就够|够|"
                           r"使用显存为|模型使用|剩余)[^\d\n]{0,5}|(?:剩余|free|available|可用)[^\d\n]{0,10}|"
-                          r"(?:need\w*|requir\w*|takes?|would take|expect\w*|reduce\w*|under|below|less than|only|"
+                          r"(?:need\w*|requir\w*|takes?|would take|expect\w*|reduce\w*|under|below|less than|only(?!\s+(?:have|has|got|own))|"
                           r"just a|with just)[^\d\n]{0,20})$", re.I | re.A)
 # a size right after words that name the card ("单卡40G", "每张24G", "each with 48GB") is the card's
 _CARD_NEAR = re.compile(r"(单卡|每张卡?|每卡|每块|单张|each(?: with)?|per card|per gpu|(?<!使用)显存[:：]?|vram[:：]?)\s*(?:是|为|有|都是)?\s*$",
@@ -149,6 +168,7 @@ def _memory_span(text: str, start: int, end: int) -> str:
 
 def read_memory(text: str, out: ProseReading) -> None:
     card: tuple[float, str] | None = None
+    plain: re.Match | None = None  # the figure that became the card with no word naming its role
     for m in _MEM.finditer(text):
         raw_unit = text[m.start(2): m.end(2)]
         after = text[m.end(): m.end() + 14]
@@ -160,7 +180,6 @@ def read_memory(text: str, out: ProseReading) -> None:
             continue
         value = float(m.group(1)) * (1024 if unit in ("tb", "t") else 1)
         before = text[max(0, m.start() - 30): m.start()]
-        near = before[-10:]
         span = _memory_span(text, m.start(), m.end())
         # used/capacity pairs: "14g/80g"
         pair = re.match(r"^\s*/\s*(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b", after, re.I | re.A)
@@ -178,8 +197,9 @@ def read_memory(text: str, out: ProseReading) -> None:
                 card = (value, span)  # "每张显存5000G" is the user's per-card figure: checked, not dropped
                 out.card_explicit = True
             continue
-        if _USED_BEFORE.search(near) or re.search(r"(占用|只占用)[^\d\n]{0,8}$", before):
+        if _USED_BEFORE.search(before[-22:]) or re.search(r"(占用|只占用)[^\d\n]{0,8}$", before):
             out.observed.setdefault("used_per_gpu_gib", value)
+            out.notes.append(("used_not_capacity", {"gib": value, "span": span}))
             continue
         if _EST_BEFORE.search(before):
             out.observed.setdefault("estimate_gib", value)
@@ -207,6 +227,11 @@ def read_memory(text: str, out: ProseReading) -> None:
             continue  # "560g", "1280g显存": a total or a requirement, never one card
         if card is None:
             card = (value, span)
+            plain = m
+        elif plain is not None and value != card[0] and _BARE_GAP.fullmatch(text[plain.end(): m.start()]):
+            # "40GB 80GB": two card sizes side by side, nothing says which
+            out.contradictions.append(("gpu_memory_gb", (card[0], value), (card[1], span)))
+            plain = None
     if card is not None:
         v = card[0]
         _set(out, "gpu_memory_gb", int(v) if float(v).is_integer() else v, card[1])
@@ -247,6 +272,7 @@ _GPU_COUNT = [
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
     re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
     re.compile(COUNT + r"\s*" + G + r"s\b"),
+    re.compile(COUNT + r"\s+of\s+(?:them|those|these)\b", re.I | re.A),  # "my A100 ... on 8 of them"
     re.compile(r"(?:number of gpus?|gpu number|gpu count|num(?:ber)? of cards?|gpu数量|显卡数量|卡数)\s*[:：=]\s*(\d{1,6})", re.I | re.A),
 ]
 _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
@@ -255,11 +281,17 @@ _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一�
 _PER_NODE_CUE = re.compile(r"(?:each|per|every)\s+(?:node|machine|server|host|box)\s*(?:is|has|with|:|=)?\s*[(（]?\s*$|"
                            r"(?:每台(?:机器)?|每个?节点|每机)\s*[:：]?\s*[(（]?\s*$", re.I | re.A)
 # "和单卡训练时一致", "单卡和多卡内存消耗几乎一样": one GPU as the comparison, not the setup (LlamaFactory#350, #5972)
+# one card said as a count of its own, right beside another count with only a comma between
+_LONE_SINGLE = re.compile(r"(?:单卡|单张卡?|一张卡|a single (?:gpu|card)|one (?:gpu|card))\s*[,，、;；]\s*(?=[^,，。;；\n]{0,6}?\d)",
+                          re.I | re.A)
 _LIKE_ONE_GPU = re.compile(r"(?:和|跟|与|同)(?:单卡|单张)[^，,。；;\n]{0,12}?(?:一样|一致|相同|差不多|相当|相比)|"
                            r"(?:单卡|单张)(?:和|跟|与)多卡")
 # "16*80G", "40GB × 8 cards", "48G *4", "A800*8张卡*80G": count x card size, either order
-_COUNT_BY_MEM = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,4})\s*[x×*]\s*(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
-_MEM_BY_COUNT = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,3})\s*(?:gib|gb|g)\s*[)）]?\s*[x×*]\s*(\d{1,4})(?![\d.])", re.I | re.A)
+# (never a link: "8x 400Gb/s", "8x400G IB" are a node's NICs, bits per second)
+_LINK_AFTER = r"(?!\s*/\s*s|ps|it\b|\s*(?:ib|infiniband|roce|rdma|nics?|网卡|ethernet|以太网|网络)\b)"
+_COUNT_BY_MEM = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,4})\s*[x×*]\s*(\d{1,3})\s*(?:gb|g)(?![a-z])" + _LINK_AFTER, re.I | re.A)
+_MEM_BY_COUNT = re.compile(r"(?<![A-Za-z0-9_.ǤḾ])(\d{1,3})\s*(?:gib|gb|g)" + _LINK_AFTER + r"\s*[)）]?\s*[x×*]\s*(\d{1,4})(?![\d.])",
+                           re.I | re.A)
 _NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:[x×*]\s*)?(?:张|块)?\s*(?:rtx\s*)?(?:" + G + r"|gpus?|卡)",
                             re.I | re.A)
 
@@ -301,6 +333,13 @@ _ONE_CARD = re.compile(r"(?:\b(?:an?|one|my)\s+(?:single\s+)?(?:nvidia\s+|amd\s+
                        r"|\bi(?:'ve| have|'m| am)?\s*(?:got|have|own|running|using|use|run|on)\s+(?:on\s+)?(?:an?\s+|one\s+)?"
                        r"(?:nvidia\s+|amd\s+)?(?:[a-z]{2,8}\s*\(\s*)?" + G + r")(?!" + GPU + r"|\s*(?:[x×*s]|gpus|cards|nodes?|servers?|"
                        r"machines?|cluster|instances?|box))", re.I | re.A)
+# Two cards said without a digit: "both of my GPUs", "dual A6000s", "a pair of 3090s", "双卡" (COUNT reads 双)
+_PAIR = re.compile(r"(?<![a-z])(?:dual|twin|a pair of|both(?: of)?(?: (?:my|our|the|these|those))?)[\s-]*(?:nvidia\s+|rtx\s+)?"
+                   r"(?:\d{1,3}\s*gi?b?\s+)?(?:" + G + r"|gpus?\b|cards?\b)", re.I | re.A)
+# One card said without a digit: "my 80G card", "my GPU runs out", "我的卡", "这张卡"
+_MY_CARD = re.compile(r"(?<![a-z])(?:my|our)\s+(?:only\s+|single\s+)?(?:\d{1,3}\s*gi?b?\s+)?(?:card|gpu)(?!s|\s*(?:count|memory|mem\b|"
+                      r"util|usage|ram|vram|number))|(?<![a-z])(?:my|our)\s+single\s+(?!nodes?\b|machines?\b|servers?\b|hosts?\b)"
+                      r"(?:nvidia\s+|rtx\s+)?[A-Za-z0-9" + GPU + r"]|我的(?:显)?卡(?!们)|这张(?:显)?卡", re.I | re.A)
 _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple gpus|nodes?\b|节点|each|per gpu|per card|每张|每卡|"
                    r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
 
@@ -360,6 +399,17 @@ def read_counts(text: str, out: ProseReading) -> None:
             and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
             and (one := _ONE_CARD.search(text)) and not _MANY.search(text.replace(one.group(0), " ")):
         count, count_text = 1, one.group(0)
+    if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields and \
+            "gpus_per_node" not in out.fields:
+        if pair := _PAIR.search(text):
+            count, count_text = 2, pair.group(0)
+            out.notes.append(("count_implied", {"count": 2, "span": pair.group(0)}))
+        elif (mine := _MY_CARD.search(text)) and not _MANY.search(text.replace(mine.group(0), " ")):
+            count, count_text = 1, mine.group(0)
+            out.notes.append(("count_implied", {"count": 1, "span": mine.group(0)}))
+    elif count is not None and count > 1 and single is not None and (lone := _LONE_SINGLE.search(text)):
+        # "单卡，8张A100": one card and eight, nothing between them that says which is the run's
+        out.contradictions.append(("gpu_count", (1, count), (lone.group(0).strip(" ,，"), count_text)))
     if nodes is None and not _search(r"多个节点|多节点|多机|multiple nodes|multi-?node|several nodes", text) and \
             (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
                                         r"a single node|in one machine|on one machine|a machine with", text)):
@@ -379,6 +429,54 @@ def read_counts(text: str, out: ProseReading) -> None:
 # --------------------------------------------------------------------------------------------
 
 _NEG = r"(?:不用|不要|不开|不是|非|没有|无|no|not|without|instead of|disable[ds]?|关闭|关掉|没开)"
+
+
+_LORA_WORD = r"(q[-_ ]?lora|lora)"
+_WEIGHED = re.compile(r"(?:\bor\s+(?:should|shall|do|would|could|can)\s+(?:i|we)\s+(?:just\s+|rather\s+|instead\s+)?"
+                      r"(?:do|use|go with|switch to|try|move to|consider)?\s*|\bor\s+(?:just|maybe|rather|instead)\s+(?:use\s+|do\s+)?|"
+                      r"\b(?:would|will|could|does)\s+(?=(?:q[-_ ]?lora|lora)\s+(?:be|work|help|fit|save))|\bhow about\s+|\bwhat about\s+|"
+                      r"\binstead,?\s+(?:should\s+(?:i|we)\s+)?(?:use\s+)?|还是(?:说)?(?:干脆|直接)?(?:换成|改用|用|上)?|"
+                      r"要不要(?:换成|改用|用)|或者(?:干脆|直接)?(?:换成|改用|用)|不如(?:换成|改用|用)?|是不是(?:应该)?(?:换成|改用|用))"
+                      + _LORA_WORD + r"(?=[^\n。.!！]{0,40}?[?？]|\s*(?:呢|吗|更好|比较好|会不会))", re.I | re.A)
+_FULL_WORD = r"(全参(?:数)?(?:微调)?|全量(?:微调)?|full[- ]?(?:parameter|param)s?(?:\s*fine-?tun\w*)?|full\s*-?\s*fine-?tun\w*|full\s*ft\b)"
+_FAIL = r"(?:oom\w*|out of memory|fail\w*|crash\w*|does(?:n'?t| not) (?:fit|work|run)|won'?t (?:fit|run)|爆显存|显存不够|跑不(?:起来|动|了)|报错|不行|失败)"
+_WORK = r"(?:works?(?: fine| well)?|worked|runs? (?:fine|ok|well)|ran (?:fine|ok)|is fine|fits|跑得(?:起来|动)|能跑|可以跑|没问题|正常|可以)"
+_BOTH_METHODS = re.compile(r"(q[-_ ]?lora|lora)[\s,，/+]*((?:全参|全量|full)[^\s,，。]{0,12})|"
+                           r"((?:全参|全量|full)[^\s,，。]{0,12})[\s,，/+]*(q[-_ ]?lora|lora)(?![^\n]{0,3}(?:呢|吗|\?))", re.I | re.A)
+
+
+_METHOD = r"(?:q[-_ ]?lora|lora|全参(?:数)?(?:微调)?|全量(?:微调)?|full[- ]?(?:parameter|param)?s?\s*(?:fine-?tun\w*|finetun\w*|ft)?)"
+_METHOD_ASKED = re.compile(_METHOD + r"\s*(?:\bor\b|还是|\bvs\.?|versus|或者?)\s*" + _METHOD +
+                           r"(?=\s*(?:[?？]|呢|好|更好|which|哪)|[^\n。.!]{0,60}?[?？])", re.I | re.A)
+
+
+def full_said_as_compare(text: str) -> bool:
+    """Two methods joined by a word that compares or chooses ("full vs LoRA", "LoRA还是全参")."""
+    return bool(re.search(r"(?:lora|全参|全量|full)[^\n，,。]{0,16}?(?:\bvs\.?|\bor\b|还是|或者?|\bversus\b|\bthan\b|比|对比|instead)"
+                          r"[^\n，,。]{0,16}?(?:lora|全参|全量|full)", text, re.I | re.A))
+
+
+def _method_roles(text: str) -> tuple[str, str, str] | None:
+    """(failed method, working method, span) when one method is said to fail and the other to work."""
+    methods = [(m.start(), "lora" if "lora" in m.group(0).lower() else "full", m.group(0))
+               for m in re.finditer(_FULL_WORD + "|" + _LORA_WORD, text, re.I | re.A)]
+    kinds = {k for _, k, _ in methods}
+    if kinds != {"lora", "full"}:
+        return None
+    fail_of: dict[str, str] = {}
+    for start, kind, span in methods:
+        after = text[start: start + 60]
+        clause = re.split(r"[,，;；。.!?？\n]|\bbut\b|但是?|而", after[len(span):], maxsplit=1)[0]
+        if re.search(_FAIL, clause, re.I | re.A):
+            fail_of.setdefault(kind, "failed")
+        elif re.search(_WORK, clause, re.I | re.A):
+            fail_of.setdefault(kind, "worked")
+    failed = [k for k, v in fail_of.items() if v == "failed"]
+    worked = [k for k, v in fail_of.items() if v == "worked"]
+    if len(failed) == 1 and worked and worked[0] != failed[0]:
+        span = next(sp for _, k, sp in methods if k == failed[0])
+        return failed[0], worked[0], span
+    return None
 
 
 def read_training(text: str, out: ProseReading) -> None:
@@ -429,13 +527,37 @@ def read_training(text: str, out: ProseReading) -> None:
     alt = _search(r"(?:还是说?|或者|只能|or just|or only)[^\n，,。]{0,10}?(?:q[-_ ]?lora|lora)", neg_lora)
     if full_said and alt:
         neg_lora = neg_lora[: alt.start()] + " " * (alt.end() - alt.start()) + neg_lora[alt.end():]
+    # an alternative being weighed in a question is not the setup: "or should I just do LoRA?",
+    # "would LoRA be better?", "还是换成LoRA？", "要不要改用LoRA"
+    for weighed in list(_WEIGHED.finditer(neg_lora)):
+        out.notes.append(("alternative_weighed", {"option": "qlora" if "q" in weighed.group(1).lower() else "lora",
+                                                  "span": text[weighed.start(): weighed.end()].strip()}))
+        neg_lora = neg_lora[: weighed.start()] + " " * (weighed.end() - weighed.start()) + neg_lora[weighed.end():]
+    # the run that failed and the one that worked: "full fine-tune OOMs, LoRA runs fine" asks about
+    # the failed one (the working one is what they already have)
+    roles = _method_roles(neg_lora)
+    if roles is None and (asked := _METHOD_ASKED.search(neg_lora)):
+        # "LoRA还是全参？", "full fine-tune or LoRA?": the question asks which; neither is the setup
+        out.notes.append(("method_asked", {"span": text[asked.start(): asked.end()].strip()}))
+        neg_lora = neg_lora[: asked.start()] + " " * (asked.end() - asked.start()) + neg_lora[asked.end():]
+    if roles is not None:
+        failed, worked, span = roles
+        out.notes.append(("failed_run_setup", {"failed": failed, "worked": worked}))
+        _set(out, "finetune", failed, span)
+    elif (both := _BOTH_METHODS.search(neg_lora)) and not full_said_as_compare(neg_lora):
+        # "LoRA full fine-tune": two methods with nothing between them that says which
+        g1, g2 = (1, 2) if both.group(1) else (3, 4)
+        a, b = (("lora" if "lora" in both.group(g).lower() else "full") for g in (g1, g2))
+        if a != b:
+            out.contradictions.append(("finetune", (a, b), (text[both.start(g1): both.end(g1)].strip(),
+                                                            text[both.start(g2): both.end(g2)].strip())))
     if m := _search(r"q[-_ ]?lora", neg_lora):
         _set(out, "finetune", "qlora", text[m.start(): m.end()])
     elif m := _search(r"(?<![a-z])lora|(?<![a-z])peft(?![a-z])|\bpeft微调", neg_lora):
         _set(out, "finetune", "lora", text[m.start(): m.end()])
     elif m := _search(r"全参|全量|full[- ]?(?:parameter|param)s?\b|full\s*-?\s*(?:fine\s*-?\s*tun|finetun|ft\b|train)|"
                       r"fully fine-?tun|all parameters|\bsft full\b|预训练(?!模型|好)|pre-?train(?:ing)?\b(?!ed)|from scratch|全参数|非lora|"
-                      r"\bfull\b(?= (?:sft|fine|finetune|training))|(?<=b )full\b|\bfull(?=\s*(?:[,.)]|$))", neg_lora):
+                      r"\bfull\b(?= (?:sft|fine|finetune|training))|(?<=b )full\b|(?<=[Ḿḿ] )full\b|\bfull(?=\s*(?:[,.)]|$))", neg_lora):
         _set(out, "finetune", "full", text[m.start(): m.end()])
     elif negs:
         _set(out, "finetune", "full", text[negs[0].start(): negs[0].end()])

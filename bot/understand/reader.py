@@ -16,11 +16,13 @@ import re
 from dataclasses import dataclass, field
 
 from bot.catalog import UnknownNameError, lookup_model
-from bot.understand import FieldSource, Observed, Provenance
+from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.intent import compare_of, read_intent, topics_of
 from bot.understand.logs import card_size_gb, read_logs
+from bot.understand.names import NameSize, size_from_name, unsized_name
 from bot.understand.prose import GPU, MODEL, read_prose
+from bot.understand.roles import set_aside
 from bot.understand.spans import (
     NameMention,
     _resolve_gpu,
@@ -28,6 +30,7 @@ from bot.understand.spans import (
     find_gpus,
     find_models,
     find_unknown_cards,
+    model_params_b,
 )
 from bot.understand.text import CJK, GAP, blank, prepare
 
@@ -39,7 +42,6 @@ _CODE_LINE = re.compile(r"(?:#{2,}|[-*][ \t]+`|(?:torchrun|deepspeed|python3?|ac
 _EN_WORD = re.compile(r"(?<![A-Za-z0-9_\-./])[A-Za-z]{2,}(?![A-Za-z0-9_\-/])")
 _HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",
              "inter_node_gbps", "cpu_ram_gb")
-_SIZE_IN_NAME = re.compile(r"(?<![\d.])(\d{1,4}(?:[._]\d{1,3})?)\s?[bB](?![A-Za-z0-9])")
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/]{1,120}")
 # "ds3" / "ds-2": DeepSpeed's stage as people write it ("测试ds3 还是会显存OOM", Qwen issue 200)
 # A bare "z3" is a stage only right after "deepspeed" ("启动deepspeed z3 offload", LlamaFactory#7528);
@@ -75,6 +77,8 @@ class Reading:
     notices: list = field(default_factory=list)
     unknown_model: str | None = None
     unknown_gpu: str | None = None
+    notes: list = field(default_factory=list)           # ReadNote: what the answer should say it read
+    contradictions: list = field(default_factory=list)  # Contradiction: asked about, never picked
     intent: str = "recommend"
     topics: list = field(default_factory=list)
     compare: tuple = ()
@@ -141,6 +145,44 @@ def _asked_about(span: str, text: str) -> bool:
             return True
     return False
 
+_CLAUSE_END = re.compile(r"[.;；。!?！？\n，,]")
+
+
+def _clause_asks(text: str, at: int) -> bool:
+    """Whether the clause holding position ``at`` ends with a question mark."""
+    end = _CLAUSE_END.search(text, at)
+    return end is not None and end.group(0) in "?？"
+# "my A100 has 24GB", "A100 with 24GB": a size said of the card itself
+_SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:has|have|with|is|comes with|有|是|为|[(（])\s*(?:only\s*|just\s*)?(\d{1,3})\s*(?:gb|g)(?![a-z])",
+                           re.I | re.A)
+
+
+def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: list[NameMention], marked: str) -> None:
+    """Notes on the roles the reader gave figures, and contradictions (each also a problem, so the
+    answer asks which reading holds instead of computing one picked silently)."""
+    for code, values in [*aside_notes, *prose.notes]:
+        if code == "used_not_capacity" and "gpu_memory_gb" in out.fields:
+            continue  # the card's size is known: the used figure needs no explanation
+        out.notes.append(ReadNote(code, values))
+    if cfg.observed.get("one_process"):
+        out.notes.append(ReadNote("one_process", {"span": cfg.observed["one_process"]}))
+    found = [Contradiction(name, tuple(values), tuple(spans)) for name, values, spans in prose.contradictions]
+    if gpus and gpus[0].name and gpus[0].memory_gb is None and (said := _SIZE_OF_CARD.search(marked)):
+        from bot.catalog import list_gpus
+
+        family = card_family(gpus[0].name)
+        sizes = {float(x.memory_gb) for x in list_gpus() if card_family(x.name) == family}
+        value = float(said.group(1))
+        if sizes and all(abs(value - size) > 0.03 * size for size in sizes):
+            found.append(Contradiction("gpu_memory_gb", (family.upper(), value), (gpus[0].raw, said.group(0).lstrip(GPU))))
+    for c in found:
+        if any(x.field == c.field for x in out.contradictions):
+            continue
+        out.contradictions.append(c)
+        shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
+        out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
+
+
 def detect_language(text: str) -> str:
     cjk = len(CJK.findall(text))
     words = len(_EN_WORD.findall(text))
@@ -182,11 +224,50 @@ def _mark(text: str, mentions: list[NameMention], char: str) -> str:
 
 
 def _size_from_name(value: str) -> tuple[float, str] | None:
-    m = _SIZE_IN_NAME.search(value)
-    if not m:
+    read = size_from_name(value)
+    return (read.params_b, read.span) if read else None
+
+
+def _size_note(name: str, read: NameSize) -> ReadNote:
+    """What the answer says about a size read from a name (bot.understand.names)."""
+    if read.experts:
+        return ReadNote("moe_from_name", {"name": name, "experts": read.experts, "expert_b": read.expert_b,
+                                          "params_b": read.params_b, "active_b": read.active_b, "span": read.span})
+    if read.active_b:
+        return ReadNote("active_from_name", {"name": name, "params_b": read.params_b, "active_b": read.active_b,
+                                             "span": read.span})
+    return ReadNote("size_from_name", {"name": name, "params_b": read.params_b, "span": read.span})
+
+
+_NAME_CHARS = re.compile(r"[A-Za-z0-9._\-]")
+
+
+def _enclosing_name(text: str, start: int, end: int) -> tuple[int, int]:
+    """The whole name token around a catalog match ("TinyLlama-1.1B" around "TinyLlama")."""
+    while start > 0 and _NAME_CHARS.match(text[start - 1]):
+        start -= 1
+    while end < len(text) and _NAME_CHARS.match(text[end]):
+        end += 1
+    while end > start and text[end - 1] in "._-":
+        end -= 1
+    return start, end
+
+
+def _foreign_family(text: str, mention: NameMention) -> tuple[str, NameSize] | None:
+    """A catalog alias inside a longer name whose own size differs from the catalog model's
+    ("TinyLlama-1.1B" holds the alias "tiny-llama", "MiniCPM-Llama3-V-8B" holds "llama3"): the
+    name is another family, sized from its name (never a contradiction that stops the answer)."""
+    start, end = _enclosing_name(text, mention.start, mention.end)
+    if (start, end) == (mention.start, mention.end) or not mention.name:
         return None
-    size = float(m.group(1).replace("_", "."))
-    return (size, m.group(0)) if size > 0 else None
+    token = text[start:end]
+    read = size_from_name(token)
+    if read is None:
+        return None
+    own = model_params_b(mention.name)
+    if own and abs(own - read.params_b) <= 0.15 * max(own, read.params_b):
+        return None  # "my-llama2-7b-custom": a fine-tune of the catalog model, same shape
+    return token, read
 
 
 def _catalog_memory(name: str | None) -> float | None:
@@ -224,10 +305,17 @@ def read_turn(raw: object) -> Reading:
     out.text = text
 
     models = find_models(own)
+    foreign = [(m, hit) for m in models if (hit := _foreign_family(own, m))]
+    if foreign:
+        models = [m for m in models if m not in {x for x, _ in foreign}]
     marked = _mark(own, models, MODEL)
     # unknown model names carrying a size ("Qwen-1_8B", "internlm2-chat-20b"): the size only
     unknown_models: list[NameMention] = []
-    if not models:
+    if foreign and not models:
+        m, (token, _read) = foreign[0]
+        start = own.find(token)
+        unknown_models.append(NameMention(start, start + len(token), token, None))
+    elif not models:
         for tok in _NAME_TOKEN.finditer(marked):
             value = tok.group(0)
             if not re.search(r"[A-Za-z]{2}", value) or GPU in value or "/" in value or \
@@ -241,6 +329,15 @@ def read_turn(raw: object) -> Reading:
     gpus = find_gpus(marked)
     unknown_cards = find_unknown_cards(marked, gpus)
     marked = _mark(marked, gpus + unknown_cards, GPU)
+    before_aside = marked
+    marked, aside_notes = set_aside(marked)  # "we also have some V100s", "the recipe uses 4 nodes"
+    # the intent is not read from an aside either ("还有几台V100" says "a few", it asks no count),
+    # unless the aside is itself a question
+    intent_text = own if before_aside == marked else "".join(
+        " " if m == " " and b != " " and not _clause_asks(before_aside, i) else o
+        for i, (o, b, m) in enumerate(zip(own, before_aside, marked, strict=False)))
+    gpus = [g for g in gpus if marked[g.start] == GPU]
+    unknown_cards = [g for g in unknown_cards if marked[g.start] == GPU]
     prose = read_prose(marked)
 
     f: dict = {}
@@ -262,15 +359,22 @@ def read_turn(raw: object) -> Reading:
         elif size := _size_from_name(cfg.model_text.rstrip("/").rsplit("/", 1)[-1]):
             put("params_b", size[0], "config", cfg.spans.get("model_text", cfg.model_text))
             out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
+        elif (base := cfg.model_text.rstrip("/").rsplit("/", 1)[-1].strip("\"'")) and re.search(r"[A-Za-z]{2}", base):
+            # "model_name_or_path: org/SomeVisionModel": the name is kept and its size asked
+            out.notes.append(ReadNote("model_unsized", {"name": base[:80]}))
     if "model" not in f and "params_b" not in f and (example := _LLAMAFACTORY_EXAMPLE.search(text)):
         # A LlamaFactory example config named on the command line is that example's setup
         for example_field, example_value in _llamafactory_example(example).items():
             put(example_field, example_value, "config", example.group(0))
     if unknown_models and "model" not in f:
-        size = _size_from_name(unknown_models[0].raw)
-        if size:
-            put("params_b", size[0], "stated", unknown_models[0].raw)
+        name_read = size_from_name(unknown_models[0].raw)
+        if name_read:
+            put("params_b", name_read.params_b, "stated", unknown_models[0].raw)
             out.unknown_model = unknown_models[0].raw[:80]
+            out.notes.append(_size_note(out.unknown_model, name_read))
+    elif out.unknown_model and prov.get("params_b") is not None and prov["params_b"].source == "config" and \
+            (name_read := size_from_name(out.unknown_model)):
+        out.notes.append(_size_note(out.unknown_model, name_read))
     if logs.params_b is not None and "params_b" not in f and "model" not in f:
         put("params_b", logs.params_b, "log", logs.params_span)  # the estimator counted the real model
     if models and models[0].name and (alt := _ALTERNATIVE_SIZE.match(text, models[0].end)):
@@ -290,6 +394,12 @@ def read_turn(raw: object) -> Reading:
         put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
         if prose.larger_of_sizes:
             out.notices.append("larger_of_two_sizes")
+    if "model" not in f and "params_b" not in f and not out.unknown_model and \
+            not any(n.code == "model_unsized" for n in out.notes) and (unsized := unsized_name(marked)):
+        # "fine-tune Aria", "训练一个ResNet-50": the name is kept (in the note) and its size asked, one
+        # question. Not ``unknown_model``: that says "the estimate uses its parameter count", and
+        # there is no count to use.
+        out.notes.append(ReadNote("model_unsized", {"name": unsized}))
 
     # --- hardware: the person's words first, then the config --------------------------------
     if gpus:
@@ -435,6 +545,7 @@ def read_turn(raw: object) -> Reading:
 
     prov = {k: (Provenance(v.source, _gap_free(v.span), v.confidence) if GAP in v.span else v) for k, v in prov.items()}
     out.fields, out.provenance, out.observed = f, prov, obs
+    _roles_and_contradictions(out, prose, aside_notes, cfg, gpus, marked)
     lines = [ln for ln in own.splitlines()
              if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
     words = "\n".join(lines)
@@ -448,7 +559,7 @@ def read_turn(raw: object) -> Reading:
         out.topics.append("multi_model_rl")
     out.compare = compare_of(own)
     hardware_or_model = {"model", "params_b", "gpu", "gpu_count", "gpu_memory_gb", "nodes", "gpus_per_node"}
-    reading = read_intent(own, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
+    reading = read_intent(intent_text, has_setup=bool(hardware_or_model & set(f)), oom=obs.oom)
     out.intent, out.intent_asked, out.symptom = reading.intent, reading.asked, reading.symptom
     out.can_question = reading.can_question
     for key in _ASKABLE_OPTIONS:  # "Would gradient_as_bucket_view=True fix it?" asks; the run does not use it yet

@@ -88,13 +88,27 @@ def prepare(text: object, limit: int = MAX_CHARS) -> Prepared:
         raw = raw[:limit]
         out.notices.append("truncated")
     cleaned = clean(raw)
-    if _LONG_DIGITS.search(cleaned):
-        out.problems.append(("", f"a number with more than {MAX_DIGITS} digits is not a usable value; "
-                                 "it was ignored"))
+    if runs := list(_LONG_DIGITS.finditer(cleaned)):
+        if any(_stands_as_value(cleaned, m) for m in runs):
+            out.problems.append(("", f"a number with more than {MAX_DIGITS} digits is not a usable value; "
+                                     "it was ignored"))
+        # a job id, a timestamp, a hash: ignored, and the question stays answerable
         out.notices.append("long_number_ignored")
         cleaned = _LONG_DIGITS.sub(lambda m: GAP * len(m.group(0)), cleaned)
     out.text = cleaned
     return out
+
+
+# A long digit run where a setup value would stand: a unit, a card or a count word right after it
+# ("9999...B model", "on 1000...0 A100", "999... GPUs"), or a setting's name right before it.
+_VALUE_AFTER = re.compile(r"\s*(?:[x×*]\s*)?(?:b|bn|billion|m|g|gb|gib|t|tb|k|张|块|卡|台|个|亿|gpus?|cards?|nodes?|"
+                          r"machines?|tokens?|params?|[A-Za-z]{1,3}\d{2,4})(?![a-z])", re.I | re.A)
+_VALUE_BEFORE = re.compile(r"(?:seq(?:uence)?[_ ]?(?:len(?:gth)?)?|batch(?:[_ ]size)?|gpus?|nodes?|cards?|rank|lr|"
+                           r"on|with|[=:：])\s*$", re.I | re.A)
+
+
+def _stands_as_value(text: str, run: re.Match) -> bool:
+    return bool(_VALUE_AFTER.match(text, run.end()) or _VALUE_BEFORE.search(text[max(0, run.start() - 24): run.start()]))
 
 
 def blank(text: str, spans: list[tuple[int, int]], fill: str = "") -> str:

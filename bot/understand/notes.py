@@ -1,0 +1,69 @@
+"""Default wording (zh/en) for the reader's notes and contradictions (``bot.understand.ReadNote``,
+``bot.understand.Contradiction``), so an answer can say what was read and ask one question.
+
+Wording is data: one template per code and language, filled from the note's values. Every figure
+in a template is a value the person wrote (or the name's size), never one computed here, so the
+answer's traceability check holds. The answer layer decides where these go.
+"""
+
+from __future__ import annotations
+
+from bot.understand import Contradiction, ReadNote
+
+_NOTES: dict[str, tuple[str, str]] = {
+    "size_from_name": ("模型不在目录里：参数量 {params_b:g}B 是从名字 `{name}` 读出的。",
+                       "The model is not in the catalog: {params_b:g}B was read from the name `{name}`."),
+    "moe_from_name": ("`{name}` 按名字里的 `{span}` 算作 {experts} 个专家的 MoE：共享注意力和嵌入，总参数约 {params_b:g}B。",
+                      "`{name}` is read from `{span}` as a mixture of {experts} experts sharing attention and "
+                      "embeddings: about {params_b:g}B parameters in total."),
+    "active_from_name": ("`{name}`：名字写的是总参数 {params_b:g}B、每个 token 激活 {active_b:g}B；显存按总参数算。",
+                         "`{name}`: the name says {params_b:g}B in total, {active_b:g}B active per token; memory "
+                         "counts all {params_b:g}B."),
+    "model_unsized": ("`{name}` 不在目录里，名字里也没有参数量：它有多少参数？",
+                      "`{name}` is not in the catalog and its name carries no size: how many parameters does it have?"),
+    "count_implied": ("卡数按 `{span}` 读作 {count}。", "The GPU count is read as {count} from `{span}`."),
+    "used_not_capacity": ("`{span}` 是运行时用掉的显存，不是卡的容量。",
+                          "`{span}` is what the run used, not the card's memory."),
+    "aside_hardware": ("`{span}` 是另外的硬件，没有算进这次训练。",
+                       "`{span}` is other hardware; it is not counted as this run's."),
+    "others_setup": ("`{span}` 说的是别人的配置，没有当成你的。", "`{span}` describes someone else's setup, not yours."),
+    "alternative_weighed": ("`{span}` 是在考虑的备选，不是现在的配置。",
+                            "`{span}` is an alternative you are weighing, not the current setup."),
+    "method_asked": ("`{span}` 是在问选哪种微调方式，下面两种都会说到。",
+                     "`{span}` asks which fine-tuning method to use; the answer covers both."),
+    "failed_run_setup": ("按失败的那次运行（{failed}）计算；能跑的那次（{worked}）不是要解决的。",
+                         "Computed for the run that failed ({failed}); the one that works ({worked}) is not the problem."),
+    "one_process": ("`{span}`：每个节点只有一个进程，它看到节点上所有的卡，不是每卡一个 DDP/FSDP 进程。",
+                    "`{span}`: one process per node sees all of its GPUs; that is not one DDP/FSDP rank per GPU."),
+    "new_setup": ("这是新的配置：沿用了之前的 {carried}；之前的 {dropped} 没有沿用。",
+                  "This is a new setup: kept from earlier: {carried}; not kept: {dropped}."),
+    "condensed": ("消息很长（{chars} 个字符）：重复的日志行和堆栈帧略去后读了全文的要点。",
+                  "Your message was long ({chars} characters): repeated log lines and stack frames were skipped "
+                  "and the rest was read."),
+}
+
+_CONTRADICTION: dict[str, tuple[str, str]] = {
+    "params_b": ("问题里同时写了 {a} 和 {b}：模型是哪一个？", "The question says both {a} and {b}: which model is it?"),
+    "gpu_memory_gb": ("问题里同时写了 {a} 和 {b}：每张卡的显存是多少？",
+                      "The question says both {a} and {b}: how much memory does each GPU have?"),
+    "finetune": ("问题里同时写了 {a} 和 {b}：是哪种微调？", "The question says both {a} and {b}: which kind of fine-tuning is it?"),
+    "gpu_count": ("问题里同时写了 {a} 和 {b}：用几张卡？", "The question says both {a} and {b}: how many GPUs does the run use?"),
+}
+
+
+def note_text(note: ReadNote, lang: str) -> str:
+    """The note in ``lang`` ("zh" or "en"); the code itself when it has no wording."""
+    zh, en = _NOTES.get(note.code, (note.code, note.code))
+    values = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in note.values.items()}
+    values = {k: (v if v not in ("", None) else "-") for k, v in values.items()}
+    try:
+        return (zh if lang == "zh" else en).format(**values)
+    except (KeyError, ValueError):
+        return note.code
+
+
+def contradiction_question(c: Contradiction, lang: str) -> str:
+    """One question that asks which of two readings holds, quoting what the person wrote."""
+    zh, en = _CONTRADICTION.get(c.field, ("问题里同时写了 {a} 和 {b}：是哪一个？", "The question says both {a} and {b}: which is it?"))
+    a, b = (c.spans + ("", ""))[:2] if c.spans else (c.values + ("", ""))[:2]
+    return (zh if lang == "zh" else en).format(a=f"`{a}`", b=f"`{b}`")

@@ -1,0 +1,59 @@
+"""Clauses whose figures are not the run's: hardware in an aside, another project's setup.
+
+A number's role comes from its clause. "We also have some V100s" names hardware the person owns
+but does not train on; "the llama-recipes config uses 4 nodes" is someone else's setup. Before the
+prose rules read counts and sizes, ``set_aside(marked)`` blanks such clauses (same length, so
+spans stay valid) and says which it blanked, so the answer can say what it did not take as the
+run's. An aside is set aside only when the run's hardware is named elsewhere (a lone "we also have
+8 A100s" is the only hardware there is).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.understand.prose import GPU
+
+# A clause: up to a sentence stop, a semicolon or a line break (Chinese commas too, since
+# "另外还有几张V100" is one clause of a longer sentence).
+_CLAUSE = re.compile(r"[^.;；。!?！？\n，,]+", re.A)
+_ASIDE = re.compile(r"\b(?:we|i)\s+(?:also|additionally)\s+(?:have|has|got|own)\b|\balso\s+(?:have|got)\b|\bbesides\b|"
+                    r"\bapart from (?:that|these|those)\b|\bin addition,? we\b|另外(?:还)?有|此外(?:还)?有|我们还有|还有(?=[^，,。]{0,8}"
+                    r"(?:张|块|台|" + GPU + r"))|也有(?=[^，,。]{0,8}" + GPU + r")", re.I | re.A)
+_OTHERS = re.compile(r"\b(?:config|configs|recipe|recipes|example|examples|paper|readme|tutorial|blog|repo|guide|docs?|"
+                     r"benchmark|report)\s+(?:uses?|used|has|had|trains?|trained|runs?|ran|recommends?|says?|sets?|is set to|"
+                     r"assumes?)\b|\b(?:they|the authors|others|other people|someone|people|(?:my |a |our )?(?:colleagues?|coworkers?|"
+                     r"co-workers?|friends?|teammates?))\s+(?:use|used|uses|train|trained|ran|run|runs|had|has)\b|"
+                     r"(?:官方|别人|论文|教程|示例|例子|文档|README|仓库|他们|同事|朋友|其他人|作者|大佬)(?:里|中|上|的)?(?:配置|脚本)?(?:里|中)?"
+                     r"(?:用了|用的|使用了|是|给的|推荐|写的|跑的)", re.I | re.A)
+_FIGURE = re.compile(r"\d|" + GPU + r"|两|双|几|some|several", re.I | re.A)
+
+
+def set_aside(marked: str) -> tuple[str, list[tuple[str, dict]]]:
+    """``marked`` with aside and other people's clauses blanked, and (code, values) notes."""
+    notes: list[tuple[str, dict]] = []
+    chars = list(marked)
+    asides: list[tuple[int, int]] = []
+    for clause in _CLAUSE.finditer(marked):
+        text = clause.group(0)
+        if not _FIGURE.search(text):
+            continue
+        if _OTHERS.search(text):
+            code = "others_setup"
+        elif _ASIDE.search(text) and GPU in text:
+            code = "aside_hardware"
+        else:
+            continue
+        if code == "aside_hardware":
+            asides.append(clause.span())
+        for i in range(*clause.span()):
+            chars[i] = " "
+        notes.append((code, {"span": text.strip()}))
+    out = "".join(chars)
+    if asides and GPU not in out:
+        # the aside held the only card named: it is the hardware there is
+        for start, end in asides:
+            chars[start:end] = marked[start:end]
+        notes = [n for n in notes if n[0] != "aside_hardware"]
+        out = "".join(chars)
+    return out, notes
