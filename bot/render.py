@@ -412,7 +412,8 @@ def _read_line(answer: Answer, out: _Out, run_options: bool) -> str:
         quoted = quoted if len(quoted) <= _SPAN_CHARS else quoted[:_SPAN_CHARS - 1] + "…"
         keys += ["turn"] * len(numbers_in_text(f"`{quoted}`"))
         source = {"config": _t(lang, "（配置）", " (config)"), "log": _t(lang, "（日志）", " (log)"),
-                  "history": _t(lang, "（之前的消息）", " (earlier message)")}.get(group[0].source, "")
+                  "history": _t(lang, "（之前的消息）", " (earlier message)"),
+                  "carried": _t(lang, "（沿用之前的配置）", " (kept from the earlier setup)")}.get(group[0].source, "")
         parts.append(_t(lang, "、", ", ").join(labels) + _t(lang, f" 来自 `{quoted}`", f" from `{quoted}`") + source)
     text = (_t(lang, "读到：", "Read: ") + _t(lang, "；", "; ").join(parts)) if parts else ""
     if run_options:

@@ -22,7 +22,7 @@ Status = Literal["ok", "needs_info", "invalid", "out_of_scope", "error"]
 Intent = Literal["recommend", "concept", "troubleshoot", "capacity", "out_of_scope"]
 # Where a setup field's value came from: the user's prose, a pasted config or command line, an
 # error log, an earlier turn, or an assumption of ours (a default, always shown as assumed).
-FieldSource = Literal["stated", "config", "log", "history", "assumed"]
+FieldSource = Literal["stated", "config", "log", "history", "carried", "assumed"]
 Verdict = Literal["supported", "holds_only_when", "misleading", "contradicted", "unverifiable"]
 
 

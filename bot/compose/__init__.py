@@ -62,7 +62,9 @@ from bot.render import (
     render_markdown,
 )
 from bot.strategies import label, optimizer_label, short_label
+from bot.understand.notes import contradiction_question, note_text
 
+_QUESTION_NOTES = {"model_unsized"}  # notes that are asked as the answer's question, not shown as notices
 DESIGN_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
                  "intra_node_link", "inter_node_link", "inter_node_gbps", "precision", "optimizer",
                  "finetune", "seq_len", "micro_batch", "activation_checkpointing", "cpu_ram_gb")
@@ -103,12 +105,18 @@ def compose(ev: Evidence, d: Decision) -> Answer:
         sec.notices.append(notice_text("eager_attention", lang))
     if parsed.observed.models or "multi_model_rl" in parsed.topics:
         sec.notices.append(multi_model_text(parsed.observed.models, lang))
+    # what the reader did that the person should know (a size read from a name, a count implied,
+    # memory in use that is not the card's): bot.understand.notes words each note
+    sec.notices += [note_text(n, lang) for n in getattr(parsed, "notes", []) if n.code not in _QUESTION_NOTES]
 
     if d.status == "out_of_scope" or parsed.empty:
         _out_of_scope(ev, d, say, sec, cites)
     elif d.status == "invalid":
         sec.headline = say.word("headline.invalid")
-        sec.reasons = [problem_text(p.field, p.message, lang) for p in ev.problems]
+        asked = [contradiction_question(c, lang) for c in getattr(parsed, "contradictions", [])]
+        contradicted = {c.field for c in getattr(parsed, "contradictions", [])}
+        sec.reasons = asked + [problem_text(p.field, p.message, lang) for p in ev.problems
+                               if p.field not in contradicted]  # a contradiction is asked once
     elif ev.resolved is None:
         _without_setup(ev, d, say, sec, cites)
     else:
@@ -117,7 +125,9 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     if passages_shown(ev):
         passages(ev, sec, cites)
     forum_verdicts(ev, d, say, sec, cites)
-    sec.questions = [question_text(q, lang) for q in d.questions]
+    unsized = next((n for n in getattr(parsed, "notes", []) if n.code == "model_unsized"), None)
+    sec.questions = [note_text(unsized, lang) if q == "params_b" and unsized is not None else question_text(q, lang)
+                     for q in d.questions]
     sec.figure_keys = {**say.figure_keys, **sec.figure_keys}
     provenance = _provenance(ev)
     sec.setup_read = _setup_read(ev, setup, provenance)
@@ -151,7 +161,8 @@ def _notices(parsed: Any) -> list[str]:
     out = list(parsed.notices)
     if parsed.injection:
         out.append("injection")
-    if parsed.unknown_model:
+    sized_by_name = any(n.code in ("size_from_name", "moe_from_name") for n in getattr(parsed, "notes", []))
+    if parsed.unknown_model and not sized_by_name:  # the note says more: where the size came from
         out.append("unknown_model")
     return out
 
@@ -162,7 +173,7 @@ def _provenance(ev: Evidence) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, p in (ev.parsed.provenance or {}).items():
         source = getattr(p, "source", p)
-        if name in DESIGN_FIELDS and source in ("stated", "config", "log", "history", "assumed"):
+        if name in DESIGN_FIELDS and source in ("stated", "config", "log", "history", "carried", "assumed"):
             out[name] = source
     if ev.resolved is not None:
         for name in ev.resolved.assumed:

@@ -66,4 +66,4 @@ def contradiction_question(c: Contradiction, lang: str) -> str:
     """One question that asks which of two readings holds, quoting what the person wrote."""
     zh, en = _CONTRADICTION.get(c.field, ("问题里同时写了 {a} 和 {b}：是哪一个？", "The question says both {a} and {b}: which is it?"))
     a, b = (c.spans + ("", ""))[:2] if c.spans else (c.values + ("", ""))[:2]
-    return (zh if lang == "zh" else en).format(a=f"`{a}`", b=f"`{b}`")
+    return (zh if lang == "zh" else en).format(a=f"`{str(a).strip()}`", b=f"`{str(b).strip()}`")
