@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 # one also fills ``numbers``. When the GPU count is not stated we assume one node of eight.
 SCENARIO_GPUS = ("A100 80GB SXM", "A100 40GB SXM", "RTX 4090 24GB")
 DEFAULT_GPU_COUNT = 8
+# an unstated GPU count is answered per count (one node's worth) while the answer asks for it
+SCENARIO_COUNTS = (1, 2, 4, 8)
 # Throughput is compared at the largest micro-batch that fits, up to this many sequences (or the
 # stated micro-batch when larger): past a few sequences the step is compute-bound and a larger
 # micro-batch changes the global batch the user chose more than it changes tokens/s.
@@ -158,7 +160,8 @@ class Evidence:
     problems: list[Any] = field(default_factory=list)  # bot.setup.Problem, when the setup is invalid
     variants: dict[str, Variant] = field(default_factory=dict)
     configs: list[Config] = field(default_factory=list)
-    scenarios: list[Scenario] = field(default_factory=list)
+    scenarios: list[Scenario] = field(default_factory=list)  # the card unstated: one per common card
+    count_scenarios: list[Scenario] = field(default_factory=list)  # the count unstated: one per count
     capacity: Capacity | None = None
     stored: list[StoredFigure] = field(default_factory=list)
     passages: list[Any] = field(default_factory=list)  # bot.knowledge.answering.Passage
@@ -268,6 +271,8 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
     ev.configs = _configs(ev)
     if ev.gpu_unknown:
         ev.scenarios = _scenarios(ev.parsed.setup, resolved)
+    elif "gpu_count" in resolved.assumed and ev.parsed.intent != "capacity":
+        ev.count_scenarios = _count_scenarios(resolved)
     if ev.parsed.intent == "capacity" or not any(c.fits for c in ev.configs if c.variant in (BASE, CKPT)
                                                  and c.strategy != "fsdp_full_shard_offload"):
         ev.capacity = capacity_search(resolved)
@@ -375,6 +380,23 @@ def _scenarios(setup: TrainingSetup, asked: ResolvedSetup) -> list[Scenario]:
         except SetupError:
             continue
         out.append(Scenario(gpu=gpu.name, memory_gb=gpu.memory_gb, gpu_count=resolved.gpu_count,
+                            resolved=resolved, estimate=estimate(resolved)))
+    return out
+
+
+def _count_scenarios(asked: ResolvedSetup) -> list[Scenario]:
+    """The same setup on 1, 2, 4 and 8 of its GPUs (one node), for an answer whose count is unstated."""
+    from bot.calc import estimate
+
+    out = []
+    for count in SCENARIO_COUNTS:
+        try:
+            resolved = _same_model(resolve_setup(asked.setup.model_copy(update={
+                "gpu_count": count, "nodes": 1, "gpus_per_node": count}), default_gpu_count=count), asked)
+        except SetupError:
+            continue
+        name = resolved.gpu.name if resolved.gpu else f"{resolved.gpu_memory_gb:g} GB GPU"
+        out.append(Scenario(gpu=name, memory_gb=resolved.gpu_memory_gb, gpu_count=count,
                             resolved=resolved, estimate=estimate(resolved)))
     return out
 

@@ -496,8 +496,12 @@ def _calc_problems(answer: Answer, calc: list[Any], setup: dict[str, Any], infer
         ref = base
         gpu = c.title.split("shardwise calculator: ", 1)[1] if "shardwise calculator: " in c.title else None
         if gpu:
+            # "<GPU>": the same setup on another card; "<N> x <GPU>": on N of its cards, one node
+            count = re.match(r"(\d+) x (.+)$", gpu)
+            where = ({"gpu_count": int(count.group(1)), "nodes": 1, "gpus_per_node": int(count.group(1))}
+                     if count else {"gpu": gpu, "gpu_memory_gb": None})
             try:
-                ref = _recomputed({**setup, "gpu": gpu, "gpu_memory_gb": None})
+                ref = _recomputed({**setup, **where})
             except Exception as err:
                 problems.append(f"[{c.n}] cannot recompute for {gpu}: {err}")
                 continue

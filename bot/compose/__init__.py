@@ -286,7 +286,9 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         sec.reasons.append(say.msg(key, peak=say.val(fig.peak_gib, f"cite.{n}"), label=label(fig.strategy, lang), n=n))
     sec.what_ifs = [x for x in (reason_text(ev, d, r, say) for r in d.what_ifs) if x]
     if ev.scenarios:
-        sec.reasons = _scenario_lines(ev, say, cites) + sec.reasons
+        sec.reasons = _scenario_lines(ev.scenarios, "scenario.intro", say, cites) + sec.reasons
+    if ev.count_scenarios:
+        sec.reasons = _scenario_lines(ev.count_scenarios, "scenario.intro_count", say, cites) + sec.reasons
     sec.howto = _howto(ev, d)
 
 
@@ -335,22 +337,26 @@ def _row(c: Config, d: Decision, lang: str) -> TableRow:
                     chosen=c is d.chosen, keys=keys)
 
 
-def _scenario_lines(ev: Evidence, say: Say, cites: Citations) -> list[str]:
-    lines = [say.word("scenario.intro")]
+def _scenario_lines(scenarios: list[Any], intro: str, say: Say, cites: Citations) -> list[str]:
+    """One line per scenario (a common card, or a GPU count): DDP and full shard, and which fits."""
+    lines = [say.word(intro)]
+    per_count = intro == "scenario.intro_count"
     yes, no = say.word("words.fits"), say.word("words.does_not_fit")
-    for sc in ev.scenarios:
+    for sc in scenarios:
         mem = sc.estimate.memory
         ddp, fs = mem["ddp"], mem["fsdp_full_shard"]
         pick = next((s for s in ("ddp", "fsdp_full_shard") if mem[s].fits), "none")
         quote = (f"{calc_quote(sc.resolved)}: DDP {fmt(ddp.total_gib)} GiB per GPU "
                  f"({'fits' if ddp.fits else 'does not fit'}), FSDP full shard {fmt(fs.total_gib)} GiB "
                  f"({'fits' if fs.fits else 'does not fit'}), usable {fmt(ddp.usable_gib)} GiB")
-        n = cites.add("calc", "calc", say.word("source.scenario", gpu=sc.gpu), None, quote)
+        title = say.word("source.count_scenario", count=sc.gpu_count, gpu=sc.gpu) if per_count else \
+            say.word("source.scenario", gpu=sc.gpu)
+        n = cites.add("calc", "calc", title, None, quote)
         k = f"cite.{n}"
         lines.append(say.msg("scenario.line", count=say.val(sc.gpu_count, k), mem_gb=say.val(sc.memory_gb, k),
                              ddp_total=say.val(ddp.total_gib, k), fs_total=say.val(fs.total_gib, k),
                              ddp_verdict=yes if ddp.fits else no, fs_verdict=yes if fs.fits else no,
-                             pick=label(pick, ev.language), n=n))
+                             pick=label(pick, say.lang), n=n))
     return lines
 
 

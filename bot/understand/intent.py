@@ -165,10 +165,10 @@ _OFFLOAD_WORD = ("fsdp_full_shard_offload", r"cpu[_ ]?offload|offload")
 
 
 # "Is it enough?", "Can I train X on Y?": a yes/no about whether the setup can train at all.
-_FEASIBLE_Q = re.compile(r"够吗|够不够|够用吗|足够吗|放得下吗|跑得动吗|跑得起来吗|能不能(?:训练|跑|微调|放)|"
-                         r"(?:能|可以)[^？?。\n]{0,30}?(?:训练|跑|微调|放下|放得下)[^？?。\n]{0,12}?[吗嘛么呢]|"
+_FEASIBLE_Q = re.compile(r"够吗|够不够|够用吗|足够吗|放得下吗|跑得动吗|跑得起来吗|能不能[^？?。\n]{0,30}?(?:训|跑|微调|放|练)|"
+                         r"(?:能|可以|能否)[^？?。\n]{0,30}?(?:训练?|跑|微调|放下|放得下|练)[^？?。\n]{0,12}?[吗嘛么呢]|"
                          r"\benough\b|suffic|is (?:it|this|that) possible|possible to|"
-                         r"(?:can|could) (?:i|we|it|one) (?:train|fine-?tune|finetune|run|fit)|"
+                         r"(?:can|could) (?:i|we|it|one) (?:(?:pre-?)?train|fine-?tune|finetune|run|fit)|"
                          r"(?:will|would|does|do) (?:it|this|that|they) fit", _I)
 
 
@@ -177,14 +177,22 @@ def asks_feasibility(text: str) -> bool:
     return bool(_FEASIBLE_Q.search(text))
 
 
+# "Can I train X on Y with plain DDP?", "能不能用 DDP 训": the strategy named as the means of a
+# can-I question (with / using / via / 用 / 使用 / 采用, a few words before the name)
+_MEANS = re.compile(r"(?:\b(?:with|using|via|through|by)\b|用|使用|采用|通过|上)\s*(?:(?:just|only|plain|vanilla|pure|"
+                    r"simple|the|pytorch|deepspeed|torch)\b\s*|(?:普通的?|单纯的?|纯|只用|的)\s*)*$", _I)
+
+
 def asked_strategy(text: str) -> str | None:
-    """The one strategy a yes/no question asks about ("Should I use HSDP for ...?"), else None
-    (two strategies joined by or/vs are a comparison: ``compare_of``)."""
+    """The one strategy a yes/no question asks about ("Should I use HSDP for ...?", "Can I train
+    it with plain DDP?"), else None (two strategies joined by or/vs are a comparison: ``compare_of``)."""
     if compare_of(text):
         return None
+    feasibility = asks_feasibility(text)
     for sid, pat in [*_STRATEGY_WORDS, _OFFLOAD_WORD]:
         for m in re.finditer(pat, text, _I):
-            if _ASK_ONE.search(text[max(0, m.start() - 40): m.start()]):
+            before = text[max(0, m.start() - 40): m.start()]
+            if _ASK_ONE.search(before) or feasibility and _MEANS.search(before):
                 return sid
     return None
 
