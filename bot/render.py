@@ -257,6 +257,8 @@ class _Out:
         self.blocks: list[str] = []
         self.figures: list[FigureRef] = []
         self.keys = keys
+        self.parts: list[tuple[str, str, list[FigureRef]]] = []  # (kind, text, its figures)
+        self._mark = 0
 
     def bind(self, piece: str, keys: list[str] | None = None) -> str:
         mentions = numbers_in_text(piece)
@@ -266,8 +268,21 @@ class _Out:
         self.figures += [FigureRef(printed=m.printed, key=k) for m, k in zip(mentions, keys, strict=True)]
         return piece
 
-    def block(self, text: str) -> None:
+    def block(self, text: str, kind: str = "folded") -> None:
+        """A block of the answer: ``kind`` is "short" (in the short form too) or "folded"; the
+        figures bound since the previous block are this block's."""
         self.blocks.append(text)
+        self.parts.append((kind, text, self.figures[self._mark:]))
+        self._mark = len(self.figures)
+
+    def form(self, kinds: set[str]) -> tuple[str, list[FigureRef]]:
+        chosen = [(t, f) for k, t, f in self.parts if k in kinds and t]
+        return "\n\n".join(t for t, _ in chosen), [x for _, f in chosen for x in f]
+
+
+# The short form's prose above the table (DESIGN.md, issue 25): about 600 characters in English,
+# 350 in Chinese; the notices that do not fit are folded with the other sections.
+SHORT_PROSE_CHARS = {"en": 600, "zh": 350}
 
 
 def _setup_line(answer: Answer, out: _Out) -> str:
@@ -463,35 +478,43 @@ def _items(out: _Out, items: list[str]) -> str:
 
 
 def render_markdown(answer: Answer) -> Answer:
-    """``answer`` with ``text`` (markdown in its language) and ``figures`` set from its sections."""
+    """``answer`` with ``text`` (the short form: markdown in its language) and ``full_text`` (every
+    section), and the figures of each, set from its sections."""
     lang, sec = answer.language, answer.sections
     out = _Out(sec.figure_keys)
-    for notice in sec.notices:
-        out.block("> " + out.bind(notice))
+    table = bool(sec.table and answer.setup)
+    lead = [x for x in (sec.direct_answer, sec.headline) if x]
+    budget = SHORT_PROSE_CHARS["zh" if lang == "zh" else "en"] - sum(len(x) for x in lead)
+    for notice in sec.notices:  # a notice is in the short form while the prose stays short
+        budget -= len(notice)
+        out.block("> " + out.bind(notice), "short" if budget >= 0 else "folded")
     if sec.direct_answer:
-        out.block(out.bind(sec.direct_answer))
+        out.block(out.bind(sec.direct_answer), "short")
     if sec.headline:
         line = out.bind(sec.headline)
-        out.block(f"**{line}**" if answer.setup and answer.sections.table else line)
-    if sec.table and answer.setup:
-        out.block(_setup_line(answer, out))
-    out.block(_read_line(answer, out, run_options=bool(sec.table and answer.setup)))
+        out.block(f"**{line}**" if table else line, "short")
+    if table:
+        out.block(_setup_line(answer, out), "short")
+    out.block(_read_line(answer, out, run_options=table))
     if answer.status == "invalid":
         out.block(_t(lang, "**这个配置有问题，先修正再计算：**", "**This setup has problems; fix them and I will compute:**")
-                  if not sec.headline else "")
-        out.block(_items(out, sec.reasons))
+                  if not sec.headline else "", "short")
+        out.block(_items(out, sec.reasons), "short")
     elif sec.table:
         calc = next((c.n for c in answer.citations if c.kind == "calc"), None)
         out.block(_t(lang, "**每卡显存与速度（估算）**", "**Per-GPU memory and speed (estimated)**") +
-                  (f" [{calc}]" if calc else "") + "\n\n" + _table(answer, out))
+                  (f" [{calc}]" if calc else "") + "\n\n" + _table(answer, out), "short")
         if sec.reasons:
             out.block(_t(lang, "**为什么**", "**Why**") + "\n" + _items(out, sec.reasons))
         if sec.what_ifs:
             out.block(_t(lang, "**什么会改变结论**", "**What would change it**") + "\n" + _items(out, sec.what_ifs))
-    elif sec.reasons:
-        out.block(_items(out, sec.reasons))
+    elif sec.reasons:  # no table: the reasons are the answer; the first ones stay in the short form
+        out.block(_items(out, sec.reasons[:2]), "short")
+        if sec.reasons[2:]:
+            out.block(_items(out, sec.reasons[2:]))
     if sec.passages:
-        out.block(_t(lang, "**文档里怎么说**", "**From the docs**") + "\n" + _items(out, sec.passages))
+        out.block(_t(lang, "**文档里怎么说**", "**From the docs**") + "\n" + _items(out, sec.passages),
+                  "short" if not table and not sec.reasons and not sec.direct_answer else "folded")
     if sec.forum:
         lines = []
         for item in sec.forum:
@@ -506,9 +529,13 @@ def render_markdown(answer: Answer) -> Answer:
 
         out.block(_t(lang, "**怎么跑**", "**How to run it**") + "\n\n" + markdown(sec.howto))
     if sec.questions:
-        out.block(_t(lang, "**还需要知道**", "**To be precise I need**") + "\n" + _items(out, sec.questions))
-    answer.text = "\n\n".join(b for b in out.blocks if b)
-    answer.figures = out.figures
+        out.block(_t(lang, "**还需要知道**", "**To be precise I need**") + "\n" + _items(out, sec.questions), "short")
+    answer.full_text, answer.full_figures = out.form({"short", "folded"})
+    answer.text, answer.figures = out.form({"short"})
+    if answer.full_text != answer.text:  # say what is folded, so nobody takes the short form for all
+        answer.text += "\n\n" + _t(lang, "*（原因、什么会改变结论、读到的配置、资料来源和运行方法见完整回答。）*",
+                                     "*(Why, what would change it, the setup as read, sources and how to run it: "
+                                     "see the full answer.)*")
     return answer
 
 

@@ -141,14 +141,21 @@ def check_asks(case: Case, answer: Answer) -> MetricResult:
     return MetricResult("asks", True, f"asks {asks}")
 
 
+def _whole(answer: Answer) -> str:
+    """The whole answer (the short form plus its folded sections); the short form where the
+    answer has no other (an LLM-phrased answer)."""
+    return getattr(answer, "full_text", "") or answer.text
+
+
 def check_forbid(case: Case, answer: Answer) -> MetricResult:
     """None of the forbidden strings appears in the text (exact, case-sensitive substring)."""
     forbid = case.expect.forbid
     if not forbid:
         return _na("forbid")
-    found = [s for s in forbid if s in answer.text]
+    whole = _whole(answer)
+    found = [s for s in forbid if s in whole]
     if found:
-        snippets = [_context(answer.text, answer.text.index(s), len(s)) for s in found]
+        snippets = [_context(whole, whole.index(s), len(s)) for s in found]
         return MetricResult("forbid", False, f"forbidden text present: {found} ({'; '.join(snippets)})")
     return MetricResult("forbid", True, f"none of {len(forbid)} forbidden strings")
 
@@ -210,7 +217,7 @@ def check_mentions(case: Case, answer: Answer) -> MetricResult:
     want = case.expect.mentions
     if not want:
         return _na("mentions")
-    text = answer.text.lower()
+    text = _whole(answer).lower()
     found = [m for m in want if m.lower() in text]
     if found:
         return MetricResult("mentions", True, f"mentions {found[0]!r}")
@@ -283,7 +290,7 @@ def check_citation_integrity(case: Case, answer: Answer, sources: Sources | None
     duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
     if duplicates:
         problems.append(f"citation numbers used twice: {duplicates}")
-    dangling = sorted(set(citation_markers(answer.text)) - set(numbers))
+    dangling = sorted((set(citation_markers(answer.text)) | set(citation_markers(_whole(answer)))) - set(numbers))
     if dangling:
         problems.append(f"markers with no citation: {', '.join(f'[{n}]' for n in dangling)} "
                         f"(citations are {sorted(numbers) or 'none'})")
@@ -382,6 +389,18 @@ def key_values(key: str, case: Case, answer: Answer) -> list[float] | None:
 
 
 def check_number_traceability(case: Case, answer: Answer) -> MetricResult:
+    """Every figure in the short form and in the full answer has a source (``_traceability``)."""
+    result = _traceability(case, answer)
+    full = getattr(answer, "full_text", "")
+    if not result.passed or not full or full == answer.text or not hasattr(answer, "model_copy"):
+        return result
+    whole = _traceability(case, answer.model_copy(update={"text": full, "figures": answer.full_figures}))
+    if not whole.passed:
+        return MetricResult("number_traceability", False, "full answer: " + whole.detail)
+    return MetricResult("number_traceability", True, f"{result.detail}; full answer: {whole.detail}")
+
+
+def _traceability(case: Case, answer: Answer) -> MetricResult:
     """Every figure in the text has a source. When the answer binds its figures to keys
     (``Answer.figures``, emitted by the renderer in text order), each printed figure must be the
     one bound at its position and equal the value of its key: swapping two figures in the text,

@@ -61,4 +61,4 @@ def test_multi_model_jobs_say_what_was_and_was_not_computed(question, lang, role
     notice = next(n for n in answer.sections.notices if "reference" in n)
     assert all(r in notice for r in roles), notice
     assert not any(r in notice for r in absent), notice
-    assert notice in answer.text
+    assert notice in answer.full_text

@@ -106,12 +106,12 @@ def test_the_answer_names_the_failed_allocation_in_the_users_log():
     answer = ask(_gold("lf1158"))
     key = "memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib"
     assert answer.numbers[key] == pytest.approx(12.94, abs=0.01)
-    assert "Tried to allocate 12.94 GiB" in answer.text and "ZeRO-2" in answer.text
+    assert "Tried to allocate 12.94 GiB" in answer.full_text and "ZeRO-2" in answer.full_text
     keys = [f.key for f in answer.figures if f.printed == "12.94"]
     assert "turn" in keys and key in keys  # the log's figure and ours, each bound to its source
     assert not [f for f in answer.figures if f.key == "unbound"]
     # checkpointing is already on (LlamaFactory's default): the what-if does not offer it again
-    assert "更大就加卡或用梯度累积" in answer.text and "更大就开激活检查点" not in answer.text
+    assert "更大就加卡或用梯度累积" in answer.full_text and "更大就开激活检查点" not in answer.full_text
 
 
 def test_an_allocation_that_is_not_the_step_copy_is_not_explained_as_one():
@@ -120,7 +120,7 @@ def test_an_allocation_that_is_not_the_step_copy_is_not_explained_as_one():
     log = _gold("lf1158").replace("Tried to allocate 12.94 GiB", "Tried to allocate 2.10 GiB")
     answer = ask(log)
     assert answer.numbers.get("memory.fsdp_shard_grad_op.zero2_fp32_grad_copy_gib")
-    assert "Tried to allocate 2.10 GiB" not in answer.text
+    assert "Tried to allocate 2.10 GiB" not in answer.full_text
 
 
 def test_an_offload_device_of_none_is_no_offload():

@@ -39,13 +39,13 @@ def test_the_gpu_count_that_fits_needs_a_chunked_loss_at_32k_tokens():
 
 
 def test_the_answer_names_the_count_and_what_it_needs(s1_answer):
-    text = s1_answer.text
+    text = s1_answer.full_text
     assert "With 16 of these GPUs with activation checkpointing and a chunked cross-entropy" in text
     assert s1_answer.numbers["capacity.gpu_count"] == 16
 
 
 def test_no_empty_knob_sentence_and_no_placeholder_for_unstated_ram(s1_answer):
-    text = s1_answer.text
+    text = s1_answer.full_text
     assert "gradient_as_bucket_view=True plus fused AdamW" not in text  # it saves nothing here
     assert " ? GB" not in text and "your ?" not in text
     ev = build_evidence(parse_conversation(S1_106, []), question=S1_106, with_knowledge=False)
@@ -75,7 +75,7 @@ def test_a_figure_computed_for_another_model_size_is_not_quoted():
 def test_one_gpu_per_node_reads_in_the_singular():
     q = ("torchrun --nnodes=1 --nproc_per_node=1 train.py --model_name_or_path models/llama-13b-hf/ "
          "--bf16 True --per_device_train_batch_size 1 on 1* A100(80G), CUDA out of memory")
-    text = ask(q).text
+    text = ask(q).full_text
     assert "1 GPU per node" in text and "1 GPUs" not in text
 
 

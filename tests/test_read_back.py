@@ -13,7 +13,7 @@ from evals.metrics import check_number_traceability
 
 
 def _read_line(answer: Answer) -> str:
-    return next(line for line in answer.text.split("\n") if line.startswith(("Read:", "读到：")))
+    return next(line for line in answer.full_text.split("\n") if line.startswith(("Read:", "读到：")))
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_a_stated_option_is_read_not_assumed():
     answer = ask("Llama-2-7B full fine-tune on 8x A100 80GB with fused AdamW and torch.compile, seq 2048")
     read = {i.field: i for i in answer.sections.setup_read}
     assert read["optimizer_impl"].value == "fused" and read["optimizer_impl"].source != "assumed"
-    assert "foreach AdamW step" not in answer.text
+    assert "foreach AdamW step" not in answer.full_text
 
 
 def test_every_figure_of_the_line_is_bound_and_traceable(zh_config_answer):
@@ -70,4 +70,4 @@ def test_hostile_spans_cannot_break_out_of_the_code_span():
 
 def test_without_a_computed_setup_only_what_was_read_is_shown():
     answer = ask("What is the difference between FSDP1 and FSDP2?")
-    assert "Run options assumed" not in answer.text
+    assert "Run options assumed" not in answer.full_text

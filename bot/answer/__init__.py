@@ -133,6 +133,11 @@ class Answer(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
     questions: list[str] = Field(default_factory=list)
     sections: Sections = Field(default_factory=Sections)
+    # the short form (DESIGN.md): the first sentence answers what was asked, a few lines of prose,
+    # the table and what is still needed; ``full_text`` adds the folded sections (why, what would
+    # change it, the setup as read, passages, forum verdicts, how to run it)
     text: str = ""
     # every figure in ``text`` (outside code), in order, bound to its source key (traceability)
     figures: list[FigureRef] = Field(default_factory=list)
+    full_text: str = ""
+    full_figures: list[FigureRef] = Field(default_factory=list)

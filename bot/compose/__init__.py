@@ -107,7 +107,8 @@ def compose(ev: Evidence, d: Decision) -> Answer:
         sec.notices.append(multi_model_text(parsed.observed.models, lang))
     # what the reader did that the person should know (a size read from a name, a count implied,
     # memory in use that is not the card's): bot.understand.notes words each note
-    sec.notices += [note_text(n, lang) for n in getattr(parsed, "notes", []) if n.code not in _QUESTION_NOTES]
+    sec.notices += [note_text(n, lang) for n in getattr(parsed, "notes", [])
+                    if n.code not in _QUESTION_NOTES and n.code not in parsed.notices]  # said once
 
     if d.status == "out_of_scope" or parsed.empty:
         _out_of_scope(ev, d, say, sec, cites)
@@ -331,6 +332,8 @@ def _row(c: Config, d: Decision, lang: str) -> TableRow:
     name = short_label(c.strategy, lang)
     if c.variant in VARIANT_WORDS:
         name += " + " + render(lang, f"words.variant.{VARIANT_WORDS[c.variant]}", {})
+    if c is d.chosen and not c.fits and c.max_micro_batch >= 1:  # picked at a smaller micro-batch
+        name += render(lang, "words.row_accumulate", {"mb": c.max_micro_batch})
     return TableRow(strategy=c.strategy, variant=c.variant, label=name, total_gib=c.total_gib, usable_gib=c.usable_gib,
                     fits=c.fits, max_micro_batch=c.max_micro_batch, vs_ddp=c.vs_ddp, step_seconds=c.step_seconds,
                     tokens_per_s_per_gpu=round(c.tokens_per_s_per_gpu, 1) if c.tokens_per_s_per_gpu else None,
