@@ -4,8 +4,8 @@ the last. Human output renders the answer's markdown in the terminal with rich."
 from __future__ import annotations
 
 import json
-import re
 import logging
+import re
 import sys
 
 import click

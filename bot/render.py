@@ -463,7 +463,8 @@ def _table(answer: Answer, out: _Out) -> str:
     yes, no = _t(lang, "是", "yes"), _t(lang, "否", "no")
     for r in rows:
         k = r.keys
-        name = f"**{r.label}**" if r.chosen else r.label
+        label = out.bind(r.label)  # a label may print a figure (the micro-batch a pick runs at)
+        name = f"**{label}**" if r.chosen else label
         cells = [name, _cell(out, r.total_gib, k.get("total_gib")), _cell(out, r.usable_gib, k.get("usable_gib")),
                  yes if r.fits else no, _cell(out, r.max_micro_batch, k.get("max_micro_batch")),
                  _cell(out, r.vs_ddp, k.get("vs_ddp"), "x"), _cell(out, r.step_seconds, k.get("step_seconds"))]
