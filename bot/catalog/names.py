@@ -8,7 +8,7 @@ Rules (each covers a class of names, not one spelling):
   (``-Instruct``, ``-chat``, ``-hf``) or separators: ``Qwen/Qwen2.5-7B-Instruct`` -> ``qwen2.57b``;
 - Chinese family names become the Latin family word first (``千问2.5-7B`` -> ``qwen2.5-7b``),
   from the table in ``models.json`` (``zh_names``);
-- ``2_5`` between digits is a version (``internlm2_5-7b`` is InternLM2.5);
+- ``2_5`` between digits is a version (``internlm2_5-7b`` is InternLM2.5), ``1_8b`` a size (1.8B);
 - a size token (``7b``, ``0.5B``, ``8x7b``, ``560m``) not glued to letters or digits splits a
   name into its family (the words before it, release words dropped) and its size:
   ``internlm2-chat-20b`` -> family ``internlm2``, size 20B.
@@ -48,6 +48,7 @@ RELEASE_WORDS = frozenset({"instruct", "chat", "it", "hf", "base", "pt", "pretra
                            "gguf", "awq", "gptq", "int4", "int8", "fp8", "bf16", "fp16", "hf-format"})
 _SEPARATORS = re.compile(r"[-_ ·・.]+")
 _VERSION_UNDERSCORE = re.compile(r"(?<=\d)_(?=\d(?:[-_ ]|$))")  # "internlm2_5-7b" -> "internlm2.5-7b"
+_SIZE_UNDERSCORE = re.compile(r"(?<=[-_ /])(\d)_(\d)(?=[bm](?![a-z]))")  # "qwen-1_8b" -> "qwen-1.8b", not "foo2_7b"
 # A size: digits with b/m, optionally "NxM" experts, not glued to letters/digits/dots before it
 # ("a3b" in "30b-a3b" is not a size: it is the activated count) nor to letters/digits after.
 SIZE_TOKEN = re.compile(r"(?<![a-z0-9.])(?:(\d{1,3})\s*x\s*)?(\d{1,4}(?:\.\d{1,3})?)\s*([bm])(?![a-z0-9])")
@@ -66,8 +67,11 @@ def latin(text: str) -> str:
     text = text.lower().strip()
     for zh, word in _ZH_NAMES.items():
         if zh in text:
-            text = text.replace(zh, word)
-    return _VERSION_UNDERSCORE.sub(".", text)
+            rest = text.replace(zh, " ")
+            # "通义千问Qwen2.5", "智谱 ChatGLM3": the Latin name is written too, the Chinese one goes
+            text = (rest if word in rest else text.replace(zh, word)).strip()
+    text = _VERSION_UNDERSCORE.sub(".", text)
+    return _SIZE_UNDERSCORE.sub(r"\1.\2", text)
 
 
 def _drop_org(text: str) -> str:
@@ -163,6 +167,11 @@ def build_families(entries: Iterable[tuple[str, tuple[str, ...]]],
         named.name = display
         for alias in aliases:
             key = norm_key(alias)
-            if key and key not in families:
-                families[key] = named
+            if not key:
+                continue
+            other = families.get(key)
+            if other is not None and other is not named:  # another spelling of the same family
+                for size, target in other.members.items():
+                    named.members.setdefault(size, target)
+            families[key] = named
     return families
