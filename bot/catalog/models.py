@@ -30,7 +30,15 @@ from dataclasses import dataclass, fields, replace
 from importlib import resources
 from typing import Literal
 
-from bot.catalog.names import UnknownNameError, build_families, norm_key, set_zh_names, split_name, suggest
+from bot.catalog.names import (
+    UnknownNameError,
+    build_families,
+    norm_key,
+    set_zh_names,
+    size_billions,
+    split_name,
+    suggest,
+)
 
 Arch = Literal["llama", "gpt2", "opt", "t5"]
 
@@ -454,14 +462,6 @@ class ModelFamily:
         return f"{self.name} ({', '.join(self.sizes)})"
 
 
-def _size_order(size: str) -> float:
-    n = re.match(r"(?:(\d+)x)?([\d.]+)([BM])", size)
-    if not n:
-        return 0.0
-    value = float(n.group(2)) / (1000 if n.group(3) == "M" else 1)
-    return value * int(n.group(1) or 1)
-
-
 _MODEL_INDEX: dict[str, ModelSpec] = {}
 for _m in _MODELS:
     for _key in (_m.name, *_m.aliases):
@@ -469,11 +469,11 @@ for _m in _MODELS:
             _MODEL_INDEX.setdefault(_norm(_key), _m)
 _BY_NAME = {m.name: m for m in _MODELS}
 _FAMILY_INDEX: dict[str, ModelFamily] = {}
-_records = build_families(((m.name, m.aliases) for m in _MODELS), _DATA.get("family_aliases", {}))
+_records = build_families(((m.name, m.aliases, m.params_b) for m in _MODELS), _DATA.get("family_aliases", {}))
 _seen: dict[int, ModelFamily] = {}
 for _key, _rec in _records.items():
     if id(_rec) not in _seen:
-        _seen[id(_rec)] = ModelFamily(_rec.name, tuple(sorted(_rec.members.items(), key=lambda kv: _size_order(kv[0]))))
+        _seen[id(_rec)] = ModelFamily(_rec.name, tuple(sorted(_rec.members.items(), key=lambda kv: size_billions(kv[0]))))
     _FAMILY_INDEX[_key] = _seen[id(_rec)]
 
 _BARE_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bm])\s*(?:params?|parameters?)?\s*$", re.I)

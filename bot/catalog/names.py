@@ -143,19 +143,31 @@ class FamilyRecord:
     members: dict[str, str]
 
 
-def build_families(entries: Iterable[tuple[str, tuple[str, ...]]],
+def size_billions(size: str) -> float:
+    """"7B" -> 7.0, "560M" -> 0.56, "8x7B" -> 56.0."""
+    n = re.match(r"(?:(\d+)x)?([\d.]+)([BM])", size)
+    if not n:
+        return 0.0
+    return float(n.group(2)) / (1000 if n.group(3) == "M" else 1) * int(n.group(1) or 1)
+
+
+def build_families(entries: Iterable[tuple[str, tuple[str, ...], float]],
                    extra_aliases: dict[str, list[str]]) -> dict[str, FamilyRecord]:
-    """Family key -> record, from every (catalog name, aliases) pair: each name or alias with a
-    size written in it makes its model the member of that size of the family written before
-    the size. Catalog names come first (they name the family and win a contested size).
+    """Family key -> record, from every (catalog name, aliases, parameters in billions): each name
+    or alias with a size written in it makes its model the member of that size of the family
+    written before the size. Catalog names come first (they name the family and win a contested
+    size). A "size" over 3x the model's count is not its size (a repo's "39B" training samples;
+    MoE names give the active or the per-expert size, below the total).
     ``extra_aliases``: family display name -> more names for it ("千问", "qwen-chat")."""
     families: dict[str, FamilyRecord] = {}
     entries = list(entries)
-    passes = [[(name, name) for name, _ in entries], [(a, name) for name, aliases in entries for a in aliases]]
+    billions = {name: b for name, _, b in entries}
+    passes = [[(name, name) for name, _, _ in entries],
+              [(a, name) for name, aliases, _ in entries for a in aliases]]
     for written_list in passes:
         for written, target in written_list:
             parts = split_name(written)
-            if parts is None or parts.size is None:
+            if parts is None or parts.size is None or size_billions(parts.size) > 3 * billions[target]:
                 continue
             record = families.setdefault(parts.family_key, FamilyRecord(parts.family_text, {}))
             record.members.setdefault(parts.size, target)
