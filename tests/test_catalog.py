@@ -167,6 +167,18 @@ def test_the_entries_are_data_and_the_module_stays_small():
         models._entry({"name": "x", "shape": [1, 8, 8, 1, 1, 8], "publihsed": 1.0}, {})
 
 
+def test_docs_catalog_lists_every_entry_and_the_count():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "catalog.md").read_text(encoding="utf-8")
+    section = doc.split("## Built-in models", 1)[1].split("\n## ", 1)[0]
+    models = [m for m in list_models() if m.name != "tiny"]
+    assert int(re.search(r"^(\d+) models:", section.strip()).group(1)) == len(models)
+    missing = [m.name for m in models if f"| {m.name} |" not in section]
+    assert not missing, missing
+
+
 def test_approximate_entries_are_marked_and_keep_their_published_count():
     flux = lookup_model("FLUX.1-dev")
     assert flux.approximate and flux.kind == "diffusion" and flux.params == 11_900_000_000
