@@ -425,10 +425,21 @@ def _entry(raw: dict, presets: dict[str, dict]) -> ModelSpec:
                      published_params_b=raw.get("published"), source_url=source, aliases=aliases, **extra)
 
 
+def _with_chinese_names(spec: ModelSpec, zh_names: dict[str, str]) -> ModelSpec:
+    """``spec`` with its name also written with each Chinese family name whose Latin word begins
+    it ("Qwen2.5-7B" -> "千问2.5-7B", "通义千问2.5-7B"), so that a reader scanning text for the
+    catalog's names finds the Chinese spelling too. Names only, never a new entry."""
+    extra = [zh + spec.name[len(word):] for zh, word in zh_names.items()
+             if spec.name.lower().startswith(word) and not spec.name[len(word):len(word) + 1].isalpha()]
+    return replace(spec, aliases=(*spec.aliases, *extra)) if extra else spec
+
+
 def _load() -> tuple[list[ModelSpec], dict]:
     data = json.loads(resources.files("bot.catalog").joinpath("models.json").read_text(encoding="utf-8"))
     presets = data.get("presets", {})
-    return [_entry(raw, presets) for raw in data["models"]], data
+    # the Chinese names people write as a product name in front of a version ("千问2.5-7B")
+    zh = {name: data["zh_names"][name] for name in data.get("zh_name_prefixes", [])}
+    return [_with_chinese_names(_entry(raw, presets), zh) for raw in data["models"]], data
 
 
 _MODELS, _DATA = _load()

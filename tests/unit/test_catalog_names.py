@@ -120,3 +120,23 @@ def test_lookup_family_reads_the_name_as_typed():
     assert lookup_family("InternLM2 20B").name == "InternLM2"
     assert lookup_family("书生·浦语2-7B").name == "InternLM2"
     assert lookup_family("not-a-model") is None
+
+
+@pytest.mark.parametrize("text,name", [
+    ("千问2.5-7B LoRA 单卡4090 够吗", "Qwen2.5-7B"), ("用通义千问2.5 72B做全参微调，8张A100 80G", "Qwen2.5-72B"),
+    ("书生·浦语2-20B 全参微调要几张卡", "InternLM2-20B"), ("百川2-13B-Chat 微调 4张3090", "Baichuan2-13B"),
+    ("书生万象2.5-8B微调 需要多少显存", "InternVL2.5-8B"),
+])
+def test_chinese_product_names_are_catalog_names_a_reader_finds_in_text(text, name):
+    from bot.parse import parse_conversation
+
+    assert parse_conversation(text).setup.model == name
+
+
+def test_chinese_spellings_are_aliases_of_the_same_entry_not_new_entries():
+    from bot.catalog import model_names
+
+    names = model_names()
+    assert names["千问2.5-7B"] == names["通义千问2.5-7B"] == "Qwen2.5-7B"
+    assert names["书生·浦语2-20B"] == "InternLM2-20B" and names["百川2-13B"] == "Baichuan2-13B"
+    assert len({m.name for m in list_models()}) == len(list_models())
