@@ -20,6 +20,7 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 class UnknownNameError(LookupError):
@@ -42,6 +43,9 @@ def suggest(key: str, index: dict, names_of, limit: int = 3) -> list[str]:
 # --- keys ------------------------------------------------------------------------------------
 
 _SUFFIXES = re.compile(r"([-_ .](instruct|chat|it|hf|base|pt|pretrained))+$")
+_META = re.compile(r"^meta[-_ ]")
+_NOT_KEY = re.compile(r"[^a-z0-9.\u4e00-\u9fff]")
+_ORG = re.compile(r"^.*/(?=[^/\d][^/]*$)")
 # Release words anywhere in a family part ("internlm2-chat", "qwen2.5-coder-instruct"): a
 # checkpoint's tuning, not its shape.
 RELEASE_WORDS = frozenset({"instruct", "chat", "it", "hf", "base", "pt", "pretrained", "sft", "dpo", "rlhf",
@@ -60,8 +64,11 @@ def set_zh_names(table: dict[str, str]) -> None:
     """Install the Chinese -> Latin family-word table (longest names replaced first)."""
     _ZH_NAMES.clear()
     _ZH_NAMES.update(sorted(table.items(), key=lambda kv: -len(kv[0])))
+    for cached in (latin, norm_key, split_name):  # keys made before depend on the old table
+        cached.cache_clear()
 
 
+@lru_cache(maxsize=16384)
 def latin(text: str) -> str:
     """``text`` lower-cased with Chinese family names replaced by their Latin family word."""
     text = text.lower().strip()
@@ -77,16 +84,16 @@ def latin(text: str) -> str:
 def _drop_org(text: str) -> str:
     """``Qwen/Qwen2.5-7B`` -> ``Qwen2.5-7B``; a "/" before a digit is part of the name
     (``ViT-B/16``, ``DiT-XL/2``), not an organisation."""
-    org = re.match(r"^.*/(?=[^/\d][^/]*$)", text)
+    org = _ORG.match(text)
     return text[org.end():] if org else text
 
 
+@lru_cache(maxsize=16384)
 def norm_key(text: str) -> str:
     """A lookup key: lower case, no organisation prefix, no -instruct/-chat/-hf/-base suffix."""
     text = _drop_org(latin(text))
-    text = _SUFFIXES.sub("", text)
-    text = re.sub(r"^meta[-_ ]", "", text)
-    return re.sub(r"[^a-z0-9.\u4e00-\u9fff]", "", text)  # Chinese characters stay: "可图" is a name
+    text = _META.sub("", _SUFFIXES.sub("", text))
+    return _NOT_KEY.sub("", text)  # Chinese characters stay: "可图" is a name
 
 
 # --- sizes and families --------------------------------------------------------------------------
@@ -108,6 +115,7 @@ class NameParts:
     size: str | None
 
 
+@lru_cache(maxsize=16384)
 def split_name(text: str) -> NameParts | None:
     """The family and size written in a model name, or None when nothing precedes a size
     (``7b``) or the name has no family words."""
