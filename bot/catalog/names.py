@@ -11,7 +11,8 @@ Rules (each covers a class of names, not one spelling):
 - ``2_5`` between digits is a version (``internlm2_5-7b`` is InternLM2.5), ``1_8b`` a size (1.8B);
 - a size token (``7b``, ``0.5B``, ``8x7b``, ``560m``) not glued to letters or digits splits a
   name into its family (the words before it, release words dropped) and its size:
-  ``internlm2-chat-20b`` -> family ``internlm2``, size 20B.
+  ``internlm2-chat-20b`` -> family ``internlm2``, size 20B (``split_name``; ``size_in_name``
+  gives the size alone, for a name whose family the catalog lacks).
 """
 
 from __future__ import annotations
@@ -195,3 +196,12 @@ def build_families(entries: Iterable[tuple[str, tuple[str, ...], float]],
                     named.members.setdefault(size, target)
             families[key] = named
     return families
+
+
+def size_in_name(text: str) -> float | None:
+    """The parameter count in billions written in a model name, by the rules above, or None:
+    "internlm2-chat-20b" -> 20.0, "Qwen-1_8B-Chat" -> 1.8, "foo2_7b_chat" -> 7.0 (not 2.7),
+    "Mixtral-8x7B" -> 56.0 (experts x size: the name's own arithmetic, not the shared count),
+    "bloom-560m" -> 0.56, "Qwen3-30B-A3B" -> 30.0 (the activated "A3B" is not the size)."""
+    size = SIZE_TOKEN.search(latin(text))
+    return size_billions(size_label(*size.groups())) if size else None

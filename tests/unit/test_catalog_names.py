@@ -140,3 +140,14 @@ def test_chinese_spellings_are_aliases_of_the_same_entry_not_new_entries():
     assert names["千问2.5-7B"] == names["通义千问2.5-7B"] == "Qwen2.5-7B"
     assert names["书生·浦语2-20B"] == "InternLM2-20B" and names["百川2-13B"] == "Baichuan2-13B"
     assert len({m.name for m in list_models()}) == len(list_models())
+
+
+@pytest.mark.parametrize("text,billions", [
+    ("internlm2-chat-20b", 20.0), ("Qwen-1_8B-Chat", 1.8), ("foo2_7b_chat", 7.0), ("my_llama3_8b_sft", 8.0),
+    ("bloom-560m", 0.56), ("Qwen3-30B-A3B", 30.0), ("千问2.5-0.5B", 0.5), ("Mixtral-8x7B", 56.0),
+    ("acme-model", None), ("v2_final", None),
+])
+def test_the_size_written_in_a_name(text, billions):
+    from bot.catalog.names import size_in_name
+
+    assert size_in_name(text) == (pytest.approx(billions) if billions is not None else None)
