@@ -250,6 +250,8 @@ def _spec_from_config(cfg: dict, label: str | None, source_url: str) -> ModelSpe
                          heads, heads, _pos_int(_need(cfg, "vocab_size"), "vocab_size"), tied_embeddings=True,
                          max_positions=int(cfg.get("seq_length", 2048)), position_table=0, embed_norm=True,
                          eager_attention=True, **common)
+    if mt in ("gpt_neox", "gpt_bigcode", "starcoder2"):
+        return _gpt_like(cfg, mt, label, common)
     if mt in ("bert", "roberta", "xlm-roberta", "camembert"):
         h = _pos_int(_need(cfg, "hidden_size"), "hidden_size")
         heads = _pos_int(_need(cfg, "num_attention_heads"), "num_attention_heads")
@@ -283,6 +285,30 @@ def _spec_from_config(cfg: dict, label: str | None, source_url: str) -> ModelSpe
                          attn_head_dim=int(cfg.get("kv_channels", h // heads)),
                          max_positions=int(cfg.get("seq_length", 8192)), **common)
     return _llama_like(cfg, mt, label, common)
+
+
+def _gpt_like(cfg: dict, mt: str, label: str, common: dict) -> ModelSpec:
+    """Biased LayerNorm blocks with a plain GELU MLP: GPT-NeoX/Pythia (rotary, untied head),
+    GPT-BigCode/StarCoder (multi-query attention, learned positions), StarCoder2 (GQA, rotary)
+    (transformers' configuration_gpt_neox.py, configuration_gpt_bigcode.py, configuration_starcoder2.py)."""
+    if mt == "gpt_bigcode":
+        h = _pos_int(_need(cfg, "n_embd", "hidden_size"), "n_embd")
+        heads = _pos_int(_need(cfg, "n_head", "num_attention_heads"), "n_head")
+        positions = int(cfg.get("n_positions", 1024))
+        return ModelSpec(label, "gpt2", _pos_int(_need(cfg, "n_layer", "num_hidden_layers"), "n_layer"), h,
+                         int(cfg.get("n_inner") or 4 * h), heads, 1 if cfg.get("multi_query", True) else heads,
+                         _pos_int(_need(cfg, "vocab_size"), "vocab_size"),
+                         tied_embeddings=bool(cfg.get("tie_word_embeddings", True)), max_positions=positions, **common)
+    h = _pos_int(_need(cfg, "hidden_size"), "hidden_size")
+    heads = _pos_int(_need(cfg, "num_attention_heads"), "num_attention_heads")
+    kv = int(cfg.get("num_key_value_heads") or heads) if mt == "starcoder2" else heads
+    bias = bool(cfg.get("use_bias", True) if mt == "starcoder2" else cfg.get("attention_bias", True))
+    return ModelSpec(label, "gpt2", _pos_int(_need(cfg, "num_hidden_layers"), "num_hidden_layers"), h,
+                     _pos_int(cfg.get("intermediate_size") or 4 * h, "intermediate_size"), heads, kv,
+                     _pos_int(_need(cfg, "vocab_size"), "vocab_size"),
+                     tied_embeddings=bool(cfg.get("tie_word_embeddings", mt == "starcoder2")),
+                     max_positions=int(cfg.get("max_position_embeddings") or 2048), position_table=0,
+                     attn_bias=bias, mlp_bias=bias, **common)
 
 
 def _llama_like(cfg: dict, mt: str, label: str, common: dict) -> ModelSpec:
@@ -386,6 +412,19 @@ def hf_config_for(spec: ModelSpec | str) -> dict:
     if mt == "bloom":
         return {"model_type": "bloom", "hidden_size": spec.hidden, "n_layer": spec.n_layers, "n_head": spec.n_heads,
                 "vocab_size": spec.vocab}
+    if mt == "gpt_bigcode":
+        return {"model_type": mt, "n_embd": spec.hidden, "n_layer": spec.n_layers, "n_head": spec.n_heads,
+                "n_inner": spec.intermediate, "n_positions": spec.max_positions, "vocab_size": spec.vocab,
+                "multi_query": spec.n_kv_heads == 1, "tie_word_embeddings": spec.tied_embeddings}
+    if mt in ("gpt_neox", "starcoder2"):
+        out = {"model_type": mt, "hidden_size": spec.hidden, "num_hidden_layers": spec.n_layers,
+               "num_attention_heads": spec.n_heads, "intermediate_size": spec.intermediate, "vocab_size": spec.vocab,
+               "max_position_embeddings": spec.max_positions, "tie_word_embeddings": spec.tied_embeddings}
+        if mt == "starcoder2":
+            out.update(num_key_value_heads=spec.n_kv_heads, use_bias=spec.has_attn_bias)
+        else:
+            out["attention_bias"] = spec.has_attn_bias
+        return out
     if mt in ("bert", "roberta"):
         return {"model_type": mt, "hidden_size": spec.hidden, "num_hidden_layers": spec.n_layers,
                 "num_attention_heads": spec.n_heads, "intermediate_size": spec.intermediate,

@@ -10,22 +10,35 @@ A ``ModelSpec`` describes one of
   multi-head latent attention); ``params`` is the total, ``active_params`` what one token uses.
 - ``encoder`` (BERT/RoBERTa) and ``encoder_decoder`` (T5): counted exactly; memory estimates treat
   their blocks like GPT-2 blocks (see docs/catalog.md).
-- approximate entries (vision-language, diffusion, bare sizes): a declared parameter count on a
-  generic Llama-style shape, marked ``approximate``.
+- approximate entries (vision-language, diffusion, vision backbones, speech, bare sizes): a
+  declared parameter count on a generic Llama-style shape, marked ``approximate``.
 
-Every entry carries the URL of the config its shape comes from and the parameter count its
-publisher gives. Lookups accept the names people type (``llama3 8b instruct``,
-``Qwen/Qwen2.5-7B-Instruct``, ``7b``) and suggest close names when nothing matches.
+The entries are data, ``bot/catalog/models.json`` (loaded once): every entry carries the URL of
+the config its shape comes from and the parameter count its publisher gives. Lookups accept the
+names people type (``llama3 8b instruct``, ``Qwen/Qwen2.5-7B-Instruct``, ``internlm2-chat-20b``,
+``千问2.5-7B``, ``7b``), resolve a family and the size written in the name, return the family
+alone when the size is missing (``resolve_model``), and suggest close names when nothing matches
+(name rules: ``bot.catalog.names``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from importlib import resources
 from typing import Literal
 
-from bot.catalog.names import UnknownNameError, suggest
+from bot.catalog.names import (
+    UnknownNameError,
+    build_families,
+    norm_key,
+    set_zh_names,
+    size_billions,
+    split_name,
+    suggest,
+)
 
 Arch = Literal["llama", "gpt2", "opt", "t5"]
 
@@ -37,7 +50,7 @@ EXPERT_PARALLEL_NOTE = (
     "experts on different GPUs and routes tokens to them with all-to-all: no expert all-gathers and "
     "per-GPU expert memory of experts/EP x expert size, at the cost of all-to-all traffic and load "
     "imbalance. These estimates do not model it.")
-Kind = Literal["decoder", "moe", "encoder", "encoder_decoder", "vlm", "diffusion"]
+Kind = Literal["decoder", "moe", "encoder", "encoder_decoder", "vlm", "diffusion", "vision", "audio"]
 
 
 @dataclass(frozen=True)
@@ -307,20 +320,12 @@ class ModelSpec:
 
 
 # --------------------------------------------------------------------------------------------
-# The catalog
+# The catalog: entries are data (models.json, loaded once); the code here only reads them
 # --------------------------------------------------------------------------------------------
 
 
 def _cfg(repo: str) -> str:
     return f"https://huggingface.co/{repo}/blob/main/config.json"
-
-
-def _dense(name: str, repo: str, layers: int, hidden: int, inter: int, heads: int, kv: int, vocab: int,
-           published: float, *aliases: str, **extra) -> ModelSpec:
-    """A llama-family dense decoder entry (source = the repo's config.json)."""
-    extra.setdefault("family", "llama")
-    return ModelSpec(name, "llama", layers, hidden, inter, heads, kv, vocab, published_params_b=published,
-                     source_url=_cfg(repo), aliases=(repo, *aliases), **extra)
 
 
 def _siglip_params(hidden: int = 1152, layers: int = 27, inter: int = 4304, patch: int = 14,
@@ -336,238 +341,8 @@ def _gemma3_vision(text_hidden: int) -> int:
     return _siglip_params() + 1152 + 1152 * text_hidden
 
 
-_LLAMA32 = dict(family="llama", tied_embeddings=True, max_positions=131072)
-_QWEN2 = dict(family="qwen2", qkv_bias=True, max_positions=32768)
-_QWEN3 = dict(family="qwen3", attn_head_dim=128, qk_norm=True, max_positions=40960)
-_QWEN3_MOE = {**_QWEN3, "family": "qwen3_moe"}
-_GEMMA2 = dict(family="gemma2", tied_embeddings=True, norms_per_layer=4, max_positions=8192)
-_GEMMA3 = dict(tied_embeddings=True, norms_per_layer=4, qk_norm=True, attn_head_dim=256, max_positions=131072)
-_PHI3 = dict(family="phi3", max_positions=4096)
-
-_MODELS: list[ModelSpec] = [
-    # --- Llama 2 / 3.x (Meta) -----------------------------------------------------------------
-    _dense("Llama-2-7B", "meta-llama/Llama-2-7b-hf", 32, 4096, 11008, 32, 32, 32000, 6.74,
-           "llama2-7b", "llama2 7b", "llama-7b", "llama-2-7b-chat"),
-    _dense("Llama-2-13B", "meta-llama/Llama-2-13b-hf", 40, 5120, 13824, 40, 40, 32000, 13.0,
-           "llama2-13b", "llama-13b", "llama2 13b"),
-    _dense("Llama-2-70B", "meta-llama/Llama-2-70b-hf", 80, 8192, 28672, 64, 8, 32000, 69.0,
-           "llama2-70b", "llama-70b", "llama2 70b"),
-    _dense("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", 32, 4096, 14336, 32, 8, 128256, 8.03,
-           "llama3.1-8b", "llama-3-8b", "llama3-8b", "meta-llama-3.1-8b", "llama31-8b", "llama3 8b",
-           "meta-llama/Meta-Llama-3-8B", "meta-llama-3-8b", "llama-3.1-8b-instruct", "llama 3 8b", "llama3.1 8b",
-           max_positions=131072),
-    _dense("Llama-3.1-70B", "meta-llama/Llama-3.1-70B", 80, 8192, 28672, 64, 8, 128256, 70.6,
-           "llama3.1-70b", "llama-3-70b", "llama3-70b", "meta-llama-3.1-70b", "llama3 70b",
-           "meta-llama/Meta-Llama-3-70B", "meta-llama-3-70b", "llama 3 70b", max_positions=131072),
-    _dense("Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 28672, 64, 8, 128256, 70.6,
-           "llama3.3-70b", "llama-3.3-70b-instruct", "llama 3.3 70b", "llama33-70b", max_positions=131072),
-    _dense("Llama-3.1-405B", "meta-llama/Llama-3.1-405B", 126, 16384, 53248, 128, 8, 128256, 406.0,
-           "llama3.1-405b", "llama-405b", "llama3-405b", "llama 3.1 405b", "llama-3-405b",
-           max_positions=131072),
-    _dense("Llama-3.2-1B", "meta-llama/Llama-3.2-1B", 16, 2048, 8192, 32, 8, 128256, 1.24,
-           "llama3.2-1b", "llama-3.2-1b-instruct", "llama 3.2 1b", "llama32-1b", attn_head_dim=64,
-           **_LLAMA32),
-    _dense("Llama-3.2-3B", "meta-llama/Llama-3.2-3B", 28, 3072, 8192, 24, 8, 128256, 3.21,
-           "llama3.2-3b", "llama-3.2-3b-instruct", "llama 3.2 3b", "llama32-3b", attn_head_dim=128,
-           **_LLAMA32),
-    # --- Mistral ------------------------------------------------------------------------------
-    _dense("Mistral-7B", "mistralai/Mistral-7B-v0.1", 32, 4096, 14336, 32, 8, 32000, 7.24,
-           "mistral-7b-v0.1", "mistral7b", "mistral", "mistral-7b-instruct", "mistral 7b",
-           family="mistral", max_positions=32768),
-    _dense("Mistral-Nemo-12B", "mistralai/Mistral-Nemo-Base-2407", 40, 5120, 14336, 32, 8, 131072, 12.2,
-           "mistral-nemo", "mistral nemo", "nemo-12b", "mistral-nemo-instruct-2407", "mistral-nemo-12b",
-           attn_head_dim=128, family="mistral", max_positions=131072),
-    _dense("Mistral-Small-24B", "mistralai/Mistral-Small-24B-Base-2501", 40, 5120, 32768, 32, 8, 131072, 23.6,
-           "mistral-small", "mistral small", "mistral-small-24b", "mistral-small-24b-instruct-2501",
-           "mistral-small-3", attn_head_dim=128, family="mistral", max_positions=32768),
-    _dense("Mistral-Small-22B", "mistralai/Mistral-Small-Instruct-2409", 56, 6144, 16384, 48, 8, 32768, 22.2,
-           "mistral-small-2409", "mistral-small-22b", family="mistral", max_positions=32768),
-    # --- Qwen 1.5 / 2 / 2.5 / 3 (Alibaba) -------------------------------------------------------
-    _dense("Qwen1.5-7B", "Qwen/Qwen1.5-7B", 32, 4096, 11008, 32, 32, 151936, 7.72,
-           "qwen1.5 7b", "qwen1.5-7b-chat", **_QWEN2),
-    _dense("Qwen1.5-14B", "Qwen/Qwen1.5-14B", 40, 5120, 13696, 40, 40, 152064, 14.2,
-           "qwen1.5 14b", "qwen1.5-14b-chat", **_QWEN2),
-    # Qwen (1): "Qwen-14B" is this model (14.2B), not Qwen2.5-14B; its config's intermediate_size
-    # 27392 covers both SwiGLU branches (13696 each)
-    _dense("Qwen-14B", "Qwen/Qwen-14B", 40, 5120, 13696, 40, 40, 152064, 14.2,
-           "qwen-14b", "qwen14b", "qwen 14b", "qwen-14b-chat", **{**_QWEN2, "max_positions": 8192}),
-    _dense("Qwen2.5-0.5B", "Qwen/Qwen2.5-0.5B", 24, 896, 4864, 14, 2, 151936, 0.494,
-           "qwen2.5 0.5b", "qwen2-0.5b", "qwen2.5-0.5b-instruct", tied_embeddings=True, **_QWEN2),
-    _dense("Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 28, 1536, 8960, 12, 2, 151936, 1.54,
-           "qwen2.5 1.5b", "qwen2-1.5b", "qwen2.5-1.5b-instruct", tied_embeddings=True, **_QWEN2),
-    _dense("Qwen2.5-3B", "Qwen/Qwen2.5-3B", 36, 2048, 11008, 16, 2, 151936, 3.09,
-           "qwen2.5 3b", "qwen2.5-3b-instruct", tied_embeddings=True, **_QWEN2),
-    _dense("Qwen2.5-7B", "Qwen/Qwen2.5-7B", 28, 3584, 18944, 28, 4, 152064, 7.62,
-           "qwen2.5 7b", "qwen-7b", "qwen2-7b", "qwen7b", "qwen2 7b", "qwen2.5-7b-instruct",
-           **{**_QWEN2, "max_positions": 131072}),
-    _dense("Qwen2.5-14B", "Qwen/Qwen2.5-14B", 48, 5120, 13824, 40, 8, 152064, 14.8,
-           "qwen2.5 14b", "qwen2.5-14b-instruct", **{**_QWEN2, "max_positions": 131072}),
-    _dense("Qwen2.5-32B", "Qwen/Qwen2.5-32B", 64, 5120, 27648, 40, 8, 152064, 32.8,
-           "qwen2.5 32b", "qwen-32b", "qwen2.5-32b-instruct", "qwq-32b", **{**_QWEN2, "max_positions": 131072}),
-    _dense("Qwen2.5-72B", "Qwen/Qwen2.5-72B", 80, 8192, 29568, 64, 8, 152064, 72.7,
-           "qwen2.5 72b", "qwen-72b", "qwen72b", "qwen2-72b", "qwen2.5-72b-instruct",
-           **{**_QWEN2, "max_positions": 131072}),
-    _dense("Qwen3-0.6B", "Qwen/Qwen3-0.6B", 28, 1024, 3072, 16, 8, 151936, 0.596,
-           "qwen3 0.6b", "qwen3-0.6b-base", tied_embeddings=True, **_QWEN3),
-    _dense("Qwen3-1.7B", "Qwen/Qwen3-1.7B", 28, 2048, 6144, 16, 8, 151936, 1.72,
-           "qwen3 1.7b", "qwen3-1.7b-base", tied_embeddings=True, **_QWEN3),
-    _dense("Qwen3-4B", "Qwen/Qwen3-4B", 36, 2560, 9728, 32, 8, 151936, 4.02,
-           "qwen3 4b", "qwen3-4b-base", tied_embeddings=True, **_QWEN3),
-    _dense("Qwen3-8B", "Qwen/Qwen3-8B", 36, 4096, 12288, 32, 8, 151936, 8.19,
-           "qwen3 8b", "qwen3-8b-base", **_QWEN3),
-    _dense("Qwen3-14B", "Qwen/Qwen3-14B", 40, 5120, 17408, 40, 8, 151936, 14.8,
-           "qwen3 14b", "qwen3-14b-base", **_QWEN3),
-    _dense("Qwen3-32B", "Qwen/Qwen3-32B", 64, 5120, 25600, 64, 8, 151936, 32.8,
-           "qwen3 32b", **_QWEN3),
-    # --- Gemma (Google): GeGLU MLP, tied embeddings, 4 norms per block from Gemma 2 on --------------
-    _dense("Gemma-2-2B", "google/gemma-2-2b", 26, 2304, 9216, 8, 4, 256000, 2.61,
-           "gemma2-2b", "gemma 2 2b", "gemma-2-2b-it", attn_head_dim=256, **_GEMMA2),
-    _dense("Gemma-2-9B", "google/gemma-2-9b", 42, 3584, 14336, 16, 8, 256000, 9.24,
-           "gemma2-9b", "gemma 2 9b", "gemma-2-9b-it", attn_head_dim=256, **_GEMMA2),
-    _dense("Gemma-2-27B", "google/gemma-2-27b", 46, 4608, 36864, 32, 16, 256000, 27.2,
-           "gemma2-27b", "gemma 2 27b", "gemma-2-27b-it", attn_head_dim=128, **_GEMMA2),
-    _dense("Gemma-3-1B", "google/gemma-3-1b-pt", 26, 1152, 6912, 4, 1, 262144, 1.00,
-           "gemma3-1b", "gemma 3 1b", "gemma-3-1b-it", "gemma-3-1b", family="gemma3_text", **_GEMMA3),
-    _dense("Gemma-3-4B", "google/gemma-3-4b-pt", 34, 2560, 10240, 8, 4, 262208, 4.30,
-           "gemma3-4b", "gemma 3 4b", "gemma-3-4b-it", "gemma-3-4b", family="gemma3", kind="vlm",
-           extra_params=_gemma3_vision(2560), extra_params_note="SigLIP vision tower + projector", **_GEMMA3),
-    _dense("Gemma-3-12B", "google/gemma-3-12b-pt", 48, 3840, 15360, 16, 8, 262208, 12.2,
-           "gemma3-12b", "gemma 3 12b", "gemma-3-12b-it", "gemma-3-12b", family="gemma3", kind="vlm",
-           extra_params=_gemma3_vision(3840), extra_params_note="SigLIP vision tower + projector", **_GEMMA3),
-    _dense("Gemma-3-27B", "google/gemma-3-27b-pt", 62, 5376, 21504, 32, 16, 262208, 27.4,
-           "gemma3-27b", "gemma 3 27b", "gemma-3-27b-it", "gemma-3-27b", family="gemma3", kind="vlm",
-           extra_params=_gemma3_vision(5376), extra_params_note="SigLIP vision tower + projector",
-           **{**_GEMMA3, "attn_head_dim": 128}),
-    # --- Phi (Microsoft) ------------------------------------------------------------------------
-    _dense("Phi-3-mini", "microsoft/Phi-3-mini-4k-instruct", 32, 3072, 8192, 32, 32, 32064, 3.82,
-           "phi3-mini", "phi-3-mini-4k", "phi-3.5-mini", "phi3.5-mini", "phi-3-mini-128k-instruct",
-           "phi-3.5-mini-instruct", **_PHI3),
-    _dense("Phi-3-medium", "microsoft/Phi-3-medium-4k-instruct", 40, 5120, 17920, 40, 10, 32064, 14.0,
-           "phi3-medium", "phi-3-medium-4k", "phi-3-medium-128k-instruct", **_PHI3),
-    _dense("Phi-4", "microsoft/phi-4", 40, 5120, 17920, 40, 10, 100352, 14.7,
-           "phi4", "phi 4", "phi-4-14b", **{**_PHI3, "max_positions": 16384}),
-    # --- Yi (01.AI), Baichuan 2, GLM-4 -------------------------------------------------------------
-    _dense("Yi-6B", "01-ai/Yi-6B", 32, 4096, 11008, 32, 4, 64000, 6.06, "yi 6b", "yi-6b-chat"),
-    _dense("Yi-1.5-9B", "01-ai/Yi-1.5-9B", 48, 4096, 11008, 32, 4, 64000, 8.83,
-           "yi1.5-9b", "yi 1.5 9b", "yi-1.5-9b-chat"),
-    _dense("Yi-34B", "01-ai/Yi-34B", 60, 7168, 20480, 56, 8, 64000, 34.4, "yi 34b", "yi-34b-chat",
-           "yi-1.5-34b"),
-    _dense("Baichuan2-7B", "baichuan-inc/Baichuan2-7B-Base", 32, 4096, 11008, 32, 32, 125696, 7.51,
-           "baichuan2 7b", "baichuan2-7b-chat", family="baichuan"),
-    # Baichuan (1): "baichuan-7B" is this model (7,000,559,616 parameters, its README), not Baichuan2-7B
-    _dense("Baichuan-7B", "baichuan-inc/Baichuan-7B", 32, 4096, 11008, 32, 32, 64000, 7.0,
-           "baichuan-7b", "baichuan 7b", "baichuan7b", family="baichuan", max_positions=4096),
-    _dense("Baichuan2-13B", "baichuan-inc/Baichuan2-13B-Base", 40, 5120, 13696, 40, 40, 125696, 13.9,
-           "baichuan2 13b", "baichuan2-13b-chat", "baichuan-13b", family="baichuan",
-           notes="ALiBi positions instead of rotary (same parameter count)"),
-    _dense("GLM-4-9B", "THUDM/glm-4-9b-hf", 40, 4096, 13696, 32, 2, 151552, 9.40,
-           "glm4-9b", "glm-4-9b-chat", "glm 4 9b", "glm-4", "chatglm4-9b", family="glm", qkv_bias=True,
-           attn_head_dim=128, max_positions=131072),
-    _dense("ChatGLM3-6B", "THUDM/chatglm3-6b", 28, 4096, 13696, 32, 2, 65024, 6.24,
-           "chatglm3", "chatglm3 6b", "chatglm-6b", family="chatglm", qkv_bias=True, attn_head_dim=128,
-           max_positions=8192),
-    # --- Mixture of experts ---------------------------------------------------------------------
-    _dense("Mixtral-8x7B", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 14336, 32, 8, 32000, 46.7,
-           "mixtral", "mixtral 8x7b", "mixtral-8x7b-instruct-v0.1", "mixtral-8x7b-instruct", kind="moe",
-           family="mixtral", n_experts=8, experts_per_token=2, moe_intermediate=14336,
-           published_active_b=12.9, max_positions=32768),
-    _dense("Mixtral-8x22B", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 16384, 48, 8, 32768, 141.0,
-           "mixtral 8x22b", "mixtral-8x22b-instruct-v0.1", kind="moe", family="mixtral", n_experts=8,
-           experts_per_token=2, moe_intermediate=16384, published_active_b=39.0, max_positions=65536),
-    _dense("Qwen1.5-MoE-A2.7B", "Qwen/Qwen1.5-MoE-A2.7B", 24, 2048, 5632, 16, 16, 151936, 14.3,
-           "qwen1.5-moe", "qwen-moe", "qwen1.5-moe-a2.7b-chat", "qwen2-moe", kind="moe", family="qwen2_moe",
-           qkv_bias=True, n_experts=60, experts_per_token=4, moe_intermediate=1408,
-           shared_expert_intermediate=5632, published_active_b=2.7, max_positions=8192),
-    _dense("Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", 48, 2048, 6144, 32, 4, 151936, 30.5,
-           "qwen3 30b", "qwen3-30b", "qwen3 30b a3b", "qwen3-30b-a3b-instruct-2507", "qwen3-moe",
-           kind="moe", n_experts=128, experts_per_token=8, moe_intermediate=768,
-           published_active_b=3.3, **_QWEN3_MOE),
-    _dense("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", 94, 4096, 12288, 64, 4, 151936, 235.0,
-           "qwen3 235b", "qwen3-235b", "qwen3 235b a22b", "qwen3-235b-a22b-instruct-2507", kind="moe",
-           n_experts=128, experts_per_token=8, moe_intermediate=1536,
-           published_active_b=22.0, **_QWEN3_MOE),
-    _dense("DeepSeek-V2-Lite", "deepseek-ai/DeepSeek-V2-Lite", 27, 2048, 10944, 16, 16, 102400, 15.7,
-           "deepseek-v2-lite", "deepseek v2 lite", "deepseek-v2-lite-chat", kind="moe", family="deepseek_v2",
-           n_experts=64, experts_per_token=6, moe_intermediate=1408, n_shared_experts=2, first_k_dense=1,
-           kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
-           published_active_b=2.4, max_positions=163840,
-           notes="DeepSeek's 2.4B activated leaves out the input embedding table"),
-    # --- MPT, OPT, GPT-2 ------------------------------------------------------------------------
-    ModelSpec("MPT-7B", "gpt2", 32, 4096, 16384, 32, 32, 50432, tied_embeddings=True, max_positions=2048,
-              position_table=0, published_params_b=6.65, source_url=_cfg("mosaicml/mpt-7b"), family="mpt",
-              aliases=("mosaicml/mpt-7b", "mpt 7b", "mpt-7b-instruct", "mpt7b"),
-              notes="ALiBi positions, no biases, LayerNorm without bias", norm_bias=False),
-    ModelSpec("OPT-6.7B", "opt", 32, 4096, 16384, 32, 32, 50272, tied_embeddings=True,
-              max_positions=2048, published_params_b=6.66, source_url=_cfg("facebook/opt-6.7b"), family="opt",
-              aliases=("opt-6.7b", "opt6.7b", "facebook/opt-6.7b")),
-    ModelSpec("GPT-2", "gpt2", 12, 768, 3072, 12, 12, 50257, tied_embeddings=True,
-              max_positions=1024, published_params_b=0.124, source_url=_cfg("openai-community/gpt2"),
-              family="gpt2", aliases=("gpt2-small", "gpt2-124m", "gpt-2-small", "openai-community/gpt2")),
-    ModelSpec("GPT-2 Medium", "gpt2", 24, 1024, 4096, 16, 16, 50257, tied_embeddings=True,
-              max_positions=1024, published_params_b=0.355, source_url=_cfg("openai-community/gpt2-medium"),
-              family="gpt2", aliases=("gpt2-medium", "gpt2-355m", "openai-community/gpt2-medium")),
-    ModelSpec("GPT-2 Large", "gpt2", 36, 1280, 5120, 20, 20, 50257, tied_embeddings=True,
-              max_positions=1024, published_params_b=0.774, source_url=_cfg("openai-community/gpt2-large"),
-              family="gpt2", aliases=("gpt2-large", "gpt2-774m", "openai-community/gpt2-large")),
-    ModelSpec("GPT-2 XL", "gpt2", 48, 1600, 6400, 25, 25, 50257, tied_embeddings=True,
-              max_positions=1024, published_params_b=1.56, source_url=_cfg("openai-community/gpt2-xl"),
-              family="gpt2", aliases=("gpt2-xl", "gpt2-1.5b", "gpt-2-xl", "openai-community/gpt2-xl"),
-              notes="sold as 1.5B; the checkpoint holds 1.558B"),
-    # --- BLOOM: ALiBi (no position table), a LayerNorm after the embeddings, biased GELU blocks, and a
-    # 250,880-token vocabulary whose logits decide the activations at any micro-batch above one.
-    # Published counts from the model cards (e.g. https://huggingface.co/bigscience/bloom-7b1:
-    # 7,069,016,064 parameters); the computed ones match them exactly.
-    ModelSpec("BLOOM-560M", "gpt2", 24, 1024, 4096, 16, 16, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, eager_attention=True, published_params_b=0.559, source_url=_cfg("bigscience/bloom-560m"),
-              family="bloom", aliases=("bigscience/bloom-560m", "bloom-560m", "bloomz-560m", "bloom 560m")),
-    ModelSpec("BLOOM-1B7", "gpt2", 24, 2048, 8192, 16, 16, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, eager_attention=True, published_params_b=1.722, source_url=_cfg("bigscience/bloom-1b7"),
-              family="bloom", aliases=("bigscience/bloom-1b7", "bloom-1b7", "bloomz-1b7", "bloom 1b7")),
-    ModelSpec("BLOOM-3B", "gpt2", 30, 2560, 10240, 32, 32, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, eager_attention=True, published_params_b=3.003, source_url=_cfg("bigscience/bloom-3b"),
-              family="bloom", aliases=("bigscience/bloom-3b", "bloom-3b", "bloomz-3b", "bloom 3b")),
-    ModelSpec("BLOOM-7B1", "gpt2", 30, 4096, 16384, 32, 32, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, eager_attention=True, published_params_b=7.069, source_url=_cfg("bigscience/bloom-7b1"),
-              family="bloom", aliases=("bigscience/bloom-7b1", "bloom-7b1", "bloomz-7b1", "bloom 7b", "bloom-7b",
-                                       "bloomz-7b1-mt", "7b bloom", "7b1 bloom"),
-              notes="'7b bloom' as DeepSpeedExamples#411 writes it"),
-    ModelSpec("BLOOM-176B", "gpt2", 70, 14336, 57344, 112, 112, 250880, tied_embeddings=True, max_positions=2048,
-              position_table=0, embed_norm=True, eager_attention=True, published_params_b=176.247, source_url=_cfg("bigscience/bloom"),
-              family="bloom", aliases=("bigscience/bloom", "bloom-176b", "bloom 176b", "bloomz", "bloom")),
-    # --- Encoders and encoder-decoders (exact counts; memory treats blocks GPT-2-like) -------------
-    ModelSpec("BERT-base", "gpt2", 12, 768, 3072, 12, 12, 30522, max_positions=512, kind="encoder",
-              family="bert", type_vocab=2, pooler=True, embed_norm=True, position_table=512,
-              published_params_b=0.1095, source_url=_cfg("google-bert/bert-base-uncased"),
-              aliases=("bert-base-uncased", "bert-base-cased", "bert base", "bert", "google-bert/bert-base-uncased",
-                       "bert-base-chinese")),
-    ModelSpec("BERT-large", "gpt2", 24, 1024, 4096, 16, 16, 30522, max_positions=512, kind="encoder",
-              family="bert", type_vocab=2, pooler=True, embed_norm=True, position_table=512,
-              published_params_b=0.335, source_url=_cfg("google-bert/bert-large-uncased"),
-              aliases=("bert-large-uncased", "bert-large-cased", "bert large", "google-bert/bert-large-uncased"),
-              notes="the BERT paper rounds it to 340M"),
-    ModelSpec("RoBERTa-base", "gpt2", 12, 768, 3072, 12, 12, 50265, max_positions=514, kind="encoder",
-              family="roberta", type_vocab=1, pooler=True, embed_norm=True, position_table=514,
-              published_params_b=0.125, source_url=_cfg("FacebookAI/roberta-base"),
-              aliases=("roberta-base", "roberta base", "roberta", "FacebookAI/roberta-base")),
-    ModelSpec("RoBERTa-large", "gpt2", 24, 1024, 4096, 16, 16, 50265, max_positions=514, kind="encoder",
-              family="roberta", type_vocab=1, pooler=True, embed_norm=True, position_table=514,
-              published_params_b=0.355, source_url=_cfg("FacebookAI/roberta-large"),
-              aliases=("roberta-large", "roberta large", "FacebookAI/roberta-large")),
-    ModelSpec("T5-base", "t5", 24, 768, 3072, 12, 12, 32128, tied_embeddings=True, max_positions=512,
-              kind="encoder_decoder", family="t5", n_decoder_layers=12, relative_buckets=32,
-              gated_mlp=False, attn_bias=False, mlp_bias=False, norm_bias=False,
-              published_params_b=0.223, source_url=_cfg("google-t5/t5-base"),
-              aliases=("t5-base", "t5 base", "google-t5/t5-base"), notes="the T5 paper rounds it to 220M"),
-    ModelSpec("T5-large", "t5", 48, 1024, 4096, 16, 16, 32128, tied_embeddings=True, max_positions=512,
-              kind="encoder_decoder", family="t5", n_decoder_layers=24, relative_buckets=32,
-              gated_mlp=False, attn_bias=False, mlp_bias=False, norm_bias=False,
-              published_params_b=0.738, source_url=_cfg("google-t5/t5-large"),
-              aliases=("t5-large", "t5 large", "google-t5/t5-large"), notes="the T5 paper rounds it to 770M"),
-    # A few-million-parameter Llama-shaped model for real CPU benchmark runs and tests.
-    ModelSpec("tiny", "llama", 2, 256, 688, 4, 4, 8192, max_positions=512, family="llama",
-              source_url="https://github.com/pytorch/torchtitan (debug model idea; shape is ours)",
-              aliases=("tiny-llama", "debug")),
-]
+# Parts a data entry names by formula rather than by a typed-in count ("extra_params": "...").
+_EXTRA_FORMULAS = {"gemma3_vision": _gemma3_vision}
 
 # Typical (layers, hidden) pairs for Llama-style models by size, used to infer a shape for a
 # bare parameter count. Sizes from the Llama 2/3 and GPT-3 papers
@@ -621,53 +396,116 @@ def approximate_model(name: str, params_b: float, kind: Kind, *, source_url: str
                                   "same-size decoder")
 
 
-_MODELS += [
-    approximate_model("Qwen2-VL-7B", 8.29, "vlm", source_url=_cfg("Qwen/Qwen2-VL-7B-Instruct"),
-                      aliases=("Qwen/Qwen2-VL-7B-Instruct", "qwen2-vl-7b-instruct", "qwen2 vl 7b")),
-    approximate_model("Qwen2.5-VL-7B", 8.29, "vlm", source_url=_cfg("Qwen/Qwen2.5-VL-7B-Instruct"),
-                      aliases=("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b-instruct", "qwen2.5 vl 7b")),
-    approximate_model("LLaVA-1.5-7B", 7.06, "vlm", source_url=_cfg("llava-hf/llava-1.5-7b-hf"),
-                      aliases=("llava-hf/llava-1.5-7b-hf", "llava-1.5-7b", "llava 7b", "llava")),
-    approximate_model("SDXL UNet", 2.57, "diffusion",
-                      source_url="https://huggingface.co/stabilityai/stable-diffusion-xl-base-1.0/blob/main/unet/config.json",
-                      aliases=("sdxl", "stable-diffusion-xl", "stable diffusion xl", "sdxl-base-1.0")),
-    approximate_model("Stable Diffusion 1.5 UNet", 0.86, "diffusion",
-                      source_url="https://huggingface.co/stable-diffusion-v1-5/stable-diffusion-v1-5/blob/main/unet/config.json",
-                      aliases=("sd1.5", "sd 1.5", "stable-diffusion-v1-5", "stable diffusion 1.5")),
-    approximate_model("FLUX.1-dev", 11.9, "diffusion",
-                      source_url="https://huggingface.co/black-forest-labs/FLUX.1-dev/blob/main/transformer/config.json",
-                      aliases=("flux", "flux.1", "flux1-dev", "flux.1 dev", "black-forest-labs/FLUX.1-dev",
-                               "flux.1-kontext-dev", "flux kontext")),
-]
+
+_SPEC_FIELDS = {f.name for f in fields(ModelSpec)}
+_ENTRY_KEYS = {"name", "shape", "arch", "repo", "source", "published", "aliases", "preset", "approx_b", "kind",
+               "notes", "extra_params"}
+
+
+def _entry(raw: dict, presets: dict[str, dict]) -> ModelSpec:
+    """One models.json entry -> ModelSpec. ``shape`` is [layers, hidden, ffn, heads, kv heads,
+    vocab]; ``repo`` a Hugging Face repo (its config.json is the source, the repo an alias);
+    ``preset`` a named group of shared fields; ``approx_b`` a params-only entry (approximate)."""
+    unknown = set(raw) - _ENTRY_KEYS - _SPEC_FIELDS
+    if unknown:
+        raise ValueError(f"models.json entry {raw.get('name')!r}: unknown keys {sorted(unknown)}")
+    repo = raw.get("repo")
+    source = raw.get("source") or (_cfg(repo) if repo else "")
+    aliases = tuple(([repo] if repo else []) + list(raw.get("aliases", ())))
+    if "approx_b" in raw:
+        return approximate_model(raw["name"], raw["approx_b"], raw["kind"], source_url=source, aliases=aliases,
+                                 notes=raw.get("notes", ""))
+    extra = {**presets.get(raw.get("preset", ""), {}),
+             **{k: v for k, v in raw.items() if k in _SPEC_FIELDS and k not in ("name", "arch", "aliases")}}
+    if isinstance(extra.get("extra_params"), str):
+        extra["extra_params"] = _EXTRA_FORMULAS[extra["extra_params"]](raw["shape"][1])
+    extra.setdefault("family", "llama")
+    layers, hidden, ffn, heads, kv, vocab = raw["shape"]
+    return ModelSpec(raw["name"], raw.get("arch", "llama"), layers, hidden, ffn, heads, kv, vocab,
+                     published_params_b=raw.get("published"), source_url=source, aliases=aliases, **extra)
+
+
+def _with_chinese_names(spec: ModelSpec, zh_names: dict[str, str]) -> ModelSpec:
+    """``spec`` with its name also written with each Chinese family name whose Latin word begins
+    it ("Qwen2.5-7B" -> "千问2.5-7B", "通义千问2.5-7B"), so that a reader scanning text for the
+    catalog's names finds the Chinese spelling too. Names only, never a new entry."""
+    extra = [zh + spec.name[len(word):] for zh, word in zh_names.items()
+             if spec.name.lower().startswith(word) and not spec.name[len(word):len(word) + 1].isalpha()]
+    return replace(spec, aliases=(*spec.aliases, *extra)) if extra else spec
+
+
+def _load() -> tuple[list[ModelSpec], dict]:
+    data = json.loads(resources.files("bot.catalog").joinpath("models.json").read_text(encoding="utf-8"))
+    presets = data.get("presets", {})
+    # the Chinese names people write as a product name in front of a version ("千问2.5-7B")
+    zh = {name: data["zh_names"][name] for name in data.get("zh_name_prefixes", [])}
+    return [_with_chinese_names(_entry(raw, presets), zh) for raw in data["models"]], data
+
+
+_MODELS, _DATA = _load()
+set_zh_names(_DATA.get("zh_names", {}))
 
 
 # --------------------------------------------------------------------------------------------
-# Lookup
+# Lookup: exact names and aliases, then a family and the size written in the name
 # --------------------------------------------------------------------------------------------
 
-_SUFFIXES = re.compile(r"([-_ .](instruct|chat|it|hf|base|pt|pretrained))+$")
+_norm = norm_key  # the lookup key (kept under its old name for callers and tests)
 
 
-def _norm(text: str) -> str:
-    """A lookup key: lower case, no organisation prefix, no -instruct/-chat/-hf/-base suffix."""
-    text = text.lower().strip()
-    if "/" in text:
-        text = text.rsplit("/", 1)[1]
-    text = _SUFFIXES.sub("", text)
-    text = re.sub(r"^meta[-_ ]", "", text)
-    return re.sub(r"[^a-z0-9.]", "", text)
+@dataclass(frozen=True)
+class ModelFamily:
+    """A model family as people name it ("InternLM2", "Qwen2.5-Coder"): the sizes the catalog
+    has, each the catalog entry of that shape (an alias when it is another entry's shape)."""
+
+    name: str
+    members: tuple[tuple[str, str], ...]  # (size as written, "7B"; catalog name), smallest first
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        return tuple(size for size, _ in self.members)
+
+    def member(self, size: str) -> ModelSpec | None:
+        name = dict(self.members).get(size)
+        return _BY_NAME[name] if name else None
+
+    def describe(self) -> str:
+        return f"{self.name} ({', '.join(self.sizes)})"
 
 
 _MODEL_INDEX: dict[str, ModelSpec] = {}
 for _m in _MODELS:
     for _key in (_m.name, *_m.aliases):
-        _MODEL_INDEX.setdefault(_norm(_key), _m)
+        if _norm(_key):
+            _MODEL_INDEX.setdefault(_norm(_key), _m)
+_BY_NAME = {m.name: m for m in _MODELS}
+_FAMILY_INDEX: dict[str, ModelFamily] = {}
+_records = build_families(((m.name, m.aliases, m.params_b) for m in _MODELS), _DATA.get("family_aliases", {}))
+_seen: dict[int, ModelFamily] = {}
+for _key, _rec in _records.items():
+    if id(_rec) not in _seen:
+        _seen[id(_rec)] = ModelFamily(_rec.name, tuple(sorted(_rec.members.items(), key=lambda kv: size_billions(kv[0]))))
+    _FAMILY_INDEX[_key] = _seen[id(_rec)]
 
 _BARE_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([bm])\s*(?:params?|parameters?)?\s*$", re.I)
 
 
+@dataclass(frozen=True)
+class ModelMatch:
+    """What a model name resolves to: ``model`` when the catalog has it; ``family`` when the
+    family is known (with or without the size); both None for a name the catalog cannot place."""
+
+    model: ModelSpec | None
+    family: ModelFamily | None
+
+
 def list_models() -> list[ModelSpec]:
     return list(_MODELS)
+
+
+def list_families() -> list[ModelFamily]:
+    """Every family the catalog's names make, once each (by display name)."""
+    return list({id(f): f for f in _FAMILY_INDEX.values()}.values())
 
 
 def model_names() -> dict[str, str]:
@@ -679,16 +517,49 @@ def model_names() -> dict[str, str]:
     return out
 
 
-def lookup_model(name: str) -> ModelSpec:
-    """Find a catalog model by name or alias; a bare size ("7b", "350M") gives a generic shape."""
+def family_names() -> dict[str, str]:
+    """Every family key (normalised, as ``names.norm_key`` makes it) -> the family's name, and the
+    Chinese family words ``names.latin`` rewrites (for a reader that scans text for families)."""
+    return {key: fam.name for key, fam in _FAMILY_INDEX.items()}
+
+
+def lookup_family(name: str) -> ModelFamily | None:
+    """The family ``name`` belongs to ("internlm2", "InternLM2 20B", "书生·浦语2"), else None."""
+    parts = split_name(name)
+    return _FAMILY_INDEX.get(parts.family_key) if parts else _FAMILY_INDEX.get(_norm(name))
+
+
+def resolve_model(name: str) -> ModelMatch:
+    """A catalog entry by name or alias, else by family and the size written in the name
+    ("internlm2-chat-20b", "Yi-1.5-34B", "千问2.5 7B"); a family without a (known) size gives the
+    family alone; a name the catalog cannot place gives neither."""
     key = _norm(name)
     if key in _MODEL_INDEX:
-        return _MODEL_INDEX[key]
+        exact = _MODEL_INDEX[key]
+        return ModelMatch(exact, lookup_family(name) or lookup_family(exact.name))
+    parts = split_name(name)
+    family = _FAMILY_INDEX.get(parts.family_key) if parts else None
+    if family is None and parts is None:
+        family = _FAMILY_INDEX.get(key)
+    model = family.member(parts.size) if family and parts and parts.size else None
+    return ModelMatch(model, family)
+
+
+def lookup_model(name: str) -> ModelSpec:
+    """Find a catalog model by name, alias or family and size; a bare size ("7b", "350M") gives a
+    generic shape. Raises ``UnknownNameError`` (with ``family`` set when the family is known)."""
+    match = resolve_model(name)
+    if match.model is not None:
+        return match.model
     bare = _BARE_SIZE.match(name)
     if bare:
         size = float(bare.group(1)) / (1000 if bare.group(2).lower() == "m" else 1)
         if size > 0:
             return generic_model(size)
+    key = _norm(name)
     hint = ("For a model the catalog lacks, pass its Hugging Face config.json (--config PATH, or "
             "paste it) or its parameter count.")
-    raise UnknownNameError("model", name, suggest(key, _MODEL_INDEX, lambda m: m.name), hint=hint)
+    if match.family is not None:
+        hint = f"{match.family.name} comes in {', '.join(match.family.sizes)}: which size? " + hint
+    raise UnknownNameError("model", name, suggest(key, _MODEL_INDEX, lambda m: m.name), hint=hint,
+                           family=match.family)
