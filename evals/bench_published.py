@@ -15,8 +15,12 @@ measurement, beside peers where they apply (full fine-tunes only, model states o
 - for throughput, the previous calculator's rule: 6N + 12 L h s (+ a forward for checkpointing)
   at a flat 40 % MFU of the dense bf16 peak.
 
-Rows marked ``fit`` were used to fit a constant of the calculator (docs/calc.md says which); the
-totals are printed for all rows and for the held-out rows alone. Targets (issue 14): memory
+Each row has a ``split``: ``fit`` rows were used to fit a constant of the calculator (docs/calc.md
+says which constant each fitted), ``test`` rows were not, and a constant may only be fitted on
+``fit`` rows. The totals are printed for the fit rows, the test rows, and the test rows recorded
+from sources new to the project (``recorded`` date, with the calculator's ``first_contact`` error
+before any constant or model change). A row may carry ``model_config``: the model's Hugging Face
+config (e.g. an MPT shape from its training yaml), read by ``bot.catalog.hf_config``. Targets (issue 14): memory
 median |error| <= 10 %, worst <= 25 %; throughput median <= 15 %, worst <= 30 %; no published
 working run predicted "does not fit"; at most 2 rows inexpressible.
 """
@@ -30,14 +34,16 @@ import statistics
 import sys
 from pathlib import Path
 
-from bot.calc import estimate
+from bot.calc import estimate, resolve_with_model
 from bot.catalog import lookup_gpu
+from bot.catalog.hf_config import model_from_hf_config
 from bot.setup import TrainingSetup, resolve_setup
 
 ROWS = Path(__file__).with_name("published.jsonl")
 GIB = 2**30
 TARGETS = {"memory": (10.0, 25.0), "throughput": (15.0, 30.0)}
 MAX_INEXPRESSIBLE = 2
+SPLITS = ("fit", "test")
 
 
 def load_rows(path: Path = ROWS) -> list[dict]:
@@ -48,6 +54,10 @@ def load_rows(path: Path = ROWS) -> list[dict]:
                 raise ValueError(f"{path}: row {row.get('id')!r} lacks {key!r}")
         if not (row["source"].get("url") or row["source"].get("commit")):
             raise ValueError(f"{path}: row {row['id']!r} has no source url or commit")
+        if row.get("split") not in SPLITS:
+            raise ValueError(f"{path}: row {row['id']!r} has split {row.get('split')!r}, not one of {SPLITS}")
+        if row["split"] == "test" and row.get("fit"):
+            raise ValueError(f"{path}: test row {row['id']!r} lists fitted metrics {row['fit']}")
     return rows
 
 
@@ -61,7 +71,11 @@ def resolve_row(row: dict):
         data.pop("gpu", None)
         data["gpu_memory_gb"] = override["memory_gb"]
         data.setdefault("intra_node_link", base.intra_link)
-    resolved = resolve_setup(TrainingSetup(**data))
+    if row.get("model_config"):
+        spec = model_from_hf_config(dict(row["model_config"]), name=row["model_config"].get("_name_or_path"))
+        resolved = resolve_with_model(TrainingSetup(**data), spec)
+    else:
+        resolved = resolve_setup(TrainingSetup(**data))
     if override:
         gpu = dataclasses.replace(base, name=f"{base.name} ({override['memory_gb']} GB variant)",
                                   memory_gb=override["memory_gb"])
@@ -111,7 +125,9 @@ def evaluate(rows: list[dict]) -> list[dict]:
     """One result per row: predictions, errors, peers, fits verdict (or why inexpressible)."""
     results = []
     for row in rows:
-        out = {"id": row["id"], "fit": row.get("fit", []), "expressible": row["expressible"],
+        out = {"id": row["id"], "fit": row.get("fit", []), "split": row["split"],
+               "recorded": row.get("recorded"), "first_contact": row.get("first_contact"),
+               "expressible": row["expressible"],
                "source_repo": row["source"].get("repo") or row["source"]["url"]}
         if not row["expressible"]:
             out["why_inexpressible"] = row.get("why_inexpressible", "")
@@ -151,8 +167,30 @@ def evaluate(rows: list[dict]) -> list[dict]:
     return results
 
 
+def select(results: list[dict], part: str) -> list[dict]:
+    """The rows of one part: ``all``, ``fit``, ``test``, or ``new`` (test rows recorded from sources
+    new to the project, the ones with a ``first_contact`` figure)."""
+    if part == "all":
+        return results
+    if part == "new":
+        return [r for r in results if r["split"] == "test" and r.get("recorded")]
+    return [r for r in results if r["split"] == part]
+
+
+def first_contact_summary(results: list[dict]) -> dict:
+    """Median and worst absolute error of the recorded first-contact figures (new test rows)."""
+    out: dict = {}
+    for metric in ("memory", "throughput"):
+        errors = [abs(r["first_contact"][f"{metric}_error_pct"]) for r in select(results, "new")
+                  if (r.get("first_contact") or {}).get(f"{metric}_error_pct") is not None]
+        out[metric] = {"rows": len(errors), "median_abs_pct": statistics.median(errors) if errors else None,
+                       "worst_abs_pct": max(errors) if errors else None}
+    return out
+
+
 def summary(results: list[dict], held_out_only: bool = False) -> dict:
-    """Median and worst absolute error per metric, the "does not fit" count, inexpressible rows."""
+    """Median and worst absolute error per metric, the "does not fit" count, inexpressible rows.
+    ``held_out_only`` drops each row's fitted metrics (the ``fit`` list), as before the split."""
     out: dict = {}
     for metric in ("memory", "throughput"):
         errors = [abs(r[metric]["error_pct"]) for r in results
@@ -196,14 +234,18 @@ def print_report(results: list[dict]) -> None:
         mem, thr = r.get("memory"), r.get("throughput")
         peer = next(iter(mem["peers"].values()), None) if mem else None
         flat = thr["peers"]["flat_40pct_mfu"] if thr else None
-        fit = ",".join(m[0] for m in r["fit"]) or ""
+        fit = ",".join(m[0] for m in r["fit"]) or ("new" if r.get("recorded") else "")
         print(f"{r['id']:38} {fit:>4} {_fmt(mem and mem['measured']):>8} {_fmt(mem and mem['predicted']):>6} "
               f"{_fmt(mem and mem['error_pct'], '+.0f'):>6} {_fmt(peer and peer['gib']):>7} "
               f"{_fmt(peer and peer['error_pct'], '+.0f'):>6} {_fmt(thr and thr['measured'], '.0f'):>10} "
               f"{_fmt(thr and thr['predicted'], '.0f'):>7} {_fmt(thr and thr['error_pct'], '+.0f'):>6} "
               f"{_fmt(flat and flat['tokens_per_s'], '.0f'):>7} {_fmt(flat and flat['error_pct'], '+.0f'):>6} "
               f"{'yes' if r['fits'] else 'NO'}{' (published OOM)' if r['oom'] else ''}")
-    for label, total in (("all rows", summary(results)), ("held-out rows only", summary(results, True))):
+    parts = (("fit rows (the constants were fitted on these)", summary(select(results, "fit"))),
+             ("test rows (no constant fitted on them)", summary(select(results, "test"))),
+             ("test rows from new sources (recorded 2026-12-01)", summary(select(results, "new"))),
+             ("all rows", summary(results)))
+    for label, total in parts:
         print(f"\n{label}:")
         for metric in ("memory", "throughput"):
             m = total[metric]
@@ -238,7 +280,11 @@ def print_report(results: list[dict]) -> None:
     if flats:
         print(f"peer flat 40% MFU: {len(flats)} rows, median |err| {statistics.median(p for p, _ in flats):.1f} % "
               f"(calculator: {statistics.median(c for _, c in flats):.1f} %)")
-    print("\ntargets met:", meets_targets(summary(results)))
+    first = first_contact_summary(results)
+    print("\nfirst contact on the new test rows (before any change, 2026-12-01): " + "; ".join(
+        f"{metric} {m['rows']} rows median {_fmt(m['median_abs_pct'], '.1f', ' %')} worst "
+        f"{_fmt(m['worst_abs_pct'], '.1f', ' %')}" for metric, m in first.items()))
+    print("\ntargets met on the test rows:", meets_targets(summary(select(results, "test"))))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     results = evaluate(load_rows())
     if args.json:
         print(json.dumps({"rows": results, "all": summary(results), "held_out": summary(results, True),
-                          "targets_met": meets_targets(summary(results))}, indent=2))
+                          "fit": summary(select(results, "fit")), "test": summary(select(results, "test")),
+                          "new_test": summary(select(results, "new")),
+                          "first_contact": first_contact_summary(results),
+                          "targets_met": meets_targets(summary(select(results, "test")))}, indent=2))
     else:
         print_report(results)
     return 0

@@ -42,4 +42,24 @@ def test_every_expressible_row_is_estimated_and_the_fit_targets_hold():
 def test_the_bench_prints_a_report(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
-    assert "held-out rows only" in out and "peer deepspeed" in out
+    assert "peer deepspeed" in out
+    for part in ("fit rows", "test rows (no constant fitted on them)", "test rows from new sources",
+                 "first contact on the new test rows"):
+        assert part in out
+
+
+def test_every_row_is_fit_or_test_and_fitted_metrics_only_on_fit_rows():
+    rows = load_rows()
+    assert {r["split"] for r in rows} == {"fit", "test"}
+    for row in rows:
+        assert (row["split"] == "fit") == bool(row.get("fit")), row["id"]
+
+
+def test_at_least_15_new_test_rows_from_sources_not_used_before_with_their_first_contact():
+    rows = load_rows()
+    old_sources = {r["source"].get("repo") for r in rows if not r.get("recorded")}
+    new = [r for r in rows if r.get("recorded")]
+    assert len(new) >= 15
+    for row in new:
+        assert row["split"] == "test" and row["source"].get("repo") not in old_sources
+        assert row["first_contact"]["date"] == row["recorded"]
