@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from bot.catalog import GPUSpec, ModelSpec, UnknownNameError, lookup_gpu, lookup_model
+from bot.catalog.accelerators import dgx_node_nic_gbps, memory_variant
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"]
 Optimizer = Literal["adamw", "sgd", "adam8bit"]
@@ -76,6 +77,10 @@ class TrainingSetup(BaseModel):
     base_dtype: Literal["fp32", "bf16", "nf4"] | None = None  # frozen base weights under LoRA
     float8: bool | None = None  # torchao float8 linears and all-gathers
     mfu: float | None = None  # model FLOPs utilisation the user asserts (0..1)
+    # fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True or
+    # torch.set_float32_matmul_precision("high")). None: PyTorch's default, off, so fp32 runs at the
+    # CUDA-core fp32 rate (bot.catalog.accelerators.fp32_tflops); listed in ``assumed`` for fp32 runs.
+    tf32: bool | None = None
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
@@ -167,7 +172,8 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         if abs(model.params_b - setup.params_b) / model.params_b > 0.25:
             problems.append(Problem(
                 "params_b", f"{setup.params_b:g}B contradicts {model.name} ({model.params_b:.2f}B)"))
-    if gpu and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1:
+    if (gpu and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1
+            and memory_variant(gpu, setup.gpu_memory_gb) is None):  # H100 94/96 GB are H100s
         problems.append(Problem(
             "gpu_memory_gb", f"{setup.gpu_memory_gb:g} GB contradicts {gpu.name} ({gpu.memory_gb:g} GB)"))
     if gpu and setup.precision in ("bf16-mixed", "bf16") and not gpu.supports_bf16:
@@ -424,6 +430,11 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
         if setup.gpu_memory_gb is None:
             raise  # a default GPU name the catalog lacks, with no memory to build a custom card from
         gpu = custom_gpu(setup.gpu_memory_gb, setup.gpu)
+    if gpu is not None and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1:
+        gpu = memory_variant(gpu, setup.gpu_memory_gb) or gpu  # an H100 sold with 94/96 GB
+    if data["precision"] == "fp32" and data["tf32"] is None:
+        data["tf32"] = False  # PyTorch's default: allow_tf32 off for matmuls
+        assumed.append("tf32")
     if "precision" in assumed and gpu is not None and not gpu.supports_bf16:
         # No bf16 on this card (V100, T4): the default is fp16 autocast with a loss scaler.
         data["precision"] = gpu.default_precision
@@ -469,6 +480,9 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     if setup.inter_node_link is None and nodes > 1:
         assumed.append("inter_node_link")
     default_gbps = DEFAULT_INTER_NODE_GBPS[inter]
+    if inter == "infiniband":
+        # a DGX/HGX-class node of 8 SXM GPUs has one NIC per GPU (bot.catalog.accelerators)
+        default_gbps = dgx_node_nic_gbps(gpu, per_node) or default_gbps
     gbps = setup.inter_node_gbps or default_gbps
     if setup.inter_node_gbps is None and nodes > 1:
         assumed.append("inter_node_gbps")

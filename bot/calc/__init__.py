@@ -149,7 +149,7 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         checkpointing_policy=setup.checkpointing_policy, checkpoint_every=setup.checkpoint_every or 1,
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
-        reshard_after_forward=setup.reshard_after_forward,
+        reshard_after_forward=setup.reshard_after_forward, tf32=bool(setup.tf32),
     )
 
 
@@ -166,7 +166,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
     time["fsdp_full_shard_offload"] += offload_seconds(comm_in)
     accum = setup.grad_accum_steps or 1
     tokens_per_step = resolved.micro_batch * resolved.seq_len * accum  # per GPU
-    peak = peak_tflops(resolved.gpu, resolved.precision)
+    peak = peak_tflops(resolved.gpu, resolved.precision, bool(setup.tf32))
     flops = model_flops_per_token(comm_in)
     throughput = {}
     for s, seconds in time.items():

@@ -24,6 +24,7 @@ from bot.calc.memory import (
     reshard_group,
 )
 from bot.catalog import GPUSpec, ModelSpec
+from bot.catalog.accelerators import FP32_FALLBACK_RATIO, fp32_tflops
 
 # Fraction of a link's nominal per-direction speed that NCCL's bus bandwidth reaches in practice
 # (nccl-tests all_reduce_perf on A100 NVLink3 reports ~230 of 300 GB/s; PCIe rings are worse;
@@ -111,6 +112,7 @@ class CommInputs:
     mfu: float | None = None  # the user's MFU: replaces the calibrated HFU model
     # FSDP2 reshard_after_forward for the blocks: None/True, False, or an int group size k
     reshard_after_forward: bool | int | None = None
+    tf32: bool = False  # fp32 matmuls on TF32 tensor cores (off: PyTorch's default)
 
     @property
     def policy(self) -> str:
@@ -248,13 +250,17 @@ def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, fl
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
-def peak_tflops(gpu: GPUSpec | None, precision: str) -> float:
-    """Dense tensor-core peak for the compute dtype. fp32 runs as TF32 on Ampere and later, half
-    the bf16 rate (A100 datasheet: 156 vs 312 TFLOP/s); V100 has no TF32 (15.7 vs 125 fp16)."""
-    peak = gpu.bf16_tflops if gpu is not None else DEFAULT_PEAK_TFLOPS
+def peak_tflops(gpu: GPUSpec | None, precision: str, tf32: bool = False) -> float:
+    """Dense matmul peak for the compute dtype: the bf16 tensor-core rate for 16-bit compute. fp32
+    runs on the CUDA cores (A100: 19.5 TFLOP/s) because PyTorch leaves TF32 off for matmuls by
+    default; with ``tf32`` on, at the TF32 tensor rate, half the bf16 one (A100: 156 vs 312).
+    Sources beside ``bot.catalog.accelerators.FP32_TFLOPS``."""
+    if gpu is None:
+        peak = DEFAULT_PEAK_TFLOPS
+        return peak / 2 if precision == "fp32" and tf32 else peak / FP32_FALLBACK_RATIO if precision == "fp32" else peak
     if precision == "fp32":
-        return peak / 8 if gpu is not None and gpu.name.startswith("V100") else peak / 2
-    return peak
+        return fp32_tflops(gpu, tf32)
+    return gpu.bf16_tflops
 
 
 def active_params(model: ModelSpec) -> float:
@@ -336,7 +342,7 @@ def compute_seconds(inputs: CommInputs) -> float:
     GPUs, or model FLOPs + recompute at the generic MFU elsewhere; then torch.compile's and
     float8's speed-ups."""
     tokens = inputs.micro_batch * inputs.seq_len
-    peak = peak_tflops(inputs.gpu, inputs.precision) * 1e12
+    peak = peak_tflops(inputs.gpu, inputs.precision, inputs.tf32) * 1e12
     if inputs.mfu:
         return tokens * model_flops_per_token(inputs) / (peak * inputs.mfu)
     utilisation = hfu(inputs) or MFU
