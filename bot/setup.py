@@ -81,6 +81,17 @@ class TrainingSetup(BaseModel):
     # torch.set_float32_matmul_precision("high")). None: PyTorch's default, off, so fp32 runs at the
     # CUDA-core fp32 rate (bot.catalog.accelerators.fp32_tflops); listed in ``assumed`` for fp32 runs.
     tf32: bool | None = None
+    # FSDP2 gradient sync under gradient accumulation: "every_micro_step" (FSDP2's default, a
+    # reduce-scatter per micro-batch into the sharded gradients) or "last_micro_step"
+    # (``set_requires_gradient_sync(False)`` before the last micro-batch, as verl does: every
+    # parameter keeps an unsharded gradient in the reduce dtype until the sync). Listed in
+    # ``assumed`` when accumulating.
+    grad_sync: Literal["every_micro_step", "last_micro_step"] | None = None
+    # Attention kernel: "eager" (the s x s probabilities are kept for backward), "sdpa" or
+    # "flash_attention_2" (a logsumexp only). None: transformers' default for the architecture
+    # (bot/calc/attention.py: sdpa where supported; eager for Gemma-2 and BLOOM), listed in
+    # ``assumed`` where that default is eager. A config's ``attn_implementation`` fills it.
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
@@ -168,6 +179,11 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
             if not setup.gpu_memory_gb:  # a card the catalog lacks is fine when its memory is stated
                 problems.append(Problem("gpu", str(err)))
 
+    from bot.calc.attention import sdpa_supported  # bot.calc imports this module
+
+    if model and setup.attn_implementation == "sdpa" and not sdpa_supported(model):
+        problems.append(Problem("attn_implementation", f"transformers has no SDPA attention for {model.name}; "
+                                                       "say eager or flash_attention_2"))
     if model and setup.params_b and not model.approximate:
         if abs(model.params_b - setup.params_b) / model.params_b > 0.25:
             problems.append(Problem(
@@ -318,6 +334,9 @@ def _resolve_run_options(data: dict[str, Any], assumed: list[str]) -> None:
         if data["checkpointing_policy"] == "every_k" and data["checkpoint_every"] is None:
             data["checkpoint_every"] = DEFAULT_CHECKPOINT_EVERY
             assumed.append("checkpoint_every")
+    if (data["grad_accum_steps"] or 1) > 1 and data["grad_sync"] is None:
+        data["grad_sync"] = "every_micro_step"  # FSDP2's default: requires_gradient_sync stays True
+        assumed.append("grad_sync")
     if data["finetune"] in ("lora", "qlora"):
         if data["lora_targets"] is None:
             data["lora_targets"] = "attention"
@@ -415,6 +434,10 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     else:
         raise SetupError([Problem("params_b", "model size unknown: name a model or a parameter count")])
     data["params_b"] = round(model.params_b, 3) if data["params_b"] is None else data["params_b"]
+    from bot.calc.attention import default_attn_implementation  # bot.calc imports this module
+
+    if data["attn_implementation"] is None and default_attn_implementation(model) == "eager":
+        assumed.append("attn_implementation")  # transformers runs this architecture eagerly
     if "seq_len" in assumed and model.arch != "llama" and data["seq_len"] > model.max_positions:
         # An assumed length must fit the model: GPT-2's learned position table holds 1024 tokens.
         data["seq_len"] = model.max_positions

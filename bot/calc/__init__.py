@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from bot.calc.attention import default_attn_implementation
 from bot.calc.comm import (
     MFU,
     CommEstimate,
@@ -133,7 +134,8 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
         fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
         optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
-        engine=setup.engine or "pytorch",
+        engine=setup.engine or "pytorch", grad_sync=setup.grad_sync or "every_micro_step",
+        attn_implementation=setup.attn_implementation,
     )
 
 
@@ -150,6 +152,7 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
         reshard_after_forward=setup.reshard_after_forward, tf32=bool(setup.tf32),
+        grad_sync=setup.grad_sync or "every_micro_step",
     )
 
 
@@ -243,4 +246,7 @@ def resolve_with_model(setup: TrainingSetup, model_spec: ModelSpec, default_gpu:
             and (data.seq_len or 0) > model_spec.max_positions):
         # An assumed length must fit the model's learned position table (resolve_setup's rule).
         data = data.model_copy(update={"seq_len": model_spec.max_positions})
-    return replace(resolved, model=model_spec, setup=data)
+    assumed = tuple(a for a in resolved.assumed if a != "attn_implementation")
+    if data.attn_implementation is None and default_attn_implementation(model_spec) == "eager":
+        assumed += ("attn_implementation",)  # the config's architecture runs eagerly in transformers
+    return replace(resolved, model=model_spec, setup=data, assumed=assumed)

@@ -113,6 +113,7 @@ class CommInputs:
     # FSDP2 reshard_after_forward for the blocks: None/True, False, or an int group size k
     reshard_after_forward: bool | int | None = None
     tf32: bool = False  # fp32 matmuls on TF32 tensor cores (off: PyTorch's default)
+    grad_sync: str = "every_micro_step"  # FSDP2 reduce-scatter every micro-step, or the last only
 
     @property
     def policy(self) -> str:
@@ -198,8 +199,9 @@ def _ddp_grad_bytes(inputs: CommInputs) -> float:
     return trainable * prec.grad
 
 
-def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, float]:
-    """(bus bytes per GPU per step, seconds) for ``strategy``; see the module docstring."""
+def comm_bytes_and_seconds(inputs: CommInputs, strategy: str, part: str = "all") -> tuple[float, float]:
+    """(bus bytes per GPU per step, seconds) for ``strategy``; see the module docstring. ``part``:
+    "all", or only the weights' all-gathers ("gather") or only the gradients' reduction ("grads")."""
     n, g, m = inputs.gpu_count, inputs.gpus_per_node, inputs.nodes
     if n <= 1:
         return 0.0, 0.0
@@ -208,6 +210,10 @@ def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, fl
     # NCCL spreads its rings over all NICs, so each node's traffic crosses at the NIC total.
     flat_gb_s = bw.intra_gb_s if m == 1 else min(bw.intra_gb_s, bw.node_nic_gb_s)
     pay = _payload(inputs)
+    if part == "gather":
+        pay = _Payload(gather=pay.gather, grads=0.0)
+    elif part == "grads":
+        pay = _Payload(gather=0.0, grads=pay.grads)
     frac = (n - 1) / n
 
     if strategy == "ddp":
@@ -396,8 +402,14 @@ def comm_estimate(inputs: CommInputs, strategy: str, ddp_seconds: float) -> Comm
     """Communication per optimizer step: FSDP's collectives repeat for every accumulated
     micro-batch, DDP's all-reduce happens once (``no_sync``)."""
     bus, seconds = comm_bytes_and_seconds(inputs, strategy)
-    if strategy != "ddp":
-        bus, seconds = bus * max(1, inputs.grad_accum_steps), seconds * max(1, inputs.grad_accum_steps)
+    accum = max(1, inputs.grad_accum_steps)
+    if strategy != "ddp" and accum > 1 and inputs.grad_sync == "last_micro_step":
+        # set_requires_gradient_sync(False): all-gathers every micro-step, one gradient reduction
+        gather_bus, gather_s = comm_bytes_and_seconds(inputs, strategy, "gather")
+        grads_bus, grads_s = comm_bytes_and_seconds(inputs, strategy, "grads")
+        bus, seconds = accum * gather_bus + grads_bus, accum * gather_s + grads_s
+    elif strategy != "ddp":
+        bus, seconds = bus * accum, seconds * accum
     if ddp_seconds > 0:
         ratio = seconds / ddp_seconds
     else:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from bot.calc.attention import attn_implementation, scores_bytes_per_s2_per_head, softcap_bytes_per_logit
 from bot.catalog import ModelSpec
 
 GIB = 2**30
@@ -423,16 +424,16 @@ def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> floa
     return c * (2 * h + 2 * q + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
 
 
-def attention_scores_bytes(model: ModelSpec, seq: int, compute: int) -> float:
+def attention_scores_bytes(model: ModelSpec, seq: int, compute: int, implementation: str | None = None) -> float:
     """Bytes one block saves for the attention probabilities of one sequence when attention runs
     eagerly (``ModelSpec.eager_attention``): the softmax's fp32 output and its cast to the compute
     dtype, a x s x s each (Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198 sec. 4.1,
     count the same s x s terms as 5as/h per token; measured on transformers' BloomAttention with
     saved-tensor hooks: 6 bytes per head per s^2 in bf16, tests/test_calc_eager_attention.py).
-    Zero for SDPA/flash attention, which keeps only a logsumexp per head and token."""
-    if not model.eager_attention:
-        return 0.0
-    return model.n_heads * seq * seq * (4 + (compute if compute != 4 else 0))
+    Zero for SDPA/flash attention, which keeps only a logsumexp per head and token. ``implementation``:
+    the run's attention (None: transformers' default for the architecture, bot/calc/attention.py)."""
+    return model.n_heads * seq * seq * scores_bytes_per_s2_per_head(
+        model, compute, attn_implementation(model, implementation))
 
 
 def final_norm_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -514,6 +515,8 @@ class MemoryInputs:
     torch_compile: bool = False
     loss_impl: str = "standard"
     grad_accum_steps: int = 1
+    grad_sync: str = "every_micro_step"  # FSDP2: reduce-scatter every micro-step, or the last only
+    attn_implementation: str | None = None  # eager / sdpa / flash_attention_2; None: transformers' default
     lora_targets: str = "attention"
     base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
     float8: bool = False
@@ -625,7 +628,8 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
                           frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
                           lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused")
-    per_block = block_activation_bytes_per_token(model, mode) * s + attention_scores_bytes(model, s, c)
+    per_block = (block_activation_bytes_per_token(model, mode) * s
+                 + attention_scores_bytes(model, s, c, inputs.attn_implementation))
     fn = final_norm_bytes_per_token(model, mode) * s
     kept_input = block_input_bytes_per_token(model, mode) * s
     n_layers = model.n_layers
@@ -652,6 +656,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
         in_block = (n_layers - 1 + BLOCK_BACKWARD_TEMP_FRACTION) * per_block + fn
     logits = model.vocab * s
     saved_pl, temp_pl, grad_pl = loss_bytes_per_logit(inputs, c)
+    saved_pl += softcap_bytes_per_logit(model, c)  # Gemma-2's final tanh soft-cap keeps its output
     loss_saved, loss_temp, logit_grad = saved_pl * logits, temp_pl * logits, grad_pl * logits
 
     host = 0.0
@@ -740,6 +745,12 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     # FSDP2 reduce-scatters every micro-batch by default and accumulates into the sharded
     # gradients, which stay alive through the following micro-batches.
     held = g if accumulating else 0.0
+    if accumulating and inputs.grad_sync == "last_micro_step":
+        # set_requires_gradient_sync(False): no reduce-scatter until the last micro-batch; each
+        # parameter's unsharded gradient is kept, upcast to the reduce dtype, on every GPU
+        # (torch/distributed/fsdp/_fully_shard/_fsdp_param.py to_accumulated_grad_if_needed:
+        # unsharded_accumulated_grad = grad.to(reduce_dtype)), not sharded by the group.
+        held = trainable * prec.reduce
 
     rak = inputs.reshard_after_forward
     if strategy == "fsdp_shard_grad_op" or rak is False:
