@@ -287,10 +287,45 @@ def print_report(results: list[dict]) -> None:
     print("\ntargets met on the test rows:", meets_targets(summary(select(results, "test"))))
 
 
+def refit_utilisation(rows: list[dict]) -> dict[str, dict]:
+    """The HFU base per GPU generation that the ``fit`` rows alone ask for: the value (0.005 steps)
+    whose median signed throughput error over that generation's fit rows is closest to zero, with
+    the size slope held. Only ``fit`` rows are read; the calculator's constant is left as it is."""
+    from bot.calc import comm
+
+    fit_rows = [r for r in rows if r["split"] == "fit" and "throughput" in r.get("fit", [])]
+    out: dict[str, dict] = {}
+    saved = dict(comm.HFU_BY_GENERATION)
+    try:
+        for generation in saved:
+            group = [r for r in fit_rows if comm.gpu_generation(resolve_row(r).gpu) == generation]
+            if not group:
+                continue
+            best = None
+            for step in range(40, 161):
+                comm.HFU_BY_GENERATION[generation] = step * 0.005
+                errors = [e["throughput"]["error_pct"] for e in evaluate(group) if "throughput" in e]
+                score = abs(statistics.median(errors))
+                if best is None or score < best[0]:
+                    best = (score, step * 0.005, errors)
+                comm.HFU_BY_GENERATION[generation] = saved[generation]
+            assert best is not None
+            out[generation] = {"rows": [r["id"] for r in group], "current": saved[generation],
+                               "refit": round(best[1], 3), "median_error_pct": round(statistics.median(best[2]), 1)}
+    finally:
+        comm.HFU_BY_GENERATION.update(saved)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print rows and totals as JSON")
+    parser.add_argument("--refit", action="store_true",
+                        help="print the utilisation base each GPU generation's fit rows ask for")
     args = parser.parse_args(argv)
+    if args.refit:
+        print(json.dumps(refit_utilisation(load_rows()), indent=2))
+        return 0
     results = evaluate(load_rows())
     if args.json:
         print(json.dumps({"rows": results, "all": summary(results), "held_out": summary(results, True),
