@@ -92,6 +92,14 @@ class TrainingSetup(BaseModel):
     # (bot/calc/attention.py: sdpa where supported; eager for Gemma-2 and BLOOM), listed in
     # ``assumed`` where that default is eager. A config's ``attn_implementation`` fills it.
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's launcher sets it): the caching
+    # allocator grows segments in place and keeps fewer transient bytes reserved. None: off, PyTorch's
+    # default (bot/calc/memory.py reserved_fraction).
+    expandable_segments: bool | None = None
+    # Whose modelling code runs a Llama-family block: "pytorch" (torch.nn.RMSNorm / F.rms_norm, as
+    # bot/bench/model.py and torchtitan build it; the default) or "transformers" (Hugging Face's
+    # LlamaDecoderLayer: its RMSNorm keeps the normalised tensor in the compute dtype, fewer bytes).
+    model_code: Literal["pytorch", "transformers"] | None = None
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None

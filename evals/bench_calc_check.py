@@ -149,7 +149,7 @@ def peer_estimates(cfg: SimConfig) -> dict[str, float]:
     return out
 
 
-def calc_estimate(cfg: SimConfig):
+def calc_estimate(cfg: SimConfig, model_code: str | None = None):
     """The calculator's MemoryEstimate for the same setup (None when bot.calc is missing)."""
     try:
         from bot.calc import estimate_setup
@@ -160,7 +160,7 @@ def calc_estimate(cfg: SimConfig):
                           gpus_per_node=min(cfg.gpus_per_node or GPUS_PER_NODE, cfg.gpu_count),
                           seq_len=cfg.seq_len, micro_batch=cfg.micro_batch, precision=cfg.precision,
                           activation_checkpointing=cfg.activation_checkpointing, optimizer=cfg.optimizer,
-                          finetune="full")
+                          finetune="full", model_code=model_code)
     return estimate_setup(setup).memory[cfg.strategy]
 
 
@@ -245,6 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     for cfg, (run_id, sim) in zip(cfgs, sims, strict=True):
         calc = calc_estimate(cfg)
         row = {"cfg": cfg, "run_id": run_id, "sim": sim, "calc": calc}
+        if args.independent:  # also the calculator told that transformers' code runs the blocks
+            told = calc_estimate(cfg, model_code="transformers")
+            row["calc_told"] = told
+            if told is not None:
+                errors.setdefault("shardwise calc, model_code=transformers", []).append(
+                    error_pct(told.total_gib, sim.peak_gib))
         if calc is not None:
             err = error_pct(calc.total_gib, sim.peak_gib)
             errors["shardwise calc"].append(err)
@@ -298,12 +304,15 @@ def main(argv: list[str] | None = None) -> int:
     if not errors["shardwise calc"]:
         print("\nbot.calc is not available: only the peers were compared.")
         return 1
-    _, median, worst = summarize(errors["shardwise calc"])
+    # --independent: the verdict is on the calculator told which code runs (model_code=transformers);
+    # its default (PyTorch's F.rms_norm layout, bot/bench/model.py) is printed above beside it.
+    judged = "shardwise calc, model_code=transformers" if args.independent else "shardwise calc"
+    _, median, worst = summarize(errors[judged])
     target_median, target_worst = ((INDEPENDENT_TARGET_MEDIAN, INDEPENDENT_TARGET_WORST) if args.independent
                                    else (ARCH_TARGET_MEDIAN, ARCH_TARGET_WORST) if args.arch
                                    else (TARGET_MEDIAN, TARGET_WORST))
     ok = median <= target_median and worst <= target_worst
-    print(f"\ncalculator target (median <= {target_median:g} %, worst <= {target_worst:g} %): "
+    print(f"\ncalculator target ({judged}; median <= {target_median:g} %, worst <= {target_worst:g} %): "
           f"{'met' if ok else 'NOT met'}")
     return 0 if ok else 1
 

@@ -19,7 +19,7 @@ import statistics
 import time
 
 from bot.calc import _mem_inputs, estimate
-from bot.calc.memory import GIB, MAX_MICRO_BATCH, phases, usable_gib
+from bot.calc.memory import GIB, MAX_MICRO_BATCH, reserved_phases, usable_gib
 from bot.setup import TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -55,7 +55,7 @@ def naive_max_micro_batch(resolved, strategy: str) -> int:
     usable = usable_gib(resolved.gpu_memory_gb) * GIB
     b = 0
     while b < MAX_MICRO_BATCH:
-        candidates, _ = phases(dataclasses.replace(base, micro_batch=b + 1), strategy)
+        candidates, _ = reserved_phases(dataclasses.replace(base, micro_batch=b + 1), strategy)
         if max(ph.reserved(b + 1) for ph in candidates) > usable:
             break
         b += 1

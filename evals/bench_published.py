@@ -34,7 +34,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from bot.calc import estimate, resolve_with_model
+from bot.calc import _mem_inputs, estimate, resolve_with_model
+from bot.calc.memory import reserved_fraction
 from bot.catalog import lookup_gpu
 from bot.catalog.hf_config import model_from_hf_config
 from bot.setup import TrainingSetup, resolve_setup
@@ -126,6 +127,7 @@ def evaluate(rows: list[dict]) -> list[dict]:
     results = []
     for row in rows:
         out = {"id": row["id"], "fit": row.get("fit", []), "split": row["split"],
+               "own": row["source"].get("kind") == "own_measurement",
                "recorded": row.get("recorded"), "first_contact": row.get("first_contact"),
                "expressible": row["expressible"],
                "source_repo": row["source"].get("repo") or row["source"]["url"]}
@@ -147,12 +149,15 @@ def evaluate(rows: list[dict]) -> list[dict]:
         measured = row["measured"]
         out["oom"] = bool(measured.get("oom"))
         out.update(strategy=strategy, fits=mem.fits, reserved_gib=mem.reserved_gib, allocated_gib=mem.total_gib,
+                   reserved_fraction=reserved_fraction(_mem_inputs(resolved)),
+                   expandable_segments=bool(resolved.setup.expandable_segments),
                    tokens_per_s_per_gpu=speed.tokens_per_s_per_gpu, mfu=speed.mfu,
                    not_modelled=est.not_modelled)
         if measured.get("memory_gib") is not None:
             kind = measured.get("memory_kind") or "reserved"
             predicted = mem.total_gib if kind == "allocated" else mem.reserved_gib
             out["memory"] = {"measured": measured["memory_gib"], "kind": kind, "predicted": predicted,
+                             "measured_allocated": measured.get("allocated_gib"),
                              "error_pct": error_pct(predicted, measured["memory_gib"]),
                              "peers": {name: {"gib": gib, "error_pct": error_pct(gib, measured["memory_gib"])}
                                        for name, gib in peers_memory(row, resolved).items()}}
@@ -317,6 +322,39 @@ def refit_utilisation(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def implied_reserved_fractions(results: list[dict]) -> list[dict]:
+    """For each row with a measured reserved peak: the fraction of the transient bytes (activations,
+    gathered weights, loss temporaries) the measurement implies the caching allocator kept on top of
+    the calculator's allocated peak, beside the calculator's RESERVED_TRANSIENT_FRACTION. Reading it
+    on ``fit`` rows is fitting; on ``test`` rows it is a diagnosis only."""
+    out = []
+    for r in results:
+        mem = r.get("memory")
+        if not mem or mem["kind"] != "reserved":
+            continue
+        transient = (r["reserved_gib"] - r["allocated_gib"]) / r["reserved_fraction"]
+        if transient <= 0:
+            continue
+        # the measured allocated peak where the row has one, else the calculator's
+        allocated = mem.get("measured_allocated") or r["allocated_gib"]
+        out.append({"id": r["id"], "split": r["split"], "expandable_segments": r["expandable_segments"],
+                    "implied": (mem["measured"] - allocated) / transient})
+    return out
+
+
+def refit_reserved_fractions(rows: list[dict]) -> dict[str, dict]:
+    """The reserved fraction per allocator mode that the ``fit`` rows ask for: the median implied
+    fraction over the fit rows measured with that allocator (``implied_reserved_fractions``)."""
+    implied = [r for r in implied_reserved_fractions(evaluate(rows)) if r["split"] == "fit"]
+    out = {}
+    for mode, label in ((True, "expandable_segments"), (False, "default_allocator")):
+        values = [r["implied"] for r in implied if r["expandable_segments"] == mode]
+        if values:
+            out[label] = {"rows": len(values), "median": round(statistics.median(values), 3),
+                          "range": [round(min(values), 2), round(max(values), 2)]}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print rows and totals as JSON")
@@ -325,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.refit:
         print(json.dumps(refit_utilisation(load_rows()), indent=2))
+        print(json.dumps({"reserved_fraction": refit_reserved_fractions(load_rows())}, indent=2))
+        for row in implied_reserved_fractions(evaluate(load_rows())):
+            print(f"reserved fraction implied by {row['id']} ({row['split']}): {row['implied']:.2f}")
         return 0
     results = evaluate(load_rows())
     if args.json:

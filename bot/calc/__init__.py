@@ -33,7 +33,6 @@ from bot.calc.memory import (
     GIB,
     HEADROOM_FIXED_GIB,
     HEADROOM_FRACTION,
-    RESERVED_TRANSIENT_FRACTION,
     MemoryEstimate,
     MemoryInputs,
     deepspeed_fp32_grad_copy_bytes,
@@ -41,6 +40,7 @@ from bot.calc.memory import (
     host_ram_fits,
     lora_params,
     memory_estimate,
+    reserved_fraction,
 )
 from bot.catalog import ModelSpec
 from bot.setup import ResolvedSetup, TrainingSetup, resolve_setup
@@ -135,7 +135,8 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
         optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
         engine=setup.engine or "pytorch", grad_sync=setup.grad_sync or "every_micro_step",
-        attn_implementation=setup.attn_implementation,
+        attn_implementation=setup.attn_implementation, expandable_segments=bool(setup.expandable_segments),
+        model_code=setup.model_code or "pytorch",
     )
 
 
@@ -213,7 +214,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "compute_mfu": round(resolved.micro_batch * resolved.seq_len * flops / (compute * peak * 1e12), 4)
         if compute > 0 else None,
         "headroom": f"{HEADROOM_FIXED_GIB:g} GiB + {HEADROOM_FRACTION:.0%} of capacity",
-        "reserved_model": f"allocated + {RESERVED_TRANSIENT_FRACTION:.0%} of activations and buffers",
+        "reserved_model": f"allocated + {reserved_fraction(mem_in):.0%} of activations and buffers",
         "assumed": list(resolved.assumed),
     }
     zero2_copy = (deepspeed_fp32_grad_copy_bytes(mem_in) / GIB

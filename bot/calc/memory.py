@@ -26,7 +26,7 @@ compute; FSDP2 ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``; DD
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.calc.attention import attn_implementation, scores_bytes_per_s2_per_head, softcap_bytes_per_logit
 from bot.catalog import ModelSpec
@@ -48,8 +48,18 @@ HEADROOM_FRACTION = 0.0
 # https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf).
 # Model: reserved = allocated peak + RESERVED_TRANSIENT_FRACTION x the transient part of the
 # peak (activations + buffers); the persistent states are allocated once and pack tightly.
-# Fitted to the reserved figures of torchtitan's FSDP runs (docs/calc.md, evals/published.jsonl).
-RESERVED_TRANSIENT_FRACTION = 0.17
+# Two fractions, by allocator mode, each the median fraction its ``fit`` rows imply
+# (``python -m evals.bench_published --refit``; issue 26 re-examined the single 0.17 on the fit rows):
+# - with PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True", which torchtitan's launcher sets
+#   (run_llama_train.sh): torchtitan's three 8 x H100 fit rows imply 0.11-0.20, median 0.11, and its
+#   A100 Llama 2 13B run without checkpointing, which worked, needs at most 0.173;
+# - with PyTorch's default allocator: this project's eight one-rank H200 validation runs
+#   (docs/calc.md "On a GPU", fit rows "shardwise-h200-*") imply 0.09-0.91, median 0.32, but two fit
+#   rows that worked, fms-fsdp's and the PyTorch blog's Llama 2 7B (A100, H100), fit only up to 0.268:
+#   0.26. Published default-allocator runs (Answer.AI's FSDP+QLoRA benchmarks, test rows) imply
+#   0.45-0.91; llm-foundry's MPT-3B at 8192 x 3 (test) at most 0.14: one fraction does not hold both.
+RESERVED_TRANSIENT_FRACTION = 0.11
+RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR = 0.26
 # Host RAM a node keeps for the OS, the data loader and pinned staging buffers under CPU offload.
 HOST_HEADROOM_FRACTION = 0.10
 
@@ -264,6 +274,9 @@ class ActivationMode:
     compiled: bool = False  # torch.compile: Inductor fuses pointwise chains (see below)
     lora_targets: str = "attention"
     fused_norm: bool = False  # a fused norm kernel saves its input and rstd, no fp32 internals
+    # whose model code runs the block: "pytorch" (bot/bench/model.py: F.rms_norm, rotary per block,
+    # the SDPA output copied for o_proj) or "transformers" (Hugging Face's LlamaDecoderLayer)
+    model_code: str = "pytorch"
 
 
 def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -314,6 +327,13 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
                     + mlp_adapter_input + extra)
         if mode.autocast:
             return 26 * h + 10 * q + 8 + 4 * d + lse + 8 * i + extra
+        if mode.model_code == "transformers" and not mode.fused_norm:
+            # transformers' LlamaRMSNorm keeps the fp32 input (4h) and rstd, then casts the normalised
+            # tensor to the compute dtype before the weight multiply, which saves it (ch); cos/sin are
+            # computed once per forward (shared by the blocks); o_proj reads the SDPA output in place.
+            # Measured: tests/unit/test_calc_model_code.py (saved-tensor hooks on LlamaDecoderLayer).
+            hf_norm = 4 * h + 4 + c * h
+            return 2 * hf_norm + 2 * c * h + 2 * c * q + 2 * c * model.kv_dim + lse + 4 * i * c + extra
         return 2 * norm_internal + 2 * c * h + 5 * c * q + rope + lse + 4 * i * c + extra
     mlp_saved = 2 if model.arch == "gpt2" else 1  # GELU saves input and output, ReLU its output
     if mode.frozen:
@@ -465,22 +485,24 @@ class Phase:
     buffers: float
     activations_per_sample: float = 0.0
     buffers_per_sample: float = 0.0
+    # share of the transient bytes the caching allocator keeps cached on top (reserved_fraction())
+    reserved_fraction: float = RESERVED_TRANSIENT_FRACTION
 
     def total(self, micro_batch: int) -> float:
         return self.fixed + micro_batch * self.per_sample
 
     def reserved(self, micro_batch: int) -> float:
         """What the caching allocator holds at this moment: allocated + a fraction of the
-        transient bytes (see RESERVED_TRANSIENT_FRACTION). Linear in the micro-batch."""
+        transient bytes (``reserved_fraction``). Linear in the micro-batch."""
         return self.reserved_fixed + micro_batch * self.reserved_per_sample
 
     @property
     def reserved_fixed(self) -> float:
-        return self.fixed + RESERVED_TRANSIENT_FRACTION * self.buffers
+        return self.fixed + self.reserved_fraction * self.buffers
 
     @property
     def reserved_per_sample(self) -> float:
-        return self.per_sample * (1 + RESERVED_TRANSIENT_FRACTION)
+        return self.per_sample * (1 + self.reserved_fraction)
 
     @property
     def fixed(self) -> float:
@@ -517,6 +539,8 @@ class MemoryInputs:
     grad_accum_steps: int = 1
     grad_sync: str = "every_micro_step"  # FSDP2: reduce-scatter every micro-step, or the last only
     attn_implementation: str | None = None  # eager / sdpa / flash_attention_2; None: transformers' default
+    expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (off: PyTorch's default)
+    model_code: str = "pytorch"  # whose block code: "pytorch" (bot/bench/model.py) or "transformers"
     lora_targets: str = "attention"
     base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
     float8: bool = False
@@ -627,7 +651,8 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     # --- activations per sample ---------------------------------------------------------------
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
                           frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
-                          lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused")
+                          lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused",
+                          model_code=inputs.model_code)
     per_block = (block_activation_bytes_per_token(model, mode) * s
                  + attention_scores_bytes(model, s, c, inputs.attn_implementation))
     fn = final_norm_bytes_per_token(model, mode) * s
@@ -907,10 +932,23 @@ def max_micro_batch(candidates: list[Phase], usable_bytes: float) -> int:
     return best
 
 
+def reserved_fraction(inputs: MemoryInputs) -> float:
+    """The share of the transient bytes the caching allocator keeps reserved on top of the
+    allocated peak: smaller with expandable segments (see RESERVED_TRANSIENT_FRACTION)."""
+    return RESERVED_TRANSIENT_FRACTION if inputs.expandable_segments else RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR
+
+
+def reserved_phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
+    """``phases`` with the allocator's reserved fraction of this run set on each."""
+    candidates, host = phases(inputs, strategy)
+    fraction = reserved_fraction(inputs)
+    return [replace(ph, reserved_fraction=fraction) for ph in candidates], host
+
+
 def memory_estimate(inputs: MemoryInputs, strategy: str) -> MemoryEstimate:
     """Peak per-GPU memory of ``strategy`` for ``inputs`` (see the module docstring): the parts
     of the allocated peak, the reserved peak, and whether the reserved peak fits the card."""
-    candidates, host_per_gpu = phases(inputs, strategy)
+    candidates, host_per_gpu = reserved_phases(inputs, strategy)
     b = inputs.micro_batch
     peak = max(candidates, key=lambda ph: ph.total(b))
     reserved = max(ph.reserved(b) for ph in candidates)
