@@ -48,18 +48,18 @@ HEADROOM_FRACTION = 0.0
 # https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf).
 # Model: reserved = allocated peak + RESERVED_TRANSIENT_FRACTION x the transient part of the
 # peak (activations + buffers); the persistent states are allocated once and pack tightly.
-# Two fractions, by allocator mode, each the median fraction its ``fit`` rows imply
-# (``python -m evals.bench_published --refit``; issue 26 re-examined the single 0.17 on the fit rows):
+# Two fractions, by allocator mode (issue 26 re-examined the single 0.17 on the fit rows,
+# ``python -m evals.bench_published --refit``):
 # - with PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True", which torchtitan's launcher sets
-#   (run_llama_train.sh): torchtitan's three 8 x H100 fit rows imply 0.11-0.20, median 0.11, and its
-#   A100 Llama 2 13B run without checkpointing, which worked, needs at most 0.173;
-# - with PyTorch's default allocator: this project's eight one-rank H200 validation runs
-#   (docs/calc.md "On a GPU", fit rows "shardwise-h200-*") imply 0.09-0.91, median 0.32, but two fit
-#   rows that worked, fms-fsdp's and the PyTorch blog's Llama 2 7B (A100, H100), fit only up to 0.268:
-#   0.26. Published default-allocator runs (Answer.AI's FSDP+QLoRA benchmarks, test rows) imply
-#   0.45-0.91; llm-foundry's MPT-3B at 8192 x 3 (test) at most 0.14: one fraction does not hold both.
+#   (run_llama_train.sh), the rows the 0.17 came from: torchtitan's three 8 x H100 fit rows imply
+#   0.11, 0.11, 0.20 (median 0.11), and its A100 Llama 2 13B no-checkpointing run, which worked,
+#   allows at most 0.173: 0.11;
+# - with PyTorch's default allocator no fit row has a reserved measurement; the working fit rows
+#   (fms-fsdp's and the PyTorch blog's Llama 2 7B) bound it at 0.268, so the previous 0.17 stays.
+#   Default-allocator test rows imply 0.14 (llm-foundry MPT-3B, a bound) to 0.91 (Answer.AI's
+#   FSDP+QLoRA runs); this project's one-rank H200 runs (docs/calc.md) 0.09-0.91.
 RESERVED_TRANSIENT_FRACTION = 0.11
-RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR = 0.26
+RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR = 0.17
 # Host RAM a node keeps for the OS, the data loader and pinned staging buffers under CPU offload.
 HOST_HEADROOM_FRACTION = 0.10
 
