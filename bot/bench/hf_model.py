@@ -70,6 +70,23 @@ def transformers_config(config: dict):
                          f"{model_type!r} ({err})") from None
 
 
+def _attention_for(model_type: str) -> str:
+    """``sdpa`` when transformers' model class for ``model_type`` supports it, else ``eager``."""
+    import transformers
+
+    classes = [getattr(transformers, name, None) for name in _model_class_names(model_type)]
+    supported = [getattr(cls, "_supports_sdpa", True) for cls in classes if cls is not None]
+    return "sdpa" if all(supported) else "eager"
+
+
+def _model_class_names(model_type: str) -> list[str]:
+    """The causal-LM class names transformers maps ``model_type`` to (empty when it has none)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
+    return [name] if isinstance(name, str) else list(name or [])
+
+
 def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainModel:
     """The model for ``config`` in the current default dtype and device, ready to train."""
     import transformers
@@ -84,7 +101,10 @@ def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainM
     for name in ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop"):
         if getattr(conf, name, None):
             setattr(conf, name, 0.0)
-    conf._attn_implementation = "sdpa"  # flash/memory-efficient attention, no s x s scores kept
+    # The attention transformers itself picks (bot/calc/attention.py assumes the same): SDPA where the
+    # model class supports it (no s x s scores kept), eager where it does not (Gemma-2's soft-capping:
+    # ``_supports_sdpa = False``; the eager path keeps the probabilities, as on a GPU).
+    conf._attn_implementation = _attention_for(model_type)
     # from_config builds in config.dtype when it has one (transformers modeling_utils _from_config:
     # dtype = kwargs.pop("dtype", config.dtype)); build in the caller's default dtype instead, the
     # training dtype, so a bf16 checkpoint config under bf16-mixed simulates fp32 master weights.
