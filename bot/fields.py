@@ -71,6 +71,17 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                         "PagedAdamW/PagedAdamW8bit).", ""),
     "engine": ("Whose sharding runs: pytorch (FSDP, the default) or deepspeed (SHARD_GRAD_OP is then ZeRO-2: every "
                "16-bit weight on each GPU, fp32 master weights in the optimizer, gradient copies at the step).", ""),
+    # issue 26 (numbers engineer)
+    "tf32": ("fp32 matmuls on TF32 tensor cores (allow_tf32 / set_float32_matmul_precision('high')); PyTorch's "
+             "default is off, so fp32 runs at the CUDA-core fp32 rate.", ""),
+    "grad_sync": ("FSDP2 gradient sync under gradient accumulation: every micro-step (the default) or only the last "
+                  "(set_requires_gradient_sync(False): an unsharded gradient per GPU until the sync).", ""),
+    "attn_implementation": ("Attention kernel: eager (keeps the s x s scores), sdpa or flash_attention_2; default: "
+                            "what transformers picks for the model (eager for Gemma-2 and BLOOM).", ""),
+    "expandable_segments": ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fewer bytes reserved beyond the "
+                            "allocated peak); default off, PyTorch's default allocator.", ""),
+    "model_code": ("Whose code runs a Llama-family block: pytorch (torch.nn.RMSNorm, the default) or transformers "
+                   "(Hugging Face's LlamaDecoderLayer, which keeps fewer bytes per token).", ""),
     "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
     "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
     "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),

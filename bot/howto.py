@@ -32,6 +32,9 @@ class SnippetSpec:
     precision: str | None = "bf16-mixed"
     checkpointing: bool = False
     bucket_view: bool = False  # DDP gradient_as_bucket_view=True + fused AdamW
+    # torch.optim AdamW implementation the figures assumed (the setup's optimizer_impl); None: the
+    # calculator's default, foreach (torch.optim's CUDA default), or fused for the bucket-view variant.
+    optimizer_impl: str | None = None
     device: str = "cuda"  # "cpu" for the runnable test variant (gloo); "cuda" means the accelerator
     # The card's torch device and torch.distributed backend (bot.catalog GPUSpec.device_type/.backend):
     # cuda + nccl for NVIDIA and AMD (ROCm builds keep the cuda API, RCCL behind "nccl"), npu + hccl
@@ -105,8 +108,13 @@ def python_snippet(spec: SnippetSpec) -> str:
         lines += ["for block in model.layers:  # one FSDP unit per transformer block",
                   f"    fully_shard(block{joined})",
                   f"fully_shard(model{joined})"]
-    fused = "True" if (spec.bucket_view or s != "ddp") and cuda else "False"
-    lines.append(f"optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused={fused})")
+    # The implementation the memory figures assumed (bot/calc/memory.py: foreach keeps a
+    # parameter-sized temporary, fused none); fused kernels exist for CUDA tensors only.
+    impl = spec.optimizer_impl or ("fused" if spec.bucket_view else "foreach")
+    if impl == "fused" and not cuda:
+        impl = "foreach"
+    flag = {"fused": "fused=True", "foreach": "foreach=True", "forloop": "foreach=False"}[impl]
+    lines.append(f"optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, {flag})")
     if spec.precision == "fp16-mixed":
         lines.append("scaler = torch.amp.GradScaler()  # fp16 needs loss scaling")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from bot.catalog import GPUSpec, ModelSpec, UnknownNameError, lookup_gpu, lookup_model
+from bot.catalog.accelerators import dgx_node_nic_gbps, memory_variant
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"]
 Optimizer = Literal["adamw", "sgd", "adam8bit"]
@@ -76,6 +77,29 @@ class TrainingSetup(BaseModel):
     base_dtype: Literal["fp32", "bf16", "nf4"] | None = None  # frozen base weights under LoRA
     float8: bool | None = None  # torchao float8 linears and all-gathers
     mfu: float | None = None  # model FLOPs utilisation the user asserts (0..1)
+    # fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32 = True or
+    # torch.set_float32_matmul_precision("high")). None: PyTorch's default, off, so fp32 runs at the
+    # CUDA-core fp32 rate (bot.catalog.accelerators.fp32_tflops); listed in ``assumed`` for fp32 runs.
+    tf32: bool | None = None
+    # FSDP2 gradient sync under gradient accumulation: "every_micro_step" (FSDP2's default, a
+    # reduce-scatter per micro-batch into the sharded gradients) or "last_micro_step"
+    # (``set_requires_gradient_sync(False)`` before the last micro-batch, as verl does: every
+    # parameter keeps an unsharded gradient in the reduce dtype until the sync). Listed in
+    # ``assumed`` when accumulating.
+    grad_sync: Literal["every_micro_step", "last_micro_step"] | None = None
+    # Attention kernel: "eager" (the s x s probabilities are kept for backward), "sdpa" or
+    # "flash_attention_2" (a logsumexp only). None: transformers' default for the architecture
+    # (bot/calc/attention.py: sdpa where supported; eager for Gemma-2 and BLOOM), listed in
+    # ``assumed`` where that default is eager. A config's ``attn_implementation`` fills it.
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's launcher sets it): the caching
+    # allocator grows segments in place and keeps fewer transient bytes reserved. None: off, PyTorch's
+    # default (bot/calc/memory.py reserved_fraction).
+    expandable_segments: bool | None = None
+    # Whose modelling code runs a Llama-family block: "pytorch" (torch.nn.RMSNorm / F.rms_norm, as
+    # bot/bench/model.py and torchtitan build it; the default) or "transformers" (Hugging Face's
+    # LlamaDecoderLayer: its RMSNorm keeps the normalised tensor in the compute dtype, fewer bytes).
+    model_code: Literal["pytorch", "transformers"] | None = None
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
@@ -163,11 +187,17 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
             if not setup.gpu_memory_gb:  # a card the catalog lacks is fine when its memory is stated
                 problems.append(Problem("gpu", str(err)))
 
+    from bot.calc.attention import sdpa_supported  # bot.calc imports this module
+
+    if model and setup.attn_implementation == "sdpa" and not sdpa_supported(model):
+        problems.append(Problem("attn_implementation", f"transformers has no SDPA attention for {model.name}; "
+                                                       "say eager or flash_attention_2"))
     if model and setup.params_b and not model.approximate:
         if abs(model.params_b - setup.params_b) / model.params_b > 0.25:
             problems.append(Problem(
                 "params_b", f"{setup.params_b:g}B contradicts {model.name} ({model.params_b:.2f}B)"))
-    if gpu and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1:
+    if (gpu and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1
+            and memory_variant(gpu, setup.gpu_memory_gb) is None):  # H100 94/96 GB are H100s
         problems.append(Problem(
             "gpu_memory_gb", f"{setup.gpu_memory_gb:g} GB contradicts {gpu.name} ({gpu.memory_gb:g} GB)"))
     if gpu and setup.precision in ("bf16-mixed", "bf16") and not gpu.supports_bf16:
@@ -312,6 +342,9 @@ def _resolve_run_options(data: dict[str, Any], assumed: list[str]) -> None:
         if data["checkpointing_policy"] == "every_k" and data["checkpoint_every"] is None:
             data["checkpoint_every"] = DEFAULT_CHECKPOINT_EVERY
             assumed.append("checkpoint_every")
+    if (data["grad_accum_steps"] or 1) > 1 and data["grad_sync"] is None:
+        data["grad_sync"] = "every_micro_step"  # FSDP2's default: requires_gradient_sync stays True
+        assumed.append("grad_sync")
     if data["finetune"] in ("lora", "qlora"):
         if data["lora_targets"] is None:
             data["lora_targets"] = "attention"
@@ -409,6 +442,10 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     else:
         raise SetupError([Problem("params_b", "model size unknown: name a model or a parameter count")])
     data["params_b"] = round(model.params_b, 3) if data["params_b"] is None else data["params_b"]
+    from bot.calc.attention import default_attn_implementation  # bot.calc imports this module
+
+    if data["attn_implementation"] is None and default_attn_implementation(model) == "eager":
+        assumed.append("attn_implementation")  # transformers runs this architecture eagerly
     if "seq_len" in assumed and model.arch != "llama" and data["seq_len"] > model.max_positions:
         # An assumed length must fit the model: GPT-2's learned position table holds 1024 tokens.
         data["seq_len"] = model.max_positions
@@ -424,6 +461,11 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
         if setup.gpu_memory_gb is None:
             raise  # a default GPU name the catalog lacks, with no memory to build a custom card from
         gpu = custom_gpu(setup.gpu_memory_gb, setup.gpu)
+    if gpu is not None and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1:
+        gpu = memory_variant(gpu, setup.gpu_memory_gb) or gpu  # an H100 sold with 94/96 GB
+    if data["precision"] == "fp32" and data["tf32"] is None:
+        data["tf32"] = False  # PyTorch's default: allow_tf32 off for matmuls
+        assumed.append("tf32")
     if "precision" in assumed and gpu is not None and not gpu.supports_bf16:
         # No bf16 on this card (V100, T4): the default is fp16 autocast with a loss scaler.
         data["precision"] = gpu.default_precision
@@ -469,6 +511,9 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     if setup.inter_node_link is None and nodes > 1:
         assumed.append("inter_node_link")
     default_gbps = DEFAULT_INTER_NODE_GBPS[inter]
+    if inter == "infiniband":
+        # a DGX/HGX-class node of 8 SXM GPUs has one NIC per GPU (bot.catalog.accelerators)
+        default_gbps = dgx_node_nic_gbps(gpu, per_node) or default_gbps
     gbps = setup.inter_node_gbps or default_gbps
     if setup.inter_node_gbps is None and nodes > 1:
         assumed.append("inter_node_gbps")

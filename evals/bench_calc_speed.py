@@ -14,11 +14,12 @@ Figures are wall-clock on whatever machine runs this; a shared, loaded machine i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
-from bot.calc import estimate
-from bot.calc.memory import GIB, MAX_MICRO_BATCH, MemoryInputs, phases, usable_gib
+from bot.calc import _mem_inputs, estimate
+from bot.calc.memory import GIB, MAX_MICRO_BATCH, reserved_phases, usable_gib
 from bot.setup import TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -46,16 +47,16 @@ def _time_per_call(fn, repeat: int) -> float:
 
 
 def naive_max_micro_batch(resolved, strategy: str) -> int:
-    """Peer: step the micro-batch up one at a time until the peak no longer fits."""
-    s = resolved.setup
+    """Peer: step the micro-batch up one at a time until the peak no longer fits. It builds the
+    calculator's own memory inputs (every run option included) and, as ``fits`` does, compares the
+    reserved peak (allocated + the caching allocator's share of the transient bytes) with the usable
+    memory; comparing the allocated peak, or dropping the run options, is a different question."""
+    base = _mem_inputs(resolved)
     usable = usable_gib(resolved.gpu_memory_gb) * GIB
     b = 0
     while b < MAX_MICRO_BATCH:
-        inputs = MemoryInputs(resolved.model, resolved.gpu_memory_gb, resolved.gpu_count, resolved.gpus_per_node,
-                              s.precision, s.optimizer, s.finetune, s.lora_rank, s.seq_len, b + 1,
-                              bool(s.activation_checkpointing), s.cpu_ram_gb)
-        candidates, _ = phases(inputs, strategy)
-        if max(ph.total(b + 1) for ph in candidates) > usable:
+        candidates, _ = reserved_phases(dataclasses.replace(base, micro_batch=b + 1), strategy)
+        if max(ph.reserved(b + 1) for ph in candidates) > usable:
             break
         b += 1
     return b
@@ -66,6 +67,20 @@ def rule_of_thumb(resolved) -> dict[str, float]:
     return {"total_gib": resolved.model.params * 4 * 4 / GIB}
 
 
+def closed_form_mismatches(resolved: list) -> list[tuple[str, str, int, int]]:
+    """(model, strategy, closed form, naive search) wherever the two maximum micro-batches differ."""
+    out = []
+    for r in resolved:
+        est = estimate(r)
+        for strategy in TRAINING_STRATEGIES:
+            if strategy == "fsdp_full_shard_offload" and r.setup.cpu_ram_gb is not None:
+                continue
+            closed, naive = est.memory[strategy].max_micro_batch, naive_max_micro_batch(r, strategy)
+            if closed != naive:
+                out.append((r.model.name, strategy, closed, naive))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
@@ -73,12 +88,8 @@ def main() -> None:
     resolved = [resolve_setup(s) for s in SETUPS]
 
     # Sanity: the closed form and the naive search agree before we compare their speed.
-    for r in resolved:
-        est = estimate(r)
-        for strategy in TRAINING_STRATEGIES:
-            if strategy == "fsdp_full_shard_offload" and r.setup.cpu_ram_gb is not None:
-                continue
-            assert est.memory[strategy].max_micro_batch == naive_max_micro_batch(r, strategy), (r.model.name, strategy)
+    mismatches = closed_form_mismatches(resolved)
+    assert not mismatches, mismatches
 
     ours = _time_per_call(lambda: [estimate(r) for r in resolved], args.repeat) / len(resolved)
     naive_repeat = max(1, args.repeat // 20)

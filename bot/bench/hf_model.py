@@ -50,7 +50,10 @@ def transformers_config(config: dict):
     """A ``transformers`` config object from a config.json dict (no remote code is run)."""
     import transformers
 
-    data = {k: v for k, v in config.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
+    # torch_dtype / dtype: the dtype the checkpoint was saved in, not the one training holds its
+    # parameters in (bf16-mixed keeps fp32 masters); simulate sets the training dtype as the default.
+    data = {k: v for k, v in config.items()
+            if not k.startswith("_") and k not in ("architectures", "auto_map", "torch_dtype", "dtype")}
     model_type = data.pop("model_type", None)
     if not model_type:
         raise ValueError("config has no model_type")
@@ -67,6 +70,23 @@ def transformers_config(config: dict):
                          f"{model_type!r} ({err})") from None
 
 
+def _attention_for(model_type: str) -> str:
+    """``sdpa`` when transformers' model class for ``model_type`` supports it, else ``eager``."""
+    import transformers
+
+    classes = [getattr(transformers, name, None) for name in _model_class_names(model_type)]
+    supported = [getattr(cls, "_supports_sdpa", True) for cls in classes if cls is not None]
+    return "sdpa" if all(supported) else "eager"
+
+
+def _model_class_names(model_type: str) -> list[str]:
+    """The causal-LM class names transformers maps ``model_type`` to (empty when it has none)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
+    return [name] if isinstance(name, str) else list(name or [])
+
+
 def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainModel:
     """The model for ``config`` in the current default dtype and device, ready to train."""
     import transformers
@@ -81,16 +101,23 @@ def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainM
     for name in ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop"):
         if getattr(conf, name, None):
             setattr(conf, name, 0.0)
-    conf._attn_implementation = "sdpa"  # flash/memory-efficient attention, no s x s scores kept
+    # The attention transformers itself picks (bot/calc/attention.py assumes the same): SDPA where the
+    # model class supports it (no s x s scores kept), eager where it does not (Gemma-2's soft-capping:
+    # ``_supports_sdpa = False``; the eager path keeps the probabilities, as on a GPU).
+    conf._attn_implementation = _attention_for(model_type)
+    # from_config builds in config.dtype when it has one (transformers modeling_utils _from_config:
+    # dtype = kwargs.pop("dtype", config.dtype)); build in the caller's default dtype instead, the
+    # training dtype, so a bf16 checkpoint config under bf16-mixed simulates fp32 master weights.
+    dtype = {"dtype": torch.get_default_dtype()}
     if model_type in SEQ2SEQ_TYPES:
-        model, kind = transformers.AutoModelForSeq2SeqLM.from_config(conf), "seq2seq"
+        model, kind = transformers.AutoModelForSeq2SeqLM.from_config(conf, **dtype), "seq2seq"
     elif model_type in ENCODER_TYPES:
-        model, kind = transformers.AutoModelForMaskedLM.from_config(conf), "masked"
+        model, kind = transformers.AutoModelForMaskedLM.from_config(conf, **dtype), "masked"
     else:
         try:
-            model, kind = transformers.AutoModelForCausalLM.from_config(conf), "causal"
+            model, kind = transformers.AutoModelForCausalLM.from_config(conf, **dtype), "causal"
         except ValueError:
-            model, kind = transformers.AutoModelForImageTextToText.from_config(conf), "causal"
+            model, kind = transformers.AutoModelForImageTextToText.from_config(conf, **dtype), "causal"
     model.train()
     wrapper = HFTrainModel(model, kind)
     if checkpoint_blocks:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from bot.calc.attention import default_attn_implementation
 from bot.calc.comm import (
     MFU,
     CommEstimate,
@@ -32,7 +33,6 @@ from bot.calc.memory import (
     GIB,
     HEADROOM_FIXED_GIB,
     HEADROOM_FRACTION,
-    RESERVED_TRANSIENT_FRACTION,
     MemoryEstimate,
     MemoryInputs,
     deepspeed_fp32_grad_copy_bytes,
@@ -40,6 +40,7 @@ from bot.calc.memory import (
     host_ram_fits,
     lora_params,
     memory_estimate,
+    reserved_fraction,
 )
 from bot.catalog import ModelSpec
 from bot.setup import ResolvedSetup, TrainingSetup, resolve_setup
@@ -133,7 +134,9 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
         fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
         optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
-        engine=setup.engine or "pytorch",
+        engine=setup.engine or "pytorch", grad_sync=setup.grad_sync or "every_micro_step",
+        attn_implementation=setup.attn_implementation, expandable_segments=bool(setup.expandable_segments),
+        model_code=setup.model_code or "pytorch",
     )
 
 
@@ -149,7 +152,8 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         checkpointing_policy=setup.checkpointing_policy, checkpoint_every=setup.checkpoint_every or 1,
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
-        reshard_after_forward=setup.reshard_after_forward,
+        reshard_after_forward=setup.reshard_after_forward, tf32=bool(setup.tf32),
+        grad_sync=setup.grad_sync or "every_micro_step",
     )
 
 
@@ -166,7 +170,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
     time["fsdp_full_shard_offload"] += offload_seconds(comm_in)
     accum = setup.grad_accum_steps or 1
     tokens_per_step = resolved.micro_batch * resolved.seq_len * accum  # per GPU
-    peak = peak_tflops(resolved.gpu, resolved.precision)
+    peak = peak_tflops(resolved.gpu, resolved.precision, bool(setup.tf32))
     flops = model_flops_per_token(comm_in)
     throughput = {}
     for s, seconds in time.items():
@@ -210,7 +214,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "compute_mfu": round(resolved.micro_batch * resolved.seq_len * flops / (compute * peak * 1e12), 4)
         if compute > 0 else None,
         "headroom": f"{HEADROOM_FIXED_GIB:g} GiB + {HEADROOM_FRACTION:.0%} of capacity",
-        "reserved_model": f"allocated + {RESERVED_TRANSIENT_FRACTION:.0%} of activations and buffers",
+        "reserved_model": f"allocated + {reserved_fraction(mem_in):.0%} of activations and buffers",
         "assumed": list(resolved.assumed),
     }
     zero2_copy = (deepspeed_fp32_grad_copy_bytes(mem_in) / GIB
@@ -243,4 +247,7 @@ def resolve_with_model(setup: TrainingSetup, model_spec: ModelSpec, default_gpu:
             and (data.seq_len or 0) > model_spec.max_positions):
         # An assumed length must fit the model's learned position table (resolve_setup's rule).
         data = data.model_copy(update={"seq_len": model_spec.max_positions})
-    return replace(resolved, model=model_spec, setup=data)
+    assumed = tuple(a for a in resolved.assumed if a != "attn_implementation")
+    if data.attn_implementation is None and default_attn_implementation(model_spec) == "eager":
+        assumed += ("attn_implementation",)  # the config's architecture runs eagerly in transformers
+    return replace(resolved, model=model_spec, setup=data, assumed=assumed)

@@ -101,6 +101,14 @@ def _fail(problems: list[Problem]) -> NoReturn:
 @click.option("--engine", type=click.Choice(["pytorch", "deepspeed"]),
               help="Whose sharding runs: pytorch (FSDP, default) or deepspeed (SHARD_GRAD_OP is ZeRO-2's layout).")
 @click.option("--mfu", type=float, help="Model FLOPs utilisation to assume (0-1); default: calibrated per GPU.")
+@click.option("--tf32/--no-tf32", default=None,
+              help="fp32 matmuls on TF32 tensor cores (default off, PyTorch's allow_tf32=False).")
+@click.option("--grad-sync", type=click.Choice(["every_micro_step", "last_micro_step"]),
+              help="FSDP2 gradient sync under accumulation: every micro-step (default) or the last only "
+                   "(set_requires_gradient_sync(False): an unsharded gradient per GPU until then).")
+@click.option("--attn-implementation", type=click.Choice(["eager", "sdpa", "flash_attention_2"]),
+              help="Attention kernel (default: transformers' choice for the model, or the config's "
+                   "attn_implementation; eager keeps the s x s scores).")
 @click.option("--tensor-parallel", type=int, help="TP degree (not modelled; named in the output).")
 @click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
 @click.option("--context-parallel", type=int, help="CP degree (not modelled; named in the output).")
@@ -114,7 +122,8 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
          torch_compile: bool | None, loss_impl: str | None, grad_accum_steps: int | None,
          lora_targets: str | None, base_dtype: str | None, float8: bool | None, norm_impl: str | None,
          fsdp_root: str | None, reshard_after_forward: str | None, optimizer_in_backward: bool | None,
-         paged_optimizer: bool | None, engine: str | None, mfu: float | None, tensor_parallel: int | None,
+         paged_optimizer: bool | None, engine: str | None, mfu: float | None, tf32: bool | None,
+         grad_sync: str | None, attn_implementation: str | None, tensor_parallel: int | None,
          pipeline_parallel: int | None,
          context_parallel: int | None, as_json: bool) -> None:
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
@@ -126,7 +135,8 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
     if config_source is not None:
         if model or params_b:
             _fail([Problem("config", "pass either --config or --model/--params-b, not both")])
-        spec = model_from_config(config_source)
+        spec, config_attn = model_from_config(config_source)
+        attn_implementation = attn_implementation or config_attn
     inter_link = inter_gbps = None
     if inter_node is not None:
         inter_link, inter_gbps, problems = parse_inter_node(inter_node)
@@ -150,7 +160,8 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         grad_accum_steps=grad_accum_steps, lora_targets=lora_targets, base_dtype=base_dtype, float8=float8,
         norm_impl=norm_impl, fsdp_root=fsdp_root, reshard_after_forward=reshard,
         optimizer_in_backward=optimizer_in_backward, paged_optimizer=paged_optimizer, engine=engine,
-        mfu=mfu, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
+        mfu=mfu, tf32=tf32, grad_sync=grad_sync, attn_implementation=attn_implementation,
+        tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
         context_parallel=context_parallel,
     )
     problems += check_setup(setup)
@@ -178,14 +189,18 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
     _print_tables(est, config_source)
 
 
-def model_from_config(source: str) -> ModelSpec:
-    """The ``ModelSpec`` of a config.json path/folder or Hub id (``bot.catalog.hf_config``); a
-    config it cannot read, or a Hub id offline ("no network: paste the config.json or pass
-    --config PATH"), exits 2 with the reader's message."""
-    from bot.catalog.hf_config import ConfigError, model_from_hf_config
+def model_from_config(source: str) -> tuple[ModelSpec, str | None]:
+    """The ``ModelSpec`` of a config.json path/folder or Hub id (``bot.catalog.hf_config``) and the
+    attention implementation the config names (``attn_implementation``, as transformers saves it;
+    None when it names none or one the calculator does not know); a config it cannot read, or a Hub
+    id offline ("no network: paste the config.json or pass --config PATH"), exits 2 with the
+    reader's message."""
+    from bot.catalog.hf_config import ConfigError, read_hf_config
 
     try:
-        return model_from_hf_config(source)
+        spec, cfg = read_hf_config(source)
+        named = cfg.get("attn_implementation") or cfg.get("_attn_implementation")
+        return spec, named if named in ("eager", "sdpa", "flash_attention_2") else None
     except ConfigError as err:
         _fail([Problem("config", str(err))])
     except (ValueError, OSError) as err:  # unreadable file, a config of an unknown shape

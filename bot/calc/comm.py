@@ -24,6 +24,7 @@ from bot.calc.memory import (
     reshard_group,
 )
 from bot.catalog import GPUSpec, ModelSpec
+from bot.catalog.accelerators import FP32_FALLBACK_RATIO, fp32_tflops
 
 # Fraction of a link's nominal per-direction speed that NCCL's bus bandwidth reaches in practice
 # (nccl-tests all_reduce_perf on A100 NVLink3 reports ~230 of 300 GB/s; PCIe rings are worse;
@@ -44,9 +45,13 @@ MFU = 0.4
 # their HFU with it: A100 runs reach MFU 0.57 with no checkpointing and HFU 0.59-0.67 with it, so
 # the recompute is charged as extra hardware FLOPs at the HFU, never as model FLOPs at an MFU.
 # HFU grows with model size (bigger matmuls): + HFU_SIZE_SLOPE per decade of parameters from 7B.
-HFU_BY_GENERATION = {"ampere": 0.59, "hopper": 0.37}
+HFU_BY_GENERATION = {"ampere": 0.595, "hopper": 0.36}  # python -m evals.bench_published --refit
 HFU_SIZE_SLOPE = 0.14
 HFU_BOUNDS = (0.15, 0.75)
+# The smallest model among the rows the slope was fitted on (Llama 2 7B, 6.74 B parameters: fms-fsdp
+# and the PyTorch blog's 7B rows). Below it the slope is not extrapolated (issue 26: at 1B it gave an
+# H100 0.27, where a 2023 MPT-1B run measured 0.42): smaller models take the 7B utilisation.
+HFU_FITTED_MIN_PARAMS = 6.74e9
 # torch.compile's speed-up of a step (fused pointwise kernels): torchtitan Llama 3.1 8B on 8 H100,
 # 5,762 -> 6,667 tokens/s/GPU (docs/performance.md table 1; the 128-GPU table 3 is held out).
 COMPILE_SPEEDUP = 6667 / 5762
@@ -111,6 +116,8 @@ class CommInputs:
     mfu: float | None = None  # the user's MFU: replaces the calibrated HFU model
     # FSDP2 reshard_after_forward for the blocks: None/True, False, or an int group size k
     reshard_after_forward: bool | int | None = None
+    tf32: bool = False  # fp32 matmuls on TF32 tensor cores (off: PyTorch's default)
+    grad_sync: str = "every_micro_step"  # FSDP2 reduce-scatter every micro-step, or the last only
 
     @property
     def policy(self) -> str:
@@ -196,8 +203,9 @@ def _ddp_grad_bytes(inputs: CommInputs) -> float:
     return trainable * prec.grad
 
 
-def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, float]:
-    """(bus bytes per GPU per step, seconds) for ``strategy``; see the module docstring."""
+def comm_bytes_and_seconds(inputs: CommInputs, strategy: str, part: str = "all") -> tuple[float, float]:
+    """(bus bytes per GPU per step, seconds) for ``strategy``; see the module docstring. ``part``:
+    "all", or only the weights' all-gathers ("gather") or only the gradients' reduction ("grads")."""
     n, g, m = inputs.gpu_count, inputs.gpus_per_node, inputs.nodes
     if n <= 1:
         return 0.0, 0.0
@@ -206,6 +214,10 @@ def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, fl
     # NCCL spreads its rings over all NICs, so each node's traffic crosses at the NIC total.
     flat_gb_s = bw.intra_gb_s if m == 1 else min(bw.intra_gb_s, bw.node_nic_gb_s)
     pay = _payload(inputs)
+    if part == "gather":
+        pay = _Payload(gather=pay.gather, grads=0.0)
+    elif part == "grads":
+        pay = _Payload(gather=0.0, grads=pay.grads)
     frac = (n - 1) / n
 
     if strategy == "ddp":
@@ -248,13 +260,17 @@ def comm_bytes_and_seconds(inputs: CommInputs, strategy: str) -> tuple[float, fl
     raise ValueError(f"unknown strategy {strategy!r}")
 
 
-def peak_tflops(gpu: GPUSpec | None, precision: str) -> float:
-    """Dense tensor-core peak for the compute dtype. fp32 runs as TF32 on Ampere and later, half
-    the bf16 rate (A100 datasheet: 156 vs 312 TFLOP/s); V100 has no TF32 (15.7 vs 125 fp16)."""
-    peak = gpu.bf16_tflops if gpu is not None else DEFAULT_PEAK_TFLOPS
+def peak_tflops(gpu: GPUSpec | None, precision: str, tf32: bool = False) -> float:
+    """Dense matmul peak for the compute dtype: the bf16 tensor-core rate for 16-bit compute. fp32
+    runs on the CUDA cores (A100: 19.5 TFLOP/s) because PyTorch leaves TF32 off for matmuls by
+    default; with ``tf32`` on, at the TF32 tensor rate, half the bf16 one (A100: 156 vs 312).
+    Sources beside ``bot.catalog.accelerators.FP32_TFLOPS``."""
+    if gpu is None:
+        peak = DEFAULT_PEAK_TFLOPS
+        return peak / 2 if precision == "fp32" and tf32 else peak / FP32_FALLBACK_RATIO if precision == "fp32" else peak
     if precision == "fp32":
-        return peak / 8 if gpu is not None and gpu.name.startswith("V100") else peak / 2
-    return peak
+        return fp32_tflops(gpu, tf32)
+    return gpu.bf16_tflops
 
 
 def active_params(model: ModelSpec) -> float:
@@ -313,7 +329,7 @@ def hfu(inputs: CommInputs) -> float | None:
     generation = gpu_generation(inputs.gpu)
     if generation is None:
         return None
-    size = max(active_params(inputs.model), 1e8) / 7e9
+    size = max(active_params(inputs.model), HFU_FITTED_MIN_PARAMS) / 7e9
     value = HFU_BY_GENERATION[generation] + HFU_SIZE_SLOPE * math.log10(size)
     return min(HFU_BOUNDS[1], max(HFU_BOUNDS[0], value))
 
@@ -336,7 +352,7 @@ def compute_seconds(inputs: CommInputs) -> float:
     GPUs, or model FLOPs + recompute at the generic MFU elsewhere; then torch.compile's and
     float8's speed-ups."""
     tokens = inputs.micro_batch * inputs.seq_len
-    peak = peak_tflops(inputs.gpu, inputs.precision) * 1e12
+    peak = peak_tflops(inputs.gpu, inputs.precision, inputs.tf32) * 1e12
     if inputs.mfu:
         return tokens * model_flops_per_token(inputs) / (peak * inputs.mfu)
     utilisation = hfu(inputs) or MFU
@@ -390,8 +406,14 @@ def comm_estimate(inputs: CommInputs, strategy: str, ddp_seconds: float) -> Comm
     """Communication per optimizer step: FSDP's collectives repeat for every accumulated
     micro-batch, DDP's all-reduce happens once (``no_sync``)."""
     bus, seconds = comm_bytes_and_seconds(inputs, strategy)
-    if strategy != "ddp":
-        bus, seconds = bus * max(1, inputs.grad_accum_steps), seconds * max(1, inputs.grad_accum_steps)
+    accum = max(1, inputs.grad_accum_steps)
+    if strategy != "ddp" and accum > 1 and inputs.grad_sync == "last_micro_step":
+        # set_requires_gradient_sync(False): all-gathers every micro-step, one gradient reduction
+        gather_bus, gather_s = comm_bytes_and_seconds(inputs, strategy, "gather")
+        grads_bus, grads_s = comm_bytes_and_seconds(inputs, strategy, "grads")
+        bus, seconds = accum * gather_bus + grads_bus, accum * gather_s + grads_s
+    elif strategy != "ddp":
+        bus, seconds = bus * accum, seconds * accum
     if ddp_seconds > 0:
         ratio = seconds / ddp_seconds
     else:

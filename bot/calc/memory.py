@@ -26,8 +26,9 @@ compute; FSDP2 ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``; DD
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from bot.calc.attention import attn_implementation, scores_bytes_per_s2_per_head, softcap_bytes_per_logit
 from bot.catalog import ModelSpec
 
 GIB = 2**30
@@ -47,8 +48,18 @@ HEADROOM_FRACTION = 0.0
 # https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf).
 # Model: reserved = allocated peak + RESERVED_TRANSIENT_FRACTION x the transient part of the
 # peak (activations + buffers); the persistent states are allocated once and pack tightly.
-# Fitted to the reserved figures of torchtitan's FSDP runs (docs/calc.md, evals/published.jsonl).
-RESERVED_TRANSIENT_FRACTION = 0.17
+# Two fractions, by allocator mode (issue 26 re-examined the single 0.17 on the fit rows,
+# ``python -m evals.bench_published --refit``):
+# - with PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True", which torchtitan's launcher sets
+#   (run_llama_train.sh), the rows the 0.17 came from: torchtitan's three 8 x H100 fit rows imply
+#   0.11, 0.11, 0.20 (median 0.11), and its A100 Llama 2 13B no-checkpointing run, which worked,
+#   allows at most 0.173: 0.11;
+# - with PyTorch's default allocator no fit row has a reserved measurement; the working fit rows
+#   (fms-fsdp's and the PyTorch blog's Llama 2 7B) bound it at 0.268, so the previous 0.17 stays.
+#   Default-allocator test rows imply 0.14 (llm-foundry MPT-3B, a bound) to 0.91 (Answer.AI's
+#   FSDP+QLoRA runs); this project's one-rank H200 runs (docs/calc.md) 0.09-0.91.
+RESERVED_TRANSIENT_FRACTION = 0.11
+RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR = 0.17
 # Host RAM a node keeps for the OS, the data loader and pinned staging buffers under CPU offload.
 HOST_HEADROOM_FRACTION = 0.10
 
@@ -263,6 +274,9 @@ class ActivationMode:
     compiled: bool = False  # torch.compile: Inductor fuses pointwise chains (see below)
     lora_targets: str = "attention"
     fused_norm: bool = False  # a fused norm kernel saves its input and rstd, no fp32 internals
+    # whose model code runs the block: "pytorch" (bot/bench/model.py: F.rms_norm, rotary per block,
+    # the SDPA output copied for o_proj) or "transformers" (Hugging Face's LlamaDecoderLayer)
+    model_code: str = "pytorch"
 
 
 def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -313,6 +327,13 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
                     + mlp_adapter_input + extra)
         if mode.autocast:
             return 26 * h + 10 * q + 8 + 4 * d + lse + 8 * i + extra
+        if mode.model_code == "transformers" and not mode.fused_norm:
+            # transformers' LlamaRMSNorm keeps the fp32 input (4h) and rstd, then casts the normalised
+            # tensor to the compute dtype before the weight multiply, which saves it (ch); cos/sin are
+            # computed once per forward (shared by the blocks); o_proj reads the SDPA output in place.
+            # Measured: tests/unit/test_calc_model_code.py (saved-tensor hooks on LlamaDecoderLayer).
+            hf_norm = 4 * h + 4 + c * h
+            return 2 * hf_norm + 2 * c * h + 2 * c * q + 2 * c * model.kv_dim + lse + 4 * i * c + extra
         return 2 * norm_internal + 2 * c * h + 5 * c * q + rope + lse + 4 * i * c + extra
     mlp_saved = 2 if model.arch == "gpt2" else 1  # GELU saves input and output, ReLU its output
     if mode.frozen:
@@ -423,16 +444,16 @@ def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> floa
     return c * (2 * h + 2 * q + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
 
 
-def attention_scores_bytes(model: ModelSpec, seq: int, compute: int) -> float:
+def attention_scores_bytes(model: ModelSpec, seq: int, compute: int, implementation: str | None = None) -> float:
     """Bytes one block saves for the attention probabilities of one sequence when attention runs
     eagerly (``ModelSpec.eager_attention``): the softmax's fp32 output and its cast to the compute
     dtype, a x s x s each (Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198 sec. 4.1,
     count the same s x s terms as 5as/h per token; measured on transformers' BloomAttention with
     saved-tensor hooks: 6 bytes per head per s^2 in bf16, tests/test_calc_eager_attention.py).
-    Zero for SDPA/flash attention, which keeps only a logsumexp per head and token."""
-    if not model.eager_attention:
-        return 0.0
-    return model.n_heads * seq * seq * (4 + (compute if compute != 4 else 0))
+    Zero for SDPA/flash attention, which keeps only a logsumexp per head and token. ``implementation``:
+    the run's attention (None: transformers' default for the architecture, bot/calc/attention.py)."""
+    return model.n_heads * seq * seq * scores_bytes_per_s2_per_head(
+        model, compute, attn_implementation(model, implementation))
 
 
 def final_norm_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -464,22 +485,24 @@ class Phase:
     buffers: float
     activations_per_sample: float = 0.0
     buffers_per_sample: float = 0.0
+    # share of the transient bytes the caching allocator keeps cached on top (reserved_fraction())
+    reserved_fraction: float = RESERVED_TRANSIENT_FRACTION
 
     def total(self, micro_batch: int) -> float:
         return self.fixed + micro_batch * self.per_sample
 
     def reserved(self, micro_batch: int) -> float:
         """What the caching allocator holds at this moment: allocated + a fraction of the
-        transient bytes (see RESERVED_TRANSIENT_FRACTION). Linear in the micro-batch."""
+        transient bytes (``reserved_fraction``). Linear in the micro-batch."""
         return self.reserved_fixed + micro_batch * self.reserved_per_sample
 
     @property
     def reserved_fixed(self) -> float:
-        return self.fixed + RESERVED_TRANSIENT_FRACTION * self.buffers
+        return self.fixed + self.reserved_fraction * self.buffers
 
     @property
     def reserved_per_sample(self) -> float:
-        return self.per_sample * (1 + RESERVED_TRANSIENT_FRACTION)
+        return self.per_sample * (1 + self.reserved_fraction)
 
     @property
     def fixed(self) -> float:
@@ -514,6 +537,10 @@ class MemoryInputs:
     torch_compile: bool = False
     loss_impl: str = "standard"
     grad_accum_steps: int = 1
+    grad_sync: str = "every_micro_step"  # FSDP2: reduce-scatter every micro-step, or the last only
+    attn_implementation: str | None = None  # eager / sdpa / flash_attention_2; None: transformers' default
+    expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (off: PyTorch's default)
+    model_code: str = "pytorch"  # whose block code: "pytorch" (bot/bench/model.py) or "transformers"
     lora_targets: str = "attention"
     base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
     float8: bool = False
@@ -624,8 +651,10 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     # --- activations per sample ---------------------------------------------------------------
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
                           frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
-                          lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused")
-    per_block = block_activation_bytes_per_token(model, mode) * s + attention_scores_bytes(model, s, c)
+                          lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused",
+                          model_code=inputs.model_code)
+    per_block = (block_activation_bytes_per_token(model, mode) * s
+                 + attention_scores_bytes(model, s, c, inputs.attn_implementation))
     fn = final_norm_bytes_per_token(model, mode) * s
     kept_input = block_input_bytes_per_token(model, mode) * s
     n_layers = model.n_layers
@@ -652,6 +681,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
         in_block = (n_layers - 1 + BLOCK_BACKWARD_TEMP_FRACTION) * per_block + fn
     logits = model.vocab * s
     saved_pl, temp_pl, grad_pl = loss_bytes_per_logit(inputs, c)
+    saved_pl += softcap_bytes_per_logit(model, c)  # Gemma-2's final tanh soft-cap keeps its output
     loss_saved, loss_temp, logit_grad = saved_pl * logits, temp_pl * logits, grad_pl * logits
 
     host = 0.0
@@ -740,6 +770,12 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     # FSDP2 reduce-scatters every micro-batch by default and accumulates into the sharded
     # gradients, which stay alive through the following micro-batches.
     held = g if accumulating else 0.0
+    if accumulating and inputs.grad_sync == "last_micro_step":
+        # set_requires_gradient_sync(False): no reduce-scatter until the last micro-batch; each
+        # parameter's unsharded gradient is kept, upcast to the reduce dtype, on every GPU
+        # (torch/distributed/fsdp/_fully_shard/_fsdp_param.py to_accumulated_grad_if_needed:
+        # unsharded_accumulated_grad = grad.to(reduce_dtype)), not sharded by the group.
+        held = trainable * prec.reduce
 
     rak = inputs.reshard_after_forward
     if strategy == "fsdp_shard_grad_op" or rak is False:
@@ -896,10 +932,23 @@ def max_micro_batch(candidates: list[Phase], usable_bytes: float) -> int:
     return best
 
 
+def reserved_fraction(inputs: MemoryInputs) -> float:
+    """The share of the transient bytes the caching allocator keeps reserved on top of the
+    allocated peak: smaller with expandable segments (see RESERVED_TRANSIENT_FRACTION)."""
+    return RESERVED_TRANSIENT_FRACTION if inputs.expandable_segments else RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR
+
+
+def reserved_phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
+    """``phases`` with the allocator's reserved fraction of this run set on each."""
+    candidates, host = phases(inputs, strategy)
+    fraction = reserved_fraction(inputs)
+    return [replace(ph, reserved_fraction=fraction) for ph in candidates], host
+
+
 def memory_estimate(inputs: MemoryInputs, strategy: str) -> MemoryEstimate:
     """Peak per-GPU memory of ``strategy`` for ``inputs`` (see the module docstring): the parts
     of the allocated peak, the reserved peak, and whether the reserved peak fits the card."""
-    candidates, host_per_gpu = phases(inputs, strategy)
+    candidates, host_per_gpu = reserved_phases(inputs, strategy)
     b = inputs.micro_batch
     peak = max(candidates, key=lambda ph: ph.total(b))
     reserved = max(ph.reserved(b) for ph in candidates)

@@ -209,6 +209,72 @@ _GPUS: list[GPUSpec] = [
 ]
 
 
+# fp32 matmuls without tensor cores. PyTorch leaves TF32 off for matmuls by default
+# (torch.backends.cuda.matmul.allow_tf32 = False since 1.12,
+# https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices), so an
+# fp32 run reaches the card's CUDA-core fp32 rate, not the TF32 tensor rate, unless TF32 is turned on
+# (allow_tf32 = True or torch.set_float32_matmul_precision("high")). Dense fp32 TFLOP/s per datasheet:
+# A100 19.5 (_A100), H100 SXM 67 / PCIe 51 / NVL 60 (_H100), H200 67, B200 75 (HGX B200 FP32 600 TFLOPS over
+# 8 GPUs, https://www.nvidia.com/en-us/data-center/hgx/), L40S 91.6, L4 30.3, A10 31.2, RTX 4090 82.6 (_ADA),
+# V100 15.7 (_V100), T4 8.1.
+FP32_TFLOPS: dict[str, float] = {
+    "A100 40GB SXM": 19.5, "A100 40GB PCIe": 19.5, "A100 80GB SXM": 19.5, "A100 80GB PCIe": 19.5,
+    "A800 80GB SXM": 19.5, "A800 80GB PCIe": 19.5, "H100 80GB SXM": 67.0, "H100 80GB PCIe": 51.0,
+    "H100 NVL 94GB": 60.0, "H800 80GB SXM": 67.0, "H200 141GB SXM": 67.0, "B200 180GB": 75.0,
+    "L40S 48GB": 91.6, "L4 24GB": 30.3, "A10 24GB": 31.2, "RTX 4090 24GB": 82.6,
+    "V100 16GB SXM2": 15.7, "V100 32GB SXM2": 15.7, "T4 16GB": 8.1,
+}
+# Where no fp32 figure is listed: the A100's ratio of dense bf16 tensor peak to fp32 (312 / 19.5 = 16).
+FP32_FALLBACK_RATIO = 16.0
+# Cards without TF32 tensor cores (pre-Ampere): TF32 cannot be turned on.
+NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40")
+
+
+def fp32_tflops(gpu: GPUSpec, tf32: bool = False) -> float:
+    """Dense fp32 matmul peak: TF32 tensor cores (half the bf16 rate, A100 datasheet 156 vs 312) when
+    ``tf32`` is on and the card has them, otherwise the CUDA-core fp32 rate (FP32_TFLOPS)."""
+    if tf32 and not gpu.name.startswith(NO_TF32_PREFIXES):
+        return gpu.bf16_tflops / 2
+    return FP32_TFLOPS.get(gpu.name, gpu.bf16_tflops / FP32_FALLBACK_RATIO)
+
+
+# The same chip sold with more HBM under one name: H100 SXM boards with 94 GB (HBM3, as in the H100 NVL)
+# and 96 GB (HBM3 in GH200, https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/; HBM2e on Meta's
+# Grand Teton, pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md). Same peak and links.
+MEMORY_VARIANTS: dict[str, tuple[float, ...]] = {"H100 80GB SXM": (94.0, 96.0), "H100 80GB PCIe": (94.0, 96.0)}
+
+
+def memory_variant(gpu: GPUSpec, memory_gb: float) -> GPUSpec | None:
+    """``gpu`` with ``memory_gb`` of HBM when that is a variant sold under its name, else None."""
+    from dataclasses import replace
+
+    for size in MEMORY_VARIANTS.get(gpu.name, ()):
+        if abs(size - memory_gb) <= 1:
+            return replace(gpu, name=f"{gpu.name} ({size:g} GB variant)", memory_gb=size)
+    return None
+
+
+# DGX/HGX-class 8-GPU nodes carry one NIC per GPU for the compute fabric: DGX A100, 8 x ConnectX-6
+# 200 Gb/s HDR InfiniBand (https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html);
+# DGX H100/H200, 8 x ConnectX-7 400 Gb/s NDR
+# (https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html); DGX B200, 8 x 400 Gb/s
+# (https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html). Per-GPU NIC Gb/s by card.
+DGX_NIC_GBPS_PER_GPU: dict[str, float] = {
+    "A100 40GB SXM": 200.0, "A100 80GB SXM": 200.0, "A800 80GB SXM": 200.0,
+    "H100 80GB SXM": 400.0, "H800 80GB SXM": 400.0, "H200 141GB SXM": 400.0, "B200 180GB": 400.0,
+}
+DGX_GPUS_PER_NODE = 8
+
+
+def dgx_node_nic_gbps(gpu: GPUSpec | None, gpus_per_node: int) -> float | None:
+    """A DGX-class node's total NIC bandwidth (Gb/s) for ``gpu``, or None when the node is not one."""
+    if gpu is None or gpus_per_node != DGX_GPUS_PER_NODE:
+        return None
+    base = gpu.name.split(" (")[0]  # a memory variant keeps its card's fabric
+    per_gpu = DGX_NIC_GBPS_PER_GPU.get(base)
+    return per_gpu * gpus_per_node if per_gpu else None
+
+
 def _gpu_norm(text: str) -> str:
     text = text.lower()
     for noise in ("nvidia", "geforce", "tesla", "huawei", "amd", "intel", "habana"):

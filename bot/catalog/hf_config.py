@@ -173,8 +173,13 @@ def read_hf_config(source: dict | str | os.PathLike, name: str | None = None) ->
     label = name or cfg.get("_name_or_path") or None
     if not label and source_url:  # https://huggingface.co/{org}/{name}/blob/main/config.json
         label = "/".join(source_url.split("/")[3:5])
+    archs = cfg.get("architectures")
+    if not label and isinstance(archs, list) and archs and isinstance(archs[0], str):
+        # what the config says it is (transformers writes the class, e.g. LlamaForCausalLM); the folder
+        # a saved config sits in is often a run artefact (checkpoint-500, a snapshot hash)
+        label = f"{archs[0]} ({cfg.get('model_type') or 'config.json'})"
     elif not label and where not in ("the pasted config", "the config"):
-        label = Path(where).parent.name or None  # the folder a config.json sits in
+        label = Path(where).parent.name or None  # the folder a config.json sits in, as a last resort
     try:
         return _spec_from_config(cfg, label, source_url), cfg
     except ConfigError:

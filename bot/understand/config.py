@@ -60,7 +60,12 @@ _STR_KEYS = {
     "model_name_or_path": "model", "model": "model", "base_model": "model", "model_name": "model",
     "model_id_or_path": "model", "model_type": "model", "pretrain": "model", "model_path": "model",
     "rlhf_type": "rl", "rl": "rl", "include": "include",
+    # the attention kernel (transformers from_pretrained / config.json, axolotl, TRL): issue 26
+    "attn_implementation": "attn_implementation", "_attn_implementation": "attn_implementation",
 }
+# attn_implementation values -> the setup field (flash 2/3 and flex keep no s x s scores, like flash)
+_ATTN_IMPLEMENTATIONS = {"eager": "eager", "sdpa": "sdpa", "flash_attention_2": "flash_attention_2",
+                         "flash_attention_3": "flash_attention_2", "flex_attention": "flash_attention_2"}
 _ALL = {**_INT_KEYS, **_BOOL_KEYS, **_STR_KEYS, **{k: "batch" for k in _BATCH_KEYS}}
 
 _VALUE = r"(?!--)(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\{|[^\s,;}\]\\`\u0080-\uffff]{1,200})"
@@ -195,6 +200,8 @@ def read_config(text: str) -> ConfigReading:
             v = _unquote(value).lower()
             method = {"full": "full", "lora": "lora", "qlora": "qlora", "freeze": None}.get(v)
             put("finetune", method, key)
+        elif role == "attn_implementation":
+            put("attn_implementation", _ATTN_IMPLEMENTATIONS.get(_unquote(value).lower()), key)
         elif role in ("optim", "optim_type"):
             v = _unquote(value).lower()
             if role == "optim_type" and "adam" not in v and "sgd" not in v:
