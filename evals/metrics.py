@@ -517,8 +517,11 @@ def _calc_problems(answer: Answer, calc: list[Any], setup: dict[str, Any], infer
         if gpu:
             # "<GPU>": the same setup on another card; "<N> x <GPU>": on N of its cards, one node
             count = re.match(r"(\d+) x (.+)$", gpu)
+            # links left at their default follow the card (a 4090 node has no 8 x 200 Gb/s NICs)
+            defaults = {k: None for k, src in (getattr(answer, "provenance", {}) or {}).items()
+                        if src == "assumed" and k in ("intra_node_link", "inter_node_link", "inter_node_gbps")}
             where = ({"gpu_count": int(count.group(1)), "nodes": 1, "gpus_per_node": int(count.group(1))}
-                     if count else {"gpu": gpu, "gpu_memory_gb": None})
+                     if count else {"gpu": gpu, "gpu_memory_gb": None, **defaults})
             try:
                 ref = _recomputed({**setup, **where})
             except Exception as err:

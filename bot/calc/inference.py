@@ -84,4 +84,4 @@ def inference_estimate(setup: Any, dtype: str | None = None) -> InferenceEstimat
     kv_bytes = 2.0 if bytes_per < 2 else bytes_per  # the cache stays 16-bit under weight quantization
     kv = 2 * model.n_layers * model.n_kv_heads * head * context * batch * kv_bytes / GIB
     return InferenceEstimate(model.name, int(model.params), dtype, int(context), int(batch), weights, kv, tuple(assumed),
-                             named=named and not model.approximate)
+                             named=named)  # an approximate catalog entry is still that entry (its own shape)
