@@ -50,6 +50,7 @@ from bot.calc.memory import (
 )
 
 if TYPE_CHECKING:
+    from bot.catalog import ModelSpec
     from bot.setup import ResolvedSetup
 
 # torchtitan's device-mesh order, outermost first (torchtitan/distributed/parallel_dims.py
@@ -317,7 +318,7 @@ def in_flight_chunks(schedule: str, pp: int, rank: int, m: int, v: int) -> float
     return warmup / v
 
 
-def _layer_params_split(model, tp: int, ep: int) -> tuple[float, float]:
+def _layer_params_split(model: ModelSpec, tp: int, ep: int) -> tuple[float, float]:
     """(parameters of one block on one TP x EP rank, of which matmul weights). Norms stay
     replicated over TP (torchtitan: SequenceParallel on the norms); routed experts divide over
     EP and over TP (torchtitan's default expert TP = tp)."""
