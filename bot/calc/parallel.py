@@ -354,6 +354,26 @@ def block_bytes_per_token(inputs: MemoryInputs, plan: ParallelPlan, mode: Activa
     return norm_region + inside / t, kept
 
 
+def pipeline_buffers(inputs: MemoryInputs, plan: ParallelPlan, stage: str, mbs: int, m: int,
+                     flight: float, c: int) -> float:
+    """Bytes a pipeline rank keeps for its stage boundaries. PyTorch's pipelining stage makes a
+    receive buffer per micro-batch up front, for the activations from the previous stage and for
+    the gradients from the next one (torch/distributed/pipelining/stage.py: ``_prepare_forward_infra``
+    creates ``args_recv_info`` for every micro-batch, ``_setup_backward_recv_info`` the
+    ``grad_recv_info``, each with a buffer from ``_make_tensor_from_meta``), and keeps each in-flight
+    micro-batch's stage output for its backward. A boundary tensor is one micro-batch's residual
+    stream, sequence-sharded over tp under SP. On the first rank: stage 0 (gradients received
+    only) and, interleaved, stages pp, 2pp, ... (both); on the last rank the mirror image."""
+    if plan.pp == 1:
+        return 0.0
+    boundary = mbs * (inputs.seq_len // plan.cp) * inputs.model.hidden * c
+    boundary /= plan.tp if plan.sequence_parallel else 1
+    v = plan.virtual_stages
+    receive_sides = 2 * v - 1  # every local stage receives both ways but the pipeline's end
+    outputs = flight * v if stage == "first" else 0.0  # outputs kept until their backward
+    return (receive_sides * m + outputs) * boundary
+
+
 def plan_memory(setup: ResolvedSetup | MemoryInputs, plan: ParallelPlan, *,
                 pp_schedule: str | None = None) -> PlanMemory:
     """Peak per-GPU memory of ``setup`` run under ``plan`` (``pp_schedule`` overrides the plan's).
@@ -467,12 +487,13 @@ def _stage_memory(inputs: MemoryInputs, plan: ParallelPlan, stage: str) -> PlanM
         loss_saved = loss_temp = 0.0
     # Ring attention's K/V in flight for the block being computed
     ring = RING_KV_BUFFERS * 2 * model.kv_dim / tp * s_local * c * mbs if plan.cp > 1 else 0.0
+    pipe = pipeline_buffers(inputs, plan, stage, mbs, m, flight, c)
 
-    backward_buffers = gathered + ring + loss_temp
+    backward_buffers = gathered + ring + loss_temp + pipe
     backward_total = params + grads_backward + optimizer + activations + loss_saved + backward_buffers
     step_temp = optimizer_step_temp_bytes(inputs.optimizer, prec, inputs.optimizer_impl, trainable, 0.0) / shard
     step_grads = grads_sharded if fsdp else trainable * prec.grad
-    step_buffers = step_temp + (gathered if pp > 1 else 0.0)
+    step_buffers = step_temp + (gathered + pipe if pp > 1 else 0.0)
     step_total = params + optimizer + step_grads + step_buffers
 
     usable = usable_gib(inputs.gpu_memory_gb)
