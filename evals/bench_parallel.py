@@ -46,11 +46,13 @@ def evaluate_row(row: dict) -> dict:
     mem = plan_memory(resolved, plan)
     speed = plan_comm_time(resolved, plan)
     measured = row["measured"]
-    mem_err = 100 * (mem.reserved_gib - measured["memory_gib"]) / measured["memory_gib"]
+    # A source without a memory figure (a throughput table) scores throughput and "fits" only.
+    mem_err = (100 * (mem.reserved_gib - measured["memory_gib"]) / measured["memory_gib"]
+               if measured.get("memory_gib") else None)
     tps_err = 100 * (speed.tokens_per_s_per_gpu - measured["tokens_per_s_per_gpu"]) / measured["tokens_per_s_per_gpu"]
     return {"id": row["id"], "split": row["split"], "mesh": plan.mesh_shape,
             "memory_gib": round(mem.reserved_gib, 1), "measured_memory_gib": measured["memory_gib"],
-            "memory_error_pct": round(mem_err, 1), "fits": mem.fits,
+            "memory_error_pct": None if mem_err is None else round(mem_err, 1), "fits": mem.fits,
             "tokens_per_s_per_gpu": round(speed.tokens_per_s_per_gpu, 1),
             "measured_tokens_per_s_per_gpu": measured["tokens_per_s_per_gpu"],
             "throughput_error_pct": round(tps_err, 1), "bubble_fraction": round(speed.bubble_fraction, 3)}
@@ -61,7 +63,7 @@ def summarise(results: list[dict]) -> dict:
     out: dict[str, object] = {"rows": len(results), "test_rows": len(test),
                               "all_fit": all(r["fits"] for r in results)}
     for kind, key in (("memory", "memory_error_pct"), ("throughput", "throughput_error_pct")):
-        errors = [abs(r[key]) for r in test]
+        errors = [abs(r[key]) for r in test if r[key] is not None]
         out[f"{kind}_median_abs_pct"] = round(statistics.median(errors), 1) if errors else None
         out[f"{kind}_worst_abs_pct"] = round(max(errors), 1) if errors else None
         out[f"{kind}_within_target"] = sum(e <= TARGETS[kind] for e in errors)
@@ -77,11 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"rows": results, "totals": totals}, indent=2))
         return 0
-    print(f"{'row':26} {'split':5} {'mesh pp,rep,shard,cp,tp':24} {'mem':>6} {'meas':>6} {'err%':>6} "
+    print(f"{'row':28} {'split':5} {'mesh pp,rep,shard,cp,tp':24} {'mem':>6} {'meas':>6} {'err%':>6} "
           f"{'fits':>5} {'tps':>7} {'meas':>6} {'err%':>6}")
     for r in results:
-        print(f"{r['id']:26} {r['split']:5} {str(r['mesh']):24} {r['memory_gib']:6.1f} {r['measured_memory_gib']:6.1f} "
-              f"{r['memory_error_pct']:6.1f} {str(r['fits']):>5} {r['tokens_per_s_per_gpu']:7.0f} "
+        measured_mem = "-" if r["measured_memory_gib"] is None else f"{r['measured_memory_gib']:.1f}"
+        mem_err = "-" if r["memory_error_pct"] is None else f"{r['memory_error_pct']:.1f}"
+        print(f"{r['id']:28} {r['split']:5} {str(r['mesh']):24} {r['memory_gib']:6.1f} {measured_mem:>6} "
+              f"{mem_err:>6} {str(r['fits']):>5} {r['tokens_per_s_per_gpu']:7.0f} "
               f"{r['measured_tokens_per_s_per_gpu']:6.0f} {r['throughput_error_pct']:6.1f}")
     print(json.dumps(totals))
     return 0
