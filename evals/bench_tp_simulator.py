@@ -25,7 +25,7 @@ CONFIGS = (
     TPSimConfig(MODEL, dp=2, tp=4, seq_len=4096, micro_batch=2),
     TPSimConfig(MODEL, dp=4, tp=2, seq_len=8192, micro_batch=1),
     TPSimConfig(MODEL, dp=2, tp=2, seq_len=4096, micro_batch=2, sequence_parallel=False),
-    TPSimConfig(MODEL, dp=2, tp=4, seq_len=8192, micro_batch=2, activation_checkpointing=True),
+    TPSimConfig(MODEL, dp=2, tp=4, seq_len=8192, micro_batch=8, activation_checkpointing=True),
 )
 TARGET_MEDIAN_PCT = 5.0
 
