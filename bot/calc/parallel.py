@@ -72,6 +72,13 @@ MULTI_STAGE = {"Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble", "ZBVZero
 # for the one block being computed (a modelling choice from the algorithm, not a measurement).
 RING_KV_BUFFERS = 4
 
+# Loss parallelism (torch.distributed.tensor.parallel.loss_parallel, on by default in torchtitan
+# with TP) computes the cross-entropy over vocabulary-sharded logits with extra fp32 temporaries:
+# measured with real tensors on CPU (gloo, 2 ranks, torch 2.13, MemTracker, 512 x 4000 local bf16
+# logits), its peak is 18 B per local logit against 14 for F.cross_entropy on the same local
+# shard (both counting the 2-byte logits): 4 B per logit beyond memory.py's loss figures.
+LOSS_PARALLEL_EXTRA_BYTES_PER_LOGIT = 4.0
+
 
 class PlanError(ValueError):
     """A parallel plan that cannot run: degrees that do not multiply to the world size, a degree
@@ -244,6 +251,9 @@ class PlanMemory:
     layers_on_rank: int
     microbatch_size: int  # samples per pipeline micro-batch (the local batch without PP)
     in_flight: float  # micro-batch x layer chunks of activations alive at the peak stage
+    # the part of the peak that grows with the tokens a GPU holds: activations, the loss's
+    # temporaries, ring attention's K/V, the pipeline's boundary buffers
+    token_gib: float = 0.0
 
 
 def memory_inputs(setup: ResolvedSetup | MemoryInputs) -> MemoryInputs:
@@ -366,8 +376,7 @@ def pipeline_buffers(inputs: MemoryInputs, plan: ParallelPlan, stage: str, mbs: 
     only) and, interleaved, stages pp, 2pp, ... (both); on the last rank the mirror image."""
     if plan.pp == 1:
         return 0.0
-    boundary = mbs * (inputs.seq_len // plan.cp) * inputs.model.hidden * c
-    boundary /= plan.tp if plan.sequence_parallel else 1
+    boundary = mbs * (inputs.seq_len // plan.cp) * inputs.model.hidden * c / (plan.tp if plan.sequence_parallel else 1)
     v = plan.virtual_stages
     receive_sides = 2 * v - 1  # every local stage receives both ways but the pipeline's end
     outputs = flight * v if stage == "first" else 0.0  # outputs kept until their backward
@@ -470,27 +479,33 @@ def _stage_memory(inputs: MemoryInputs, plan: ParallelPlan, stage: str) -> PlanM
         saved_layer = (kept_tok * s_local + (k - 1) * per_block) / k
         recompute = per_block * (1 + BLOCK_BACKWARD_TEMP_FRACTION)
     else:
+        # no checkpointing: during a block's backward part of its own saved tensors are freed
+        # (memory.py's (L - 1 + BLOCK_BACKWARD_TEMP_FRACTION) blocks)
         saved_layer = per_block
-        recompute = per_block * BLOCK_BACKWARD_TEMP_FRACTION
+        recompute = per_block * (BLOCK_BACKWARD_TEMP_FRACTION - 1)
     mbs = microbatch_size(inputs, plan)
     m = microbatches(inputs, plan)
     rank = 0 if stage in ("only", "first") else pp - 1
     flight = in_flight_chunks(plan.pp_schedule, pp, rank, m, v)
-    activations = flight * layers * saved_layer * mbs + recompute * mbs
+    saved = flight * layers * saved_layer * mbs
+    # Two backward moments, as memory.py's phases: the loss's backward (every block's saved
+    # tensors, the final norm's, the logits' saved and temporary bytes; loss parallelism splits the
+    # vocabulary over TP) and a block's backward (the logits are gone, one block recomputed).
+    moments = [(saved + recompute * mbs, 0.0)]
     if stage in ("only", "last"):
-        # final norm + logits (loss parallel: the vocabulary split over TP), one micro-batch's loss
-        activations += final_norm_bytes_per_token(model, mode) * s_local * mbs / (tp if plan.sequence_parallel else 1)
+        head = final_norm_bytes_per_token(model, mode) * s_local * mbs / (tp if plan.sequence_parallel else 1)
         saved_pl, temp_pl, _ = loss_bytes_per_logit(inputs, c)
+        if tp > 1:
+            temp_pl += LOSS_PARALLEL_EXTRA_BYTES_PER_LOGIT
         logits = model.vocab / tp * s_local * mbs
-        loss_saved, loss_temp = saved_pl * logits, temp_pl * logits
-    else:
-        loss_saved = loss_temp = 0.0
+        moments.append((saved + head + saved_pl * logits, temp_pl * logits))
+    activations, loss_temp = max(moments, key=lambda am: am[0] + am[1])
     # Ring attention's K/V in flight for the block being computed
     ring = RING_KV_BUFFERS * 2 * model.kv_dim / tp * s_local * c * mbs if plan.cp > 1 else 0.0
     pipe = pipeline_buffers(inputs, plan, stage, mbs, m, flight, c)
 
     backward_buffers = gathered + ring + loss_temp + pipe
-    backward_total = params + grads_backward + optimizer + activations + loss_saved + backward_buffers
+    backward_total = params + grads_backward + optimizer + activations + backward_buffers
     step_temp = optimizer_step_temp_bytes(inputs.optimizer, prec, inputs.optimizer_impl, trainable, 0.0) / shard
     step_grads = grads_sharded if fsdp else trainable * prec.grad
     step_buffers = step_temp + (gathered + pipe if pp > 1 else 0.0)
@@ -498,16 +513,17 @@ def _stage_memory(inputs: MemoryInputs, plan: ParallelPlan, stage: str) -> PlanM
 
     usable = usable_gib(inputs.gpu_memory_gb)
     if backward_total >= step_total:
-        transient = activations + loss_saved + backward_buffers
+        transient = activations + backward_buffers
         reserved = backward_total + RESERVED_TRANSIENT_FRACTION * transient
         return PlanMemory(params_gib=params / GIB, grads_gib=grads_backward / GIB, optimizer_gib=optimizer / GIB,
-                          activations_gib=(activations + loss_saved) / GIB, buffers_gib=backward_buffers / GIB,
+                          activations_gib=activations / GIB, buffers_gib=backward_buffers / GIB,
                           total_gib=backward_total / GIB, reserved_gib=reserved / GIB, usable_gib=usable,
                           fits=reserved / GIB <= usable, peak_stage=stage, peak_moment="backward",
-                          layers_on_rank=layers, microbatch_size=mbs, in_flight=flight)
+                          layers_on_rank=layers, microbatch_size=mbs, in_flight=flight,
+                          token_gib=(activations + loss_temp + ring + pipe) / GIB)
     reserved = step_total + RESERVED_TRANSIENT_FRACTION * step_buffers
     return PlanMemory(params_gib=params / GIB, grads_gib=step_grads / GIB, optimizer_gib=optimizer / GIB,
                       activations_gib=0.0, buffers_gib=step_buffers / GIB, total_gib=step_total / GIB,
                       reserved_gib=reserved / GIB, usable_gib=usable, fits=reserved / GIB <= usable,
                       peak_stage=stage, peak_moment="optimizer_step", layers_on_rank=layers,
-                      microbatch_size=mbs, in_flight=flight)
+                      microbatch_size=mbs, in_flight=flight, token_gib=pipe / GIB)

@@ -127,7 +127,7 @@ def suggest_plan(setup: ResolvedSetup | MemoryInputs, *, global_batch_tokens: in
         # of the peak); a local batch that does not fit is the batch's doing, and TP divides it.
         one = _evaluate(replace(inputs, micro_batch=1), plan, policy) if why[0] == "memory" else None
         sequence_bound = (one is not None and not one.fits
-                          and one.activations_gib >= one.total_gib - one.activations_gib)
+                          and one.token_gib >= one.total_gib - one.token_gib)
         options = []
         if sequence_bound:
             options += [("context_parallel", plan.tp, cp) for cp in _divisors(world // plan.tp) if cp > plan.cp]
