@@ -203,6 +203,15 @@ def plan_for(world_size: int, *, tp: int = 1, cp: int = 1, pp: int = 1, dp_repli
                         cp=cp, tp=tp, pp=pp, **options)  # type: ignore[arg-type]
 
 
+def plan_from_setup(resolved: ResolvedSetup, **options: object) -> ParallelPlan:
+    """The plan a resolved setup states: its ``tensor_parallel``, ``context_parallel`` and
+    ``pipeline_parallel`` degrees (1 when unstated), FSDP over the rest; HSDP's replicas are not
+    a setup field. Raises ``PlanError`` when the degrees do not divide the GPU count."""
+    setup = resolved.setup
+    return plan_for(resolved.gpu_count, tp=setup.tensor_parallel or 1, cp=setup.context_parallel or 1,
+                    pp=setup.pipeline_parallel or 1, **options)  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------------------------------------
 # Korthikanti et al.'s per-layer activation count (the reference the block count is split by)
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from bot.calc.parallel import (
     korthikanti_layer_bytes,
     memory_inputs,
     plan_for,
+    plan_from_setup,
     plan_memory,
 )
 from bot.calc.parallel_comm import bubble_ratio, plan_comm_time
@@ -221,3 +222,12 @@ def test_memory_inputs_pass_through():
     inputs = memory_inputs(r)
     assert memory_inputs(inputs) is inputs
     assert plan_memory(dataclasses.replace(inputs), plan_for(8)).fits
+
+
+def test_plan_from_the_setups_stated_degrees():
+    r = resolved(model="llama3.1-70b", gpu_count=32, nodes=4, tensor_parallel=8, pipeline_parallel=2)
+    plan = plan_from_setup(r)
+    assert (plan.tp, plan.pp, plan.cp, plan.dp_shard) == (8, 2, 1, 2)
+    assert plan_from_setup(resolved()).dp_shard == 8
+    with pytest.raises(PlanError, match="does not divide"):
+        plan_from_setup(resolved(gpu_count=8, tensor_parallel=3))
