@@ -8,9 +8,10 @@ import dataclasses
 import pytest
 
 from bot.knowledge.corpus import Doc, ForumAnswer
-from bot.knowledge.embeddings import EF_NAME, ShardwiseEmbeddingFunction
 from bot.knowledge.index import (
+    EF_NAME,
     IndexUnavailable,
+    ShardwiseEmbeddingFunction,
     chunk_entries,
     ensure_index,
     ingest,
