@@ -1,7 +1,19 @@
-"""Shared test setup: an isolated data dir per test session, offline switches, one torch thread.
+"""Shared test setup: an isolated data dir per test session, offline switches, one torch thread,
+and the fakes every fast test answers with.
 
 The data dir (index, benchmark store) is created once per session under pytest's temp root, or
 taken from SHARDWISE_TEST_DATA_DIR so CI can build the index once and reuse it across steps.
+
+Layout: ``tests/unit/`` is fast and runs on fakes; ``tests/integration/`` runs the real things
+(torchrun, simulations of big models, the app and its browser, the embedding model and chromadb)
+and is marked ``slow`` by its own conftest. ``pytest -m "not slow"`` is the unit run,
+``pytest -m slow`` the integration run.
+
+The fakes: every test not marked ``slow`` searches the knowledge with the hashed bag-of-words
+embedding and the in-memory vector store (``SHARDWISE_EMBEDDING_MODEL=hashed-bag-of-words``,
+``SHARDWISE_VECTOR_STORE=memory``; see ``bot/knowledge/embeddings.py`` and ``memory_store.py``),
+as simonw/llm's tests embed with ``EmbedDemo``: no sentence-transformers model, no chromadb. Slow
+tests keep the real ones (the users' defaults).
 """
 
 from __future__ import annotations
@@ -10,6 +22,8 @@ import atexit
 import os
 import shutil
 import tempfile
+
+import pytest
 
 if os.environ.get("SHARDWISE_TEST_DATA_DIR"):
     os.environ["SHARDWISE_DATA_DIR"] = os.environ["SHARDWISE_TEST_DATA_DIR"]
@@ -26,3 +40,30 @@ try:
     torch.set_num_threads(1)  # two cores, several processes: oversubscription slows everything
 except ImportError:  # pragma: no cover
     pass
+
+FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}
+_knowledge_mode: list[bool] = []  # whether the last test ran on the fakes (caches are per mode)
+
+
+def _switch_knowledge_caches(fake: bool) -> None:
+    """Answers cached under one mode must not serve the other (a run of unit and integration
+    tests in one process): forget them when the mode changes."""
+    if _knowledge_mode and _knowledge_mode[-1] == fake:
+        return
+    if _knowledge_mode:
+        from bot.knowledge import answering, search
+
+        answering.clear_caches()
+        search.reset()
+    _knowledge_mode[:] = [fake]
+
+
+@pytest.fixture(autouse=True)
+def knowledge_backend(request, monkeypatch):
+    """Fakes for fast tests, the real embedding model and chromadb for ``slow`` ones."""
+    fake = request.node.get_closest_marker("slow") is None
+    if fake:
+        for name, value in FAKE_KNOWLEDGE_ENV.items():
+            monkeypatch.setenv(name, value)
+    _switch_knowledge_caches(fake)
+    return "fake" if fake else "real"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-BOT = Path(__file__).resolve().parent.parent / "bot"
+BOT = Path(__file__).resolve().parents[2] / "bot"
 
 # Below the decision: these never import the decision or anything above it.
 BELOW = ["calc", "catalog", "knowledge", "bench", "understand", "setup.py", "parse.py", "evidence.py",
