@@ -4,7 +4,7 @@ config-only from a fake Hub endpoint on 127.0.0.1, cached in the data dir; offli
 "no network: paste the config.json or pass --config PATH"), and a card the catalog lacks with its
 memory size, marked. Its figures equal ``shardwise calc --config ... --json``'s.
 
-``FakeHub``/``fake_hub`` are shared with tests/test_mcp.py.
+``FakeHub``/``fake_hub`` are shared with tests/unit/test_mcp.py.
 """
 
 from __future__ import annotations
