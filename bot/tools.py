@@ -29,7 +29,6 @@ from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.fields import FieldInfo
 
 from bot.fields import (
     CONFIG_FIELD,
@@ -49,7 +48,7 @@ MAX_INLINE_SIM_PARAMS_B = 1.0
 MAX_QUERY_CHARS = 2_000
 MAX_HITS = 20
 
-Fields = dict[str, tuple[Any, FieldInfo]]
+Fields = dict[str, tuple[Any, Any]]  # name -> (annotation, pydantic FieldInfo)
 
 
 class ToolInputError(ValueError):
@@ -78,8 +77,9 @@ class Tool:
         """The arguments as a pydantic model (unknown arguments are refused)."""
         fields = (self.agent_fields or self.fields)() if agent else self.fields()
         name = "".join(part.title() for part in self.name.split("_")) + "Args"
+        definitions: dict[str, Any] = dict(fields)
         return create_model(name, __config__=ConfigDict(extra="forbid"),
-                            __doc__=self.description.split("\n")[0], **fields)
+                            __doc__=self.description.split("\n")[0], **definitions)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def estimate_memory(**fields: Any) -> MemoryReport:
     recommendation of the decision ladder (docs/decision.md), which also weighs the variants
     (activation checkpointing, DDP bucket view + fused AdamW). The model is a catalog name,
     params_b, or `hf_config`: a Hugging Face config.json path, its JSON, or a Hub id."""
-    from bot.calc import resolve_with_model
+    from bot.calc import estimate, resolve_with_model
     from bot.decide import decide
     from bot.evidence import evidence_for_resolved
     from bot.fields import read_config_input
@@ -132,7 +132,8 @@ def estimate_memory(**fields: Any) -> MemoryReport:
         if hf_config is not None:  # the reader `shardwise calc --config` uses
             spec, source = read_config_input(hf_config, model=setup.model, params_b=setup.params_b)
         resolved = resolve_with_model(setup, spec) if spec is not None else resolve_setup(setup)
-        ev = evidence_for_resolved(resolved)
+        est = estimate(resolved)
+        ev = evidence_for_resolved(resolved, est)
     except ConfigInputError as err:
         raise ToolInputError(str(err)) from None
     except SetupError as err:
@@ -140,7 +141,6 @@ def estimate_memory(**fields: Any) -> MemoryReport:
         raise ToolInputError("cannot compute this setup: " + "; ".join(problems), problems) from None
     except (ValueError, LookupError) as err:  # a catalog or formula refusing a value (as the CLI)
         raise ToolInputError(f"cannot compute this setup: {err}", [str(err)]) from None
-    est = ev.estimate
     d = decide(ev)
     return MemoryReport(
         setup={k: v for k, v in resolved.setup.model_dump().items() if v is not None},

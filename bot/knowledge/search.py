@@ -164,7 +164,9 @@ class VectorStore(Protocol):
     """What the dense path needs of a store (chromadb's :class:`bot.knowledge.index.IndexStore`,
     or :class:`bot.knowledge.memory_store.MemoryStore`)."""
 
-    model: str  # the embedding model setting its vectors were made with
+    @property
+    def model(self) -> str:  # the embedding model setting its vectors were made with
+        ...
 
     def nearest(self, vector: Sequence[float], k: int, kinds: Sequence[str]) -> list[str]: ...
 
