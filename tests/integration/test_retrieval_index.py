@@ -145,3 +145,19 @@ def test_reopened_collection_uses_the_registered_embedding_function(chunks, root
     assert isinstance(ef, ShardwiseEmbeddingFunction) and ef.name() == EF_NAME
     found = collection.query(query_texts=["ring all-reduce buffer"], n_results=1)  # offline: ours embeds
     assert found["metadatas"][0][0]["entry_id"] == "doc-ring"
+
+
+def test_the_in_memory_store_finds_the_chunks_chromadb_finds(chunks, root, monkeypatch):
+    """The unit tests' MemoryStore answers ``nearest`` as the chromadb index does (same vectors:
+    the hashed embedding in both), so the fakes exercise the same dense path."""
+    from bot.knowledge.embeddings import HASHED_MODEL, embed
+    from bot.knowledge.memory_store import MemoryStore
+
+    monkeypatch.setenv("SHARDWISE_EMBEDDING_MODEL", HASHED_MODEL)
+    ingest(chunks, root=root)
+    chroma, memory = open_index(root), MemoryStore.build(chunks)
+    assert memory.model == chroma.model == HASHED_MODEL
+    for query in ("FSDP saves GPU memory", "ring all-reduce per GPU", "shards inside a node"):
+        vector = embed([query])[0]
+        for kinds in (("forum", "doc"), ("doc",), ("forum",)):
+            assert memory.nearest(vector, 3, kinds) == chroma.nearest(vector, 3, kinds), (query, kinds)
