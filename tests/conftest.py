@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -67,3 +68,21 @@ def knowledge_backend(request, monkeypatch):
             monkeypatch.setenv(name, value)
     _switch_knowledge_caches(fake)
     return "fake" if fake else "real"
+
+
+HEAVY_MODULES = ("chromadb", "sentence_transformers")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A run of fast tests only that loaded the embedding model's library or chromadb fails, naming
+    them: a unit test reached the real components (mark it slow, or use the fakes)."""
+    loaded = [m for m in HEAVY_MODULES if m in sys.modules]
+    if not loaded or not session.items or any(i.get_closest_marker("slow") for i in session.items):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(f"unit run loaded {', '.join(loaded)}: fast tests must use the fakes "
+                            "(tests/conftest.py) or be marked slow", red=True)
+    if exitstatus == 0:
+        session.exitstatus = 1
