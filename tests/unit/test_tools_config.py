@@ -217,10 +217,11 @@ def test_simulate_memory_takes_hf_config_or_model():
 
 _CHILD = """
 import json, os, sys
-from bot.tools import estimate_memory
+from bot.tools import make_tools
+tool = next(t for t in make_tools() if t.name == "estimate_memory")
 for repo, endpoint in json.loads(sys.argv[1]):
     os.environ["HF_ENDPOINT"] = endpoint  # read on every fetch (bot.catalog.hf_config.fetch_hub_config)
-    out = estimate_memory(hf_config=repo, gpu="H100", gpu_count=8)
+    out = tool.invoke({"hf_config": repo, "gpu": "H100", "gpu_count": 8})
     print(json.dumps({k: out.get(k) for k in ("error", "model_from_config")}))
 """
 
