@@ -23,8 +23,11 @@ import os
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+
+INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 if os.environ.get("SHARDWISE_TEST_DATA_DIR"):
     os.environ["SHARDWISE_DATA_DIR"] = os.environ["SHARDWISE_TEST_DATA_DIR"]
@@ -41,6 +44,16 @@ try:
     torch.set_num_threads(1)  # two cores, several processes: oversubscription slows everything
 except ImportError:  # pragma: no cover
     pass
+
+def pytest_ignore_collect(collection_path, config):
+    """The unit run (``-m "not slow"``) does not even import tests/integration (every test there is
+    slow; its modules import chromadb, Gradio and the like at the top)."""
+    if config.getoption("markexpr", "").strip() == "not slow":
+        path = Path(collection_path).resolve()
+        if path == INTEGRATION or INTEGRATION in path.parents:
+            return True
+    return None
+
 
 FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}
 _knowledge_mode: list[bool] = []  # whether the last test ran on the fakes (caches are per mode)
