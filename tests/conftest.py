@@ -12,8 +12,9 @@ and is marked ``slow`` by its own conftest. ``pytest -m "not slow"`` is the unit
 The fakes: every test not marked ``slow`` searches the knowledge with the hashed bag-of-words
 embedding and the in-memory vector store (``SHARDWISE_EMBEDDING_MODEL=hashed-bag-of-words``,
 ``SHARDWISE_VECTOR_STORE=memory``; see ``bot/knowledge/embeddings.py`` and ``memory_store.py``),
-as simonw/llm's tests embed with ``EmbedDemo``: no sentence-transformers model, no chromadb. Slow
-tests keep the real ones (the users' defaults).
+set before the test's fixtures (module-scoped ones too), as simonw/llm's tests embed with
+``EmbedDemo``: no sentence-transformers model, no chromadb (a fast-only run that loads either
+fails). Slow tests keep the real ones (the users' defaults).
 """
 
 from __future__ import annotations
@@ -56,12 +57,19 @@ def pytest_ignore_collect(collection_path, config):
 
 
 FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}
+_OWN_ENV = {name: os.environ.get(name) for name in FAKE_KNOWLEDGE_ENV}  # the caller's, for slow tests
 _knowledge_mode: list[bool] = []  # whether the last test ran on the fakes (caches are per mode)
 
 
-def _switch_knowledge_caches(fake: bool) -> None:
-    """Answers cached under one mode must not serve the other (a run of unit and integration
-    tests in one process): forget them when the mode changes."""
+def _use_knowledge(fake: bool) -> None:
+    """Fakes for fast tests, the caller's settings (by default the real model and chromadb) for
+    slow ones. Answers cached under one mode must not serve the other (a run of unit and
+    integration tests in one process): they are forgotten when the mode changes."""
+    for name, value in (FAKE_KNOWLEDGE_ENV if fake else _OWN_ENV).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     if _knowledge_mode and _knowledge_mode[-1] == fake:
         return
     if _knowledge_mode:
@@ -72,15 +80,17 @@ def _switch_knowledge_caches(fake: bool) -> None:
     _knowledge_mode[:] = [fake]
 
 
-@pytest.fixture(autouse=True)
-def knowledge_backend(request, monkeypatch):
-    """Fakes for fast tests, the real embedding model and chromadb for ``slow`` ones."""
-    fake = request.node.get_closest_marker("slow") is None
-    if fake:
-        for name, value in FAKE_KNOWLEDGE_ENV.items():
-            monkeypatch.setenv(name, value)
-    _switch_knowledge_caches(fake)
-    return "fake" if fake else "real"
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # A hook, not a fixture: module-scoped fixtures (an answer shared by a file's tests) are set up
+    # before any function-scoped fixture, and must see the fakes too.
+    _use_knowledge(item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture()
+def knowledge_backend(request):
+    """Which knowledge components this test runs on: "fake" or "real"."""
+    return "real" if request.node.get_closest_marker("slow") else "fake"
 
 
 HEAVY_MODULES = ("chromadb", "sentence_transformers")
