@@ -31,8 +31,8 @@ def test_integration_is_its_own_step_the_eval_gate_runs_once_and_pytest_closes_t
     last_pytest = max(i for i, line in enumerate(lines) if "pytest" in line and line.startswith("pytest_step"))
     assert lines[last_pytest + 1:] == ['exit "$gate"']  # nothing printed after the summary
     order = [next(i for i, line in enumerate(lines) if key in line)
-             for key in ("scripts/install.sh", "ruff check", "mypy", 'pytest -q -m "not slow"', "-m evals run",
-                         'pytest -q -m "slow and not evalgate"')]
+             for key in ("scripts/install.sh", "ruff check", "mypy", "shardwise ingest", 'pytest -q -m "not slow"',
+                         'wait "$mypy_pid"', "-m evals run", 'pytest -q -m "slow and not evalgate"')]
     assert order == sorted(order)
 
 
@@ -55,3 +55,8 @@ def test_pytest_exit_5_passes_and_a_failure_stops_the_run(tmp_path):
 def test_a_failed_eval_gate_is_remembered_not_lost(tmp_path):
     done = _run(tmp_path, 'gate=0; timed evals bash -c "exit 3" || gate=$?; echo "gate=$gate"')
     assert done.stdout.strip() == "gate=3"
+
+
+def test_a_background_step_is_timed_and_its_failure_is_seen_by_wait(tmp_path):
+    done = _run(tmp_path, 'timed bg bash -c "sleep 0.2; exit 4" & pid=$!; rc=0; wait "$pid" || rc=$?; echo "rc=$rc"')
+    assert done.stdout.strip() == "rc=4" and re.search(r"^bg  \d+ s \(exit 4\)$", (tmp_path / "t.txt").read_text(), re.M)
