@@ -2,18 +2,19 @@
 
 Four tools, each a thin wrapper over the one implementation every surface uses:
 
-- ``estimate_memory``  -> ``bot.calc.estimate_setup`` (formula; every strategy; instant); the model
+- ``estimate_memory``  -> ``bot.tools.estimate_memory`` (formula; every strategy; instant); the model
   by name, by size, or as a Hugging Face ``config.json`` (``hf_config``: path, JSON, Hub id), read by
   ``bot.fields.read_config_input`` as ``shardwise calc --config`` reads it
 - ``simulate_memory``  -> ``bot.bench.simulate.simulate_cached`` (exact per-GPU peak from a
   FakeTensorMode run of one strategy; seconds to minutes, cached by config); a catalog model or
   ``hf_config`` (``SimConfig.from_hf_config``, as ``bench simulate --config``)
-- ``search_knowledge`` -> ``bot.knowledge.search.search`` (forum answers and docs, zh/en)
+- ``search_knowledge`` -> ``bot.tools.search_knowledge`` (forum answers and docs, zh/en)
 - ``ask``              -> ``bot.ask`` (the full Answer JSON, the same as ``shardwise ask --json``)
 
 Bad arguments (schema violations, impossible setups, unknown models) come back as tool errors
 (``isError``) with a message saying what to fix; they never take the server down.
-``build_mcp_server`` takes the four functions as parameters so tests can swap one; by default
+``estimate_memory`` and ``search_knowledge`` are generated from the tool registry (``bot.tools``),
+as the agent's are. ``build_mcp_server`` takes ``ask`` and ``simulate`` as parameters so tests can swap one; by default
 each is imported on first use, so the server starts without loading torch or the index.
 
 SDK: ``mcp`` 2.x, ``mcp.server.mcpserver.MCPServer`` (https://py.sdk.modelcontextprotocol.io/v2/).
@@ -21,7 +22,6 @@ SDK: ``mcp`` 2.x, ``mcp.server.mcpserver.MCPServer`` (https://py.sdk.modelcontex
 
 from __future__ import annotations
 
-import inspect
 import logging
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
@@ -31,18 +31,14 @@ from pydantic import BaseModel, Field
 
 from bot.answer import Answer
 from bot.fields import (
-    CONFIG_FIELD,
     MAX_CONFIG_CHARS,
     MAX_NAME_CHARS,
     ConfigInputError,
-    card_report,
     config_field,
     describe,
-    estimate_tool_fields,
     load_config_input,
-    model_report,
-    read_config_input,
 )
+from bot.tools import KnowledgeHit, KnowledgeResults, MemoryReport, add_mcp_tools  # noqa: F401  (the registry's)
 
 log = logging.getLogger("shardwise.mcp")
 
@@ -76,31 +72,7 @@ HF_CONFIG_TYPE, HF_CONFIG_INFO = config_field()
 
 
 # ---------------------------------------------------------------------------------------------
-# Structured outputs
-class MemoryReport(BaseModel):
-    """Calculator output: resolved setup, the defaults it assumed, and per-strategy figures."""
-
-    setup: dict[str, Any] = Field(description="The setup as computed (stated fields plus defaults).")
-    assumed: list[str] = Field(description="Fields filled from defaults rather than stated.")
-    memory: dict[str, dict[str, Any]] = Field(
-        description="Per strategy: params/grads/optimizer/activations/buffers/total GiB per GPU, "
-                    "fits, max_micro_batch, usable_gib, host_ram_gib.")
-    comm: dict[str, dict[str, Any]] = Field(description="Per strategy: gb_per_step, seconds_per_step, vs_ddp.")
-    step_seconds: dict[str, float] = Field(description="Per strategy: estimated seconds per training step.")
-    numbers: dict[str, float | int | bool | None] = Field(
-        description="The same figures as flat keys memory.<strategy>.<field>, comm.<strategy>.<field>, "
-                    "time.<strategy>.step_seconds (the keys of an Answer's numbers).")
-    inputs: dict[str, Any] = Field(description="Every input the formulas used (model shape, links, peak "
-                                               "TFLOPS, headroom), for citing the result.")
-    model_from_config: dict[str, Any] | None = Field(
-        default=None, description="When the model came from `hf_config`: its source, name, kind, total and "
-                                  "active parameters (they differ for MoE), approximate, caveats.")
-    gpu_card: dict[str, Any] = Field(
-        default_factory=dict, description="The card computed for: name, memory_gb, in_catalog, approximate, "
-                                          "backend, note. A card the catalog lacks is accepted with its stated "
-                                          "memory and marked (in_catalog false, approximate true).")
-
-
+# Structured outputs (estimate_memory's and search_knowledge's are the registry's, bot.tools)
 class SimulationReport(BaseModel):
     """One simulated training step: exact per-GPU peak and its breakdown at the peak, GiB."""
 
@@ -118,43 +90,16 @@ class SimulationReport(BaseModel):
     torch_version: str
 
 
-class KnowledgeHit(BaseModel):
-    id: str
-    kind: Literal["forum", "doc"]
-    title: str
-    url: str
-    score: float = Field(description="Fused rank score; compare within one query only.")
-    lang: str
-    text: str = Field(description="Forum: the verbatim answer. Doc: the matching passage.")
-
-
-class KnowledgeResults(BaseModel):
-    query: str
-    hits: list[KnowledgeHit]
-
-
 class Turn(BaseModel):
     role: Literal["user", "assistant"]
     content: str = Field(max_length=MAX_QUESTION_CHARS)
 
 
 # ---------------------------------------------------------------------------------------------
-def _default_estimate(setup, model_spec=None):
-    from bot.calc import estimate_setup
-
-    return estimate_setup(setup, model_spec=model_spec)
-
-
 def _default_simulate(config):
     from bot.bench.simulate import simulate_cached
 
     return simulate_cached(config)
-
-
-def _default_search(query: str, k: int, kinds):
-    from bot.knowledge.search import search
-
-    return search(query, k=k, kinds=kinds)
 
 
 def _default_ask(question: str, history=None) -> Answer:
@@ -164,65 +109,17 @@ def _default_ask(question: str, history=None) -> Answer:
     return answer(question, history)
 
 
-def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_fn=None):
+def build_mcp_server(*, ask_fn=None, simulate_fn=None):
     """The MCPServer with the four tools; each ``*_fn`` defaults to the real implementation."""
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    from bot.setup import SetupError, TrainingSetup
-
     ask_fn = ask_fn or _default_ask
-    estimate_fn = estimate_fn or _default_estimate
     simulate_fn = simulate_fn or _default_simulate
-    search_fn = search_fn or _default_search
     server = _server_class()("shardwise", instructions=INSTRUCTIONS, log_level="WARNING")
-    setup_fields = set(TrainingSetup.model_fields)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    def estimate_memory(**fields) -> MemoryReport:
-        hf_config = fields.get(CONFIG_FIELD)
-        fields = {k: v for k, v in fields.items() if k in setup_fields and v is not None}
-        setup = TrainingSetup(**fields)
-        spec = source = None
-        try:
-            if hf_config is not None:  # the reader `shardwise calc --config` uses
-                spec, source = read_config_input(hf_config, model=setup.model, params_b=setup.params_b)
-            est = estimate_fn(setup, spec) if spec is not None else estimate_fn(setup)
-        except ConfigInputError as err:
-            raise ToolError(str(err)) from None
-        except SetupError as err:
-            raise ToolError("cannot compute this setup: " + "; ".join(str(p) for p in err.problems)) from None
-        except (ValueError, LookupError) as err:  # a catalog or formula refusing a value (as the CLI)
-            raise ToolError(f"cannot compute this setup: {err}") from None
-        return MemoryReport(
-            model_from_config=model_report(spec, source or "") if spec is not None else None,
-            gpu_card=card_report(est.resolved),
-            setup={k: v for k, v in est.resolved.setup.model_dump().items() if v is not None},
-            assumed=list(est.resolved.assumed),
-            memory={s: asdict(m) for s, m in est.memory.items()},
-            comm={s: asdict(c) for s, c in est.comm.items()},
-            step_seconds=dict(est.time), numbers=est.numbers(), inputs=est.inputs,
-        )
-
-    # The arguments are TrainingSetup's own fields plus `hf_config`, described once in bot.fields
-    # (units, ranges, strict types, length limits): nothing here re-declares them.
-    estimate_memory.__signature__ = inspect.Signature(
-        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                           annotation=Annotated[annotation, info])
-         for name, (annotation, info) in estimate_tool_fields().items()],
-        return_annotation=MemoryReport)
-    # open world: a Hub id in hf_config may be fetched from the Hub (when HF_HUB_OFFLINE=0)
-    hub_reading = ToolAnnotations(read_only_hint=True, open_world_hint=True)
-    server.tool(title="Per-GPU memory for every strategy", annotations=hub_reading, description=(
-        "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "
-        "and the largest micro-batch that fits), communication per step and step time for EVERY "
-        "strategy (ddp, fsdp_shard_grad_op, fsdp_full_shard, fsdp_hybrid_shard, "
-        "fsdp_full_shard_offload) from setup fields. Needs the model (a catalog name, params_b, or "
-        "`hf_config`: a Hugging Face config.json path, its JSON, or a Hub id), the GPU (gpu name or "
-        "gpu_memory_gb; a card the catalog lacks is accepted with gpu_memory_gb and marked in "
-        "gpu_card) and gpu_count (or nodes and gpus_per_node); other fields "
-        "default (bf16-mixed, adamw, full fine-tune, seq_len 2048, micro_batch 1) and are listed in "
-        "`assumed`. Instant; a formula, not a measurement. " + LIMITS_TEXT))(estimate_memory)
+    add_mcp_tools(server, note=LIMITS_TEXT)  # estimate_memory, search_knowledge (bot.tools)
 
     @server.tool(title="Simulate one strategy's exact per-GPU peak", description=(
         "Measure the exact per-GPU peak memory of one training step (forward, backward, optimizer "
@@ -272,22 +169,6 @@ def build_mcp_server(*, ask_fn=None, estimate_fn=None, simulate_fn=None, search_
             grads_gib=result.grads_gib, optimizer_gib=result.optimizer_gib,
             activations_gib=result.activations_gib, buffers_gib=result.buffers_gib, host_gib=result.host_gib,
             seconds=result.seconds, torch_version=result.torch_version)
-
-    @server.tool(title="Search the forum and docs", annotations=read_only, description=(
-        "Search shardwise's knowledge: the forum thread's answers on DDP vs FSDP (Chinese originals) "
-        "and docs written for this project (FSDP2, DDP, HSDP, offload, memory math), in English or "
-        "Chinese. Returns the best entries with their source URLs and text to quote."))
-    def search_knowledge(
-        query: Annotated[str, Field(description="What to look for, English or Chinese.",
-                                    max_length=MAX_QUERY_CHARS)],
-        k: Annotated[int, Field(description="How many entries to return.", ge=1, le=20, strict=True)] = 5,
-        kinds: Annotated[list[Literal["forum", "doc"]] | None,
-                         Field(description="Restrict to forum answers or docs; default both.")] = None,
-    ) -> KnowledgeResults:
-        if not query.strip():
-            raise ToolError("query is empty: say what to look for")
-        hits = search_fn(query, k, tuple(kinds) if kinds else ("forum", "doc"))
-        return KnowledgeResults(query=query, hits=[KnowledgeHit(**asdict(h)) for h in hits])
 
     @server.tool(name="ask", title="Ask shardwise (full answer)", annotations=read_only, description=(
         "Ask a question about choosing DDP or FSDP (or HSDP, offload) in English or Chinese, e.g. "

@@ -1,98 +1,238 @@
-"""LangChain tools over the same functions every surface uses (no copies of any computation).
+"""The tool registry: each tool once (name, description, argument fields, function, output model),
+and the adapters that make LangChain tools (the agent in ``bot.llm``) and MCP tools
+(``bot.mcp_server``) from it.
 
-``make_tools()`` returns ``estimate_memory``, ``simulate_memory``, ``lookup_benchmarks`` and
-``search_knowledge`` for an agent (``bot.llm``); each returns plain JSON-able data.
-``estimate_memory`` takes the inputs MCP's does (``bot.fields.estimate_tool_fields``): the setup
-fields, and the model by name, by size or as a Hugging Face ``config.json`` (``hf_config``: a path,
-the JSON text or object, a Hub id), read by ``bot.fields.read_config_input`` as ``shardwise calc
---config`` reads it; a card the catalog lacks is accepted with ``gpu_memory_gb`` and marked.
+A tool's function takes its arguments as keywords and returns its output model (or plain JSON-able
+data); a problem the caller can fix is a :class:`ToolInputError` carrying every problem. Each
+surface turns that into its own form: the MCP adapter into a tool error (``isError``), the
+LangChain adapter into ``{"error", "problems"}`` the agent reads. Arguments come from one field
+table per tool (for ``estimate_memory``: ``TrainingSetup``'s fields described in ``bot.fields``);
+MCP validates them strictly (no ``"8"`` for 8, ranges in the schema), the agent's view
+(``agent_fields``) is the same fields without the ranges, so an out-of-range value comes back
+with every problem named rather than as a schema exception.
+
+- ``estimate_memory`` (LangChain and MCP): per-GPU memory, communication and step time for every
+  strategy and the decision ladder's pick; the model by name, by size or as a Hugging Face
+  ``config.json`` (``hf_config``: a path, the JSON text or object, a Hub id, read as ``shardwise
+  calc --config`` reads it); a card the catalog lacks is accepted with ``gpu_memory_gb`` and marked.
+- ``search_knowledge`` (LangChain and MCP): forum answers and docs, zh/en.
+- ``simulate_memory`` and ``lookup_benchmarks`` (LangChain): a stored simulation, or one run now
+  for small models; stored benchmark results. MCP's ``simulate_memory`` (which runs any size, with
+  progress) and ``ask`` are defined in ``bot.mcp_server``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import inspect
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any, Literal
 
-from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from bot.fields import CONFIG_FIELD, ConfigInputError, card_report, config_field, describe, model_report
+from bot.fields import (
+    CONFIG_FIELD,
+    ConfigInputError,
+    card_report,
+    config_field,
+    describe,
+    estimate_tool_fields,
+    model_report,
+)
 from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
-# Models above this size are not simulated inside a tool call (a 7B simulation takes ~30 s);
-# the tool answers with a stored result or says how to run one.
+# Models above this size are not simulated inside an agent's tool call (a 7B simulation takes
+# ~30 s); the tool answers with a stored result or says how to run one.
 MAX_INLINE_SIM_PARAMS_B = 1.0
+MAX_QUERY_CHARS = 2_000
+MAX_HITS = 20
+
+Fields = dict[str, tuple[Any, Any]]  # name -> (annotation, pydantic FieldInfo)
 
 
-def estimate_memory(**fields: Any) -> dict[str, Any]:
-    """Per-GPU memory, communication, step time and throughput for every strategy (and the
-    variants the advice weighs: activation checkpointing, DDP bucket view + fused AdamW), and the
-    recommendation of the decision ladder (docs/decision.md). The model is a catalog name,
+class ToolInputError(ValueError):
+    """Arguments a tool cannot use; ``problems`` names each one, the message says what to fix."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool as every surface sees it."""
+
+    name: str
+    title: str
+    description: str
+    fields: Callable[[], Fields]  # the arguments (strict, with ranges): MCP's schema
+    function: Callable[..., Any]  # keywords in, the output model (or JSON-able data) out
+    output: type[BaseModel] | None  # the structured output MCP declares
+    surfaces: tuple[str, ...] = ("langchain", "mcp")
+    agent_fields: Callable[[], Fields] | None = None  # the agent's (lenient) view; default: fields
+    open_world: bool = False  # may reach outside (a Hub id fetched when online)
+
+    def args_model(self, *, agent: bool = False) -> type[BaseModel]:
+        """The arguments as a pydantic model (unknown arguments are refused)."""
+        fields = (self.agent_fields or self.fields)() if agent else self.fields()
+        name = "".join(part.title() for part in self.name.split("_")) + "Args"
+        definitions: dict[str, Any] = dict(fields)
+        return create_model(name, __config__=ConfigDict(extra="forbid"),
+                            __doc__=self.description.split("\n")[0], **definitions)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimate_memory
+class MemoryReport(BaseModel):
+    """Calculator output: resolved setup, the defaults it assumed, per-strategy figures, the pick."""
+
+    setup: dict[str, Any] = Field(description="The setup as computed (stated fields plus defaults).")
+    assumed: list[str] = Field(description="Fields filled from defaults rather than stated.")
+    memory: dict[str, dict[str, Any]] = Field(
+        description="Per strategy: params/grads/optimizer/activations/buffers/total GiB per GPU, "
+                    "fits, max_micro_batch, usable_gib, host_ram_gib.")
+    comm: dict[str, dict[str, Any]] = Field(description="Per strategy: gb_per_step, seconds_per_step, vs_ddp.")
+    step_seconds: dict[str, float] = Field(description="Per strategy: estimated seconds per training step.")
+    numbers: dict[str, float | int | bool | None] = Field(
+        description="The same figures as flat keys memory.<strategy>.<field>, comm.<strategy>.<field>, "
+                    "time.<strategy>.step_seconds (the keys of an Answer's numbers; what `shardwise calc "
+                    "--json` prints).")
+    inputs: dict[str, Any] = Field(description="Every input the formulas used (model shape, links, peak "
+                                               "TFLOPS, headroom), for citing the result.")
+    recommendation: dict[str, Any] = Field(
+        default_factory=dict, description="The decision ladder's pick (docs/decision.md): strategy, variant, "
+                                          "alternatives, confidence.")
+    model_from_config: dict[str, Any] | None = Field(
+        default=None, description="When the model came from `hf_config`: its source, name, kind, total and "
+                                  "active parameters (they differ for MoE), approximate, caveats.")
+    gpu_card: dict[str, Any] = Field(
+        default_factory=dict, description="The card computed for: name, memory_gb, in_catalog, approximate, "
+                                          "backend, note. A card the catalog lacks is accepted with its stated "
+                                          "memory and marked (in_catalog false, approximate true).")
+
+
+def estimate_memory(**fields: Any) -> MemoryReport:
+    """Per-GPU memory, communication, step time and throughput for every strategy, and the
+    recommendation of the decision ladder (docs/decision.md), which also weighs the variants
+    (activation checkpointing, DDP bucket view + fused AdamW). The model is a catalog name,
     params_b, or `hf_config`: a Hugging Face config.json path, its JSON, or a Hub id."""
-    from bot.calc import resolve_with_model
+    from bot.calc import estimate, resolve_with_model
     from bot.decide import decide
     from bot.evidence import evidence_for_resolved
     from bot.fields import read_config_input
 
     hf_config = fields.pop(CONFIG_FIELD, None)
+    unknown = sorted(set(fields) - set(TrainingSetup.model_fields))
+    if unknown:
+        raise ToolInputError(f"unknown arguments: {', '.join(unknown)}")
     setup = TrainingSetup(**{k: v for k, v in fields.items() if v is not None})
     spec = source = None
     try:
         if hf_config is not None:  # the reader `shardwise calc --config` uses
             spec, source = read_config_input(hf_config, model=setup.model, params_b=setup.params_b)
         resolved = resolve_with_model(setup, spec) if spec is not None else resolve_setup(setup)
+        est = estimate(resolved)
+        ev = evidence_for_resolved(resolved, est)
     except ConfigInputError as err:
-        return {"error": str(err), "problems": [str(err)]}
+        raise ToolInputError(str(err)) from None
     except SetupError as err:
-        return {"error": str(err), "problems": [str(p) for p in err.problems]}
+        problems = [str(p) for p in err.problems]
+        raise ToolInputError("cannot compute this setup: " + "; ".join(problems), problems) from None
     except (ValueError, LookupError) as err:  # a catalog or formula refusing a value (as the CLI)
-        return {"error": f"cannot compute this setup: {err}", "problems": [str(err)]}
-    ev = evidence_for_resolved(resolved)
+        raise ToolInputError(f"cannot compute this setup: {err}", [str(err)]) from None
     d = decide(ev)
-    out: dict[str, Any] = {
-        "setup": resolved.setup.model_dump(), "numbers": ev.numbers(), "gpu_card": card_report(resolved),
-        "recommendation": {"strategy": d.strategy, "variant": d.variant, "alternatives": d.alternatives,
-                           "confidence": d.confidence}}
-    if spec is not None:
-        out["model_from_config"] = model_report(spec, source or "")
-    return out
+    return MemoryReport(
+        setup={k: v for k, v in resolved.setup.model_dump().items() if v is not None},
+        assumed=list(resolved.assumed),
+        memory={s: asdict(m) for s, m in est.memory.items()},
+        comm={s: asdict(c) for s, c in est.comm.items()},
+        step_seconds=dict(est.time), numbers=est.numbers(), inputs=est.inputs,
+        recommendation={"strategy": d.strategy, "variant": d.variant, "alternatives": d.alternatives,
+                        "confidence": d.confidence},
+        model_from_config=model_report(spec, source or "") if spec is not None else None,
+        gpu_card=card_report(resolved),
+    )
 
 
-def setup_args_model() -> type[BaseModel]:
-    """``estimate_memory``'s arguments: ``TrainingSetup``'s own fields (names, types, allowed
-    values) with the descriptions and units of ``bot.fields``, plus ``hf_config``
-    (``bot.fields.config_field``) -- the fields MCP's estimate_memory shows, described once. Validation is ``TrainingSetup``'s: ranges are checked by
-    ``check_setup`` inside the tool, so a value out of range comes back as ``{"error", "problems"}``
-    naming every problem rather than as a schema exception. A field without a description in
-    ``bot.fields.FIELD_DOCS`` raises KeyError here (tests/test_tool_schemas.py)."""
-    fields: dict[str, Any] = {name: (info.annotation, Field(default=None, description=describe(name)))
-                              for name, info in TrainingSetup.model_fields.items()}
+def _agent_setup_fields() -> Fields:
+    """``TrainingSetup``'s own fields (names, types, allowed values) with the descriptions and
+    units of ``bot.fields``, plus ``hf_config``, without ranges: ``check_setup`` inside the tool
+    names every problem. A field without a description in ``bot.fields.FIELD_DOCS`` raises
+    KeyError here (tests/unit/test_tool_schemas.py)."""
+    fields: Fields = {name: (info.annotation, Field(default=None, description=describe(name)))
+                      for name, info in TrainingSetup.model_fields.items()}
     fields[CONFIG_FIELD] = config_field()
-    return create_model("EstimateMemoryArgs", __config__=ConfigDict(extra="forbid"),
-                        __doc__="A (possibly partial) training setup; unknown fields are left out.", **fields)
+    return fields
 
 
-_CONFIG_ANNOTATION, _CONFIG_INFO = config_field()
+# ---------------------------------------------------------------------------------------------
+# search_knowledge
+class KnowledgeHit(BaseModel):
+    id: str
+    kind: Literal["forum", "doc"]
+    title: str
+    url: str
+    score: float = Field(description="Fused rank score; compare within one query only.")
+    lang: str
+    text: str = Field(description="Forum: the verbatim answer. Doc: the matching passage.")
 
 
-class SimulateArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = Field(default=None, description="catalog model name or a size like '7b'; or give "
-                                                        "hf_config instead")
-    # the field MCP's simulate_memory and both estimate_memory tools take (bot.fields.config_field)
-    hf_config: _CONFIG_ANNOTATION = _CONFIG_INFO  # type: ignore[valid-type]
-    gpu_count: int = Field(description="number of GPUs (ranks)")
-    strategy: Literal["ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard",
-                      "fsdp_full_shard_offload"]
-    gpus_per_node: int | None = None
-    seq_len: int = 2048
-    micro_batch: int = 1
-    precision: str = "bf16-mixed"
-    activation_checkpointing: bool = False
+class KnowledgeResults(BaseModel):
+    query: str
+    hits: list[KnowledgeHit]
 
 
-def simulate_memory(**args) -> dict:
+KindName = Literal["forum", "doc"]
+
+
+def search_knowledge(query: str, k: int = 5, kinds: list[str] | None = None) -> KnowledgeResults:
+    """Forum answers and docs relevant to the query (hybrid BM25 + dense search)."""
+    from bot.knowledge.search import search
+
+    if not isinstance(query, str) or not query.strip():
+        raise ToolInputError("query is empty: say what to look for")
+    hits = search(query, k=max(1, min(int(k), MAX_HITS)), kinds=tuple(kinds or ("forum", "doc")))
+    return KnowledgeResults(query=query, hits=[KnowledgeHit(**asdict(h)) for h in hits])
+
+
+def _search_fields() -> Fields:
+    return {
+        "query": (str, Field(description="What to look for, English or Chinese.", max_length=MAX_QUERY_CHARS)),
+        "k": (int, Field(default=5, description="How many entries to return.", ge=1, le=MAX_HITS, strict=True)),
+        "kinds": (list[KindName] | None, Field(default=None, description="Restrict to forum answers or docs; "
+                                                                         "default both.")),
+    }
+
+
+def _agent_search_fields() -> Fields:
+    return {"query": (str, Field(description="What to look for, English or Chinese.")),
+            "k": (int, Field(default=5, description="How many entries to return (at most 20).")),
+            "kinds": (list[KindName] | None, Field(default=None, description="forum, doc, or both (default)."))}
+
+
+# ---------------------------------------------------------------------------------------------
+# simulate_memory and lookup_benchmarks (the agent's)
+StrategyName = Literal["ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard",
+                       "fsdp_full_shard_offload"]
+
+
+def _simulate_fields() -> Fields:
+    return {
+        "model": (str | None, Field(default=None, description="catalog model name or a size like '7b'; or "
+                                                              "give hf_config instead")),
+        CONFIG_FIELD: config_field(),  # the field both estimate_memory tools take (bot.fields)
+        "gpu_count": (int, Field(description="number of GPUs (ranks)")),
+        "strategy": (StrategyName, Field()),
+        "gpus_per_node": (int | None, Field(default=None)),
+        "seq_len": (int, Field(default=2048)),
+        "micro_batch": (int, Field(default=1)),
+        "precision": (str, Field(default="bf16-mixed")),
+        "activation_checkpointing": (bool, Field(default=False)),
+    }
+
+
+def simulate_memory(**args: Any) -> dict[str, Any]:
     """Exact per-GPU peak from a FakeTensor simulation: stored result, or run now for small models.
     The model is a catalog name or `hf_config` (a config.json path, its JSON, or a Hub id)."""
     from bot.bench.simulate import SimConfig, SimError, simulate_cached
@@ -104,7 +244,7 @@ def simulate_memory(**args) -> dict:
     model = args.pop("model", None)
     try:
         if (model is None) == (hf_config is None):  # `bench simulate`'s rule: --model or --config
-            return {"error": "pass either model or hf_config (a config.json path, its JSON, or a Hub id)"}
+            raise ToolInputError("pass either model or hf_config (a config.json path, its JSON, or a Hub id)")
         if hf_config is not None:  # read as `bench simulate --config` reads it
             read = load_config_input(hf_config)
             cfg = SimConfig.from_hf_config(read.data, model=read.spec.name, **args).normalized()
@@ -120,13 +260,11 @@ def simulate_memory(**args) -> dict:
                     f"`shardwise bench simulate {how}` to record one (takes about half a minute)"}
         run_id, result = simulate_cached(cfg, store)
         return {"run_id": run_id, **result.to_dict()}
-    except ConfigInputError as err:
-        return {"error": str(err)}
-    except (SimError, UnknownNameError, TypeError) as err:
-        return {"error": str(err)}
+    except (ConfigInputError, SimError, UnknownNameError, TypeError) as err:
+        raise ToolInputError(str(err)) from None
 
 
-def lookup_benchmarks(model: str | None = None, strategy: str | None = None) -> list[dict]:
+def lookup_benchmarks(model: str | None = None, strategy: str | None = None) -> list[dict[str, Any]]:
     """Stored benchmark and simulation results (ids "run-..." are citable), newest first."""
     from bot.bench.store import ResultStore
     from bot.catalog import UnknownNameError, lookup_model
@@ -137,39 +275,92 @@ def lookup_benchmarks(model: str | None = None, strategy: str | None = None) -> 
         except UnknownNameError:
             pass
     if strategy is not None and strategy not in TRAINING_STRATEGIES:
-        return [{"error": f"unknown strategy {strategy!r}"}]
+        raise ToolInputError(f"unknown strategy {strategy!r}")
     store: Any = ResultStore()
     runs = store.find_runs(model=model, strategy=strategy)[:10]
     return [{"id": r.id, "kind": r.kind, "summary": r.summary(), "figures": r.figures} for r in runs]
 
 
-def search_knowledge(query: str, k: int = 5, kinds: list[str] | None = None) -> list[dict]:
-    """Forum answers and docs relevant to the query (hybrid BM25 + dense search)."""
-    from bot.knowledge.search import search
-
-    hits = search(query, k=max(1, min(int(k), 10)), kinds=tuple(kinds or ("forum", "doc")))
-    return [{"id": h.id, "kind": h.kind, "title": h.title, "url": h.url, "text": h.text[:800]} for h in hits]
+def _bench_fields() -> Fields:
+    return {"model": (str | None, Field(default=None)), "strategy": (str | None, Field(default=None))}
 
 
-class SearchArgs(BaseModel):
-    query: str
-    k: int = 5
-    kinds: list[Literal["forum", "doc"]] | None = None
+# ---------------------------------------------------------------------------------------------
+# The registry
+ESTIMATE_DESCRIPTION = (
+    "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "
+    "and the largest micro-batch that fits), communication per step and step time for EVERY "
+    "strategy (ddp, fsdp_shard_grad_op, fsdp_full_shard, fsdp_hybrid_shard, "
+    "fsdp_full_shard_offload) from setup fields, and the decision ladder's recommendation. Needs the "
+    "model (a catalog name, params_b, or `hf_config`: a Hugging Face config.json path, its JSON, or a "
+    "Hub id), the GPU (gpu name or gpu_memory_gb; a card the catalog lacks is accepted with "
+    "gpu_memory_gb and marked in gpu_card) and gpu_count (or nodes and gpus_per_node); other fields "
+    "default (bf16-mixed, adamw, full fine-tune, seq_len 2048, micro_batch 1) and are listed in "
+    "`assumed`. Instant; a formula, not a measurement.")
+
+TOOLS: tuple[Tool, ...] = (
+    Tool("estimate_memory", "Per-GPU memory for every strategy", ESTIMATE_DESCRIPTION, estimate_tool_fields,
+         estimate_memory, MemoryReport, agent_fields=_agent_setup_fields, open_world=True),
+    Tool("simulate_memory", "Simulate one strategy's exact per-GPU peak", simulate_memory.__doc__ or "",
+         _simulate_fields, simulate_memory, None, surfaces=("langchain",)),
+    Tool("lookup_benchmarks", "Stored benchmark results", lookup_benchmarks.__doc__ or "", _bench_fields,
+         lookup_benchmarks, None, surfaces=("langchain",)),
+    Tool("search_knowledge", "Search the forum and docs", (
+        "Search shardwise's knowledge: the forum thread's answers on DDP vs FSDP (Chinese originals) "
+        "and docs written for this project (FSDP2, DDP, HSDP, offload, memory math), in English or "
+        "Chinese. Returns the best entries with their source URLs and text to quote."),
+         _search_fields, search_knowledge, KnowledgeResults, agent_fields=_agent_search_fields),
+)
 
 
-class BenchArgs(BaseModel):
-    model: str | None = None
-    strategy: str | None = None
+def tools_for(surface: str) -> list[Tool]:
+    return [t for t in TOOLS if surface in t.surfaces]
 
 
-def make_tools() -> list[StructuredTool]:
-    return [
-        StructuredTool.from_function(estimate_memory, name="estimate_memory", args_schema=setup_args_model(),
-                                     description=estimate_memory.__doc__),
-        StructuredTool.from_function(simulate_memory, name="simulate_memory", args_schema=SimulateArgs,
-                                     description=simulate_memory.__doc__),
-        StructuredTool.from_function(lookup_benchmarks, name="lookup_benchmarks", args_schema=BenchArgs,
-                                     description=lookup_benchmarks.__doc__),
-        StructuredTool.from_function(search_knowledge, name="search_knowledge", args_schema=SearchArgs,
-                                     description=search_knowledge.__doc__),
-    ]
+# ---------------------------------------------------------------------------------------------
+# Adapters
+def _plain(out: Any) -> Any:
+    return out.model_dump() if isinstance(out, BaseModel) else out
+
+
+def make_tools() -> list[Any]:
+    """The LangChain ``StructuredTool`` of every tool for the agent; a :class:`ToolInputError`
+    comes back as ``{"error", "problems"}`` so the agent can read what to fix."""
+    from langchain_core.tools import StructuredTool
+
+    def agent_call(tool: Tool) -> Callable[..., Any]:
+        def call(**kwargs: Any) -> Any:
+            try:
+                return _plain(tool.function(**kwargs))
+            except ToolInputError as err:
+                return {"error": str(err), "problems": err.problems}
+
+        return call
+
+    return [StructuredTool.from_function(agent_call(t), name=t.name, description=t.description,
+                                         args_schema=t.args_model(agent=True)) for t in tools_for("langchain")]
+
+
+def add_mcp_tools(server: Any, *, note: str = "") -> None:
+    """Register every MCP tool of the registry on an ``MCPServer``: the signature the SDK reads is
+    the tool's field table, the return annotation its output model, a :class:`ToolInputError` a
+    tool error. ``note`` (the server's limits) is appended to each description."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    for tool in tools_for("mcp"):
+        def call(_tool: Tool = tool, **kwargs: Any) -> Any:
+            try:
+                return _tool.function(**kwargs)
+            except ToolInputError as err:
+                raise ToolError(str(err)) from None
+
+        fields = tool.fields()
+        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, info],
+                               default=inspect.Parameter.empty if info.is_required() else info.default)
+             for name, (annotation, info) in fields.items()],
+            return_annotation=tool.output)
+        call.__name__ = tool.name
+        server.tool(name=tool.name, title=tool.title, description=f"{tool.description} {note}".strip(),
+                    annotations=ToolAnnotations(read_only_hint=True, open_world_hint=tool.open_world))(call)

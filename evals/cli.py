@@ -3,7 +3,9 @@ per file, write ``summary.json`` and ``report.md``, and gate.
 
 Gate: with ``--cases FILE``, the pass rate must reach ``--min-pass``; by default every
 ``evals/cases/*.jsonl`` must pass at least its ratcheted count in ``evals/cases/baseline.json``
-(``--ratchet`` raises the counts to today's; they never go down).
+(``--ratchet`` raises the counts to today's; they never go down), and the gold set must pass its
+own gate (``evals.harness.gold_gate``: no errors, ``--min-pass``, above every baseline). This is
+the one eval gate: CI runs it once, with its report as an artifact.
 Exit status: 0 the gate passed; 1 it did not; 2 a cases file is invalid or the bot cannot be loaded.
 """
 
@@ -23,9 +25,11 @@ import bot  # noqa: F401  (offline environment first)
 from bot.env import configure_runtime
 from evals.harness import (
     DEFAULT_MIN_PASS,
+    GOLD_CASES,
     CaseFileError,
     case_files,
     default_ask,
+    gold_gate,
     load_baseline,
     load_cases,
     raise_baseline,
@@ -87,6 +91,10 @@ def eval_command(cases_file: Path | None, as_json: bool, out_dir: Path, min_pass
     if ratchet:
         raise_baseline(passed)
     ok, lines = ratchet_gate(passed, load_baseline())
+    if GOLD_CASES.name in summaries:
+        gold_ok, gold_lines = gold_gate(summaries[GOLD_CASES.name], min_pass)
+        ok &= gold_ok
+        lines += gold_lines
     if as_json:
         click.echo(json.dumps({"files": {n: {k: s[k] for k in ("cases", "passed", "pass_rate", "errors")}
                                          for n, s in summaries.items()},

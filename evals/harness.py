@@ -293,6 +293,32 @@ def ratchet_gate(passed_by_file: dict[str, int], baseline: dict[str, int]) -> tu
     return ok, lines
 
 
+# The bot's strategy rate on the gold set must beat each fixed baseline's by more than this.
+BASELINE_MARGIN = 0.2
+BASELINE_NAMES = ("always_ddp", "always_fsdp", "forum_majority")
+
+
+def gold_gate(summary: dict, min_pass: float = DEFAULT_MIN_PASS) -> tuple[bool, list[str]]:
+    """The gold set's own gate (``summary`` is ``evals.report.summarize``'s for gold.jsonl): no
+    case errors, a pass rate of at least ``min_pass``, and, when the baselines were scored, the
+    bot's strategy rate above every baseline's by more than :data:`BASELINE_MARGIN`."""
+    problems = []
+    if summary["errors"]:
+        problems.append(f"{summary['errors']} cases raised errors")
+    if summary["pass_rate"] < min_pass:
+        problems.append(f"pass rate {summary['pass_rate']:.4f} < {min_pass}")
+    scored = summary.get("baselines") or {}
+    bot = scored.get("bot", {}).get("strategy_rate")
+    for name in BASELINE_NAMES:
+        rate = scored.get(name, {}).get("strategy_rate")
+        if bot is not None and rate is not None and not bot > rate + BASELINE_MARGIN:
+            problems.append(f"strategy rate {bot} is not {BASELINE_MARGIN} above {name}'s {rate}")
+    if problems:
+        return False, [f"{GOLD_CASES.name}: {p}: FAILED" for p in problems]
+    return True, [f"{GOLD_CASES.name}: pass rate {summary['pass_rate']:.4f} >= {min_pass}, no errors, above "
+                  f"every baseline by > {BASELINE_MARGIN}: ok"]
+
+
 def raise_baseline(passed_by_file: dict[str, int], path: Path | str = BASELINE_FILE) -> dict[str, int]:
     """Raise each file's baseline to its pass count now (never lower it) and write the file."""
     baseline = load_baseline(path)

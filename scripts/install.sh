@@ -8,7 +8,7 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==${SHARDWISE_TORCH_VERSION:-2.13.0}"
-.venv/bin/python -m pip install -q -e ".[dev]"
+.venv/bin/python -m pip install -q -e ".[dev,all]"  # the core, every surface (web, slack, mcp, llm), the test tools
 # axe-core (MPL-2.0) for the page's accessibility test, into the git-ignored node_modules/.
 if command -v npm >/dev/null 2>&1; then
   npm install --silent --no-save --no-audit --no-fund --prefix . "axe-core@4" >/dev/null 2>&1 \

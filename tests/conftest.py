@@ -1,7 +1,20 @@
-"""Shared test setup: an isolated data dir per test session, offline switches, one torch thread.
+"""Shared test setup: an isolated data dir per test session, offline switches, one torch thread,
+and the fakes every fast test answers with.
 
 The data dir (index, benchmark store) is created once per session under pytest's temp root, or
 taken from SHARDWISE_TEST_DATA_DIR so CI can build the index once and reuse it across steps.
+
+Layout: ``tests/unit/`` is fast and runs on fakes; ``tests/integration/`` runs the real things
+(torchrun, simulations of big models, the app and its browser, the embedding model and chromadb)
+and is marked ``slow`` by its own conftest. ``pytest -m "not slow"`` is the unit run,
+``pytest -m slow`` the integration run.
+
+The fakes: every test not marked ``slow`` searches the knowledge with the hashed bag-of-words
+embedding and the in-memory vector store (``SHARDWISE_EMBEDDING_MODEL=hashed-bag-of-words``,
+``SHARDWISE_VECTOR_STORE=memory``; see ``bot/knowledge/embeddings.py`` and ``memory_store.py``),
+set before the test's fixtures (module-scoped ones too), as simonw/llm's tests embed with
+``EmbedDemo``: no sentence-transformers model, no chromadb (a fast-only run that loads either
+fails). Slow tests keep the real ones (the users' defaults).
 """
 
 from __future__ import annotations
@@ -9,7 +22,13 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
+
+import pytest
+
+INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 if os.environ.get("SHARDWISE_TEST_DATA_DIR"):
     os.environ["SHARDWISE_DATA_DIR"] = os.environ["SHARDWISE_TEST_DATA_DIR"]
@@ -30,3 +49,67 @@ try:
     torch.set_num_threads(1)  # two cores, several processes: oversubscription slows everything
 except ImportError:  # pragma: no cover
     pass
+
+def pytest_ignore_collect(collection_path, config):
+    """The unit run (``-m "not slow"``) does not even import tests/integration (every test there is
+    slow; its modules import chromadb, Gradio and the like at the top)."""
+    if config.getoption("markexpr", "").strip() == "not slow":
+        path = Path(collection_path).resolve()
+        if path == INTEGRATION or INTEGRATION in path.parents:
+            return True
+    return None
+
+
+FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}
+_OWN_ENV = {name: os.environ.get(name) for name in FAKE_KNOWLEDGE_ENV}  # the caller's, for slow tests
+_knowledge_mode: list[bool] = []  # whether the last test ran on the fakes (caches are per mode)
+
+
+def _use_knowledge(fake: bool) -> None:
+    """Fakes for fast tests, the caller's settings (by default the real model and chromadb) for
+    slow ones. Answers cached under one mode must not serve the other (a run of unit and
+    integration tests in one process): they are forgotten when the mode changes."""
+    for name, value in (FAKE_KNOWLEDGE_ENV if fake else _OWN_ENV).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if _knowledge_mode and _knowledge_mode[-1] == fake:
+        return
+    if _knowledge_mode:
+        from bot.knowledge import answering, search
+
+        answering.clear_caches()
+        search.reset()
+    _knowledge_mode[:] = [fake]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # A hook, not a fixture: module-scoped fixtures (an answer shared by a file's tests) are set up
+    # before any function-scoped fixture, and must see the fakes too.
+    _use_knowledge(item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture()
+def knowledge_backend(request):
+    """Which knowledge components this test runs on: "fake" or "real"."""
+    return "real" if request.node.get_closest_marker("slow") else "fake"
+
+
+HEAVY_MODULES = ("chromadb", "sentence_transformers")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A run of fast tests only that loaded the embedding model's library or chromadb fails, naming
+    them: a unit test reached the real components (mark it slow, or use the fakes)."""
+    loaded = [m for m in HEAVY_MODULES if m in sys.modules]
+    if not loaded or not session.items or any(i.get_closest_marker("slow") for i in session.items):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(f"unit run loaded {', '.join(loaded)}: fast tests must use the fakes "
+                            "(tests/conftest.py) or be marked slow", red=True)
+    if exitstatus == 0:
+        session.exitstatus = 1

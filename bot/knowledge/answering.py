@@ -304,7 +304,7 @@ def _query_weights(searcher, question: str, hints: str, setup_words: str) -> dic
 
 def _idf(searcher) -> dict[str, float]:
     try:
-        return dict(searcher.bm25.vectorizer.idf)
+        return searcher.idf
     except Exception:
         return {}
 

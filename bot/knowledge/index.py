@@ -14,39 +14,46 @@ How it changes:
 - :func:`ensure_index` (what search calls) opens and probes the live generation; a missing,
   unreadable, or wrong-model index is rebuilt with a message on stderr, a stale one updated.
 
-Every chunk is stored with its entry id, kind, title, url and languages in metadata. Forum answers
-give two kinds of chunk: the verbatim Chinese original (BM25 reads it; it is what gets quoted) and
-the English rendering (the dense path reads it: MiniLM cannot read Chinese).
+Every chunk (:mod:`bot.knowledge.chunks`) is stored with its entry id, kind, title, url and
+languages in metadata. Search asks it for the nearest English chunks to a query vector
+(:meth:`IndexStore.nearest`); the vectors come from :mod:`bot.knowledge.embeddings`, also when
+chromadb rebuilds the embedding function of a reopened collection
+(:class:`ShardwiseEmbeddingFunction`, registered under :data:`EF_NAME`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import json
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.config import Settings
+from chromadb.utils.embedding_functions import register_embedding_function
 
 from bot.env import data_dir
-from bot.knowledge.embeddings import ShardwiseEmbeddingFunction, ShardwiseEmbeddings, embed, model_setting
+from bot.knowledge.chunks import (  # noqa: F401  (re-exported: the index's callers name them here)
+    CHUNK_CHARS,
+    CHUNK_OVERLAP,
+    SCHEMA_VERSION,
+    Chunk,
+    chunk_entries,
+    corpus_chunks,
+)
+from bot.knowledge.embeddings import embed, model_setting
 
 URL_ENV = "SHARDWISE_CHROMA_URL"
-# Bump when chunking or metadata change: every stored generation then reads as out of date.
-SCHEMA_VERSION = 1
-CHUNK_CHARS = 900  # MiniLM reads 256 word pieces, about 1,000 English characters
-CHUNK_OVERLAP = 120
+EF_NAME = "shardwise-sentence-transformers"
 EMBED_BATCH = 16
 _PREFIX = "shardwise-"
 
@@ -57,75 +64,40 @@ class IndexUnavailable(RuntimeError):
     """The live index is missing or unusable; the message says why."""
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """One indexed passage. ``text`` is what BM25 and the embedder read (title line + passage)."""
+@register_embedding_function
+class ShardwiseEmbeddingFunction(EmbeddingFunction[Documents]):
+    """chromadb's view of the model. The config stores the model *setting*, not a resolved path,
+    so an index built with the packaged default keeps working when the venv moves."""
 
-    id: str  # "forum-06#zh", "forum-06#en0", "doc-ddp-basics#2"
-    entry_id: str
-    kind: str  # "forum" | "doc"
-    title: str
-    url: str
-    lang: str  # the entry's language (forum answers: "zh", even for their English chunks)
-    text_lang: str  # the language of this chunk's passage
-    passage: str  # verbatim slice of the entry text (forum "#zh": the whole original answer)
-    entry_hash: str
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model or model_setting()
 
-    @property
-    def text(self) -> str:
-        return f"{self.title}\n\n{self.passage}"
+    def __call__(self, input: Documents) -> Embeddings:
+        import numpy as np
 
-    def metadata(self) -> dict[str, Any]:
-        return {
-            "entry_id": self.entry_id, "kind": self.kind, "title": self.title, "url": self.url,
-            "lang": self.lang, "text_lang": self.text_lang, "entry_hash": self.entry_hash,
-            "passage_offset": len(self.title) + 2,
-        }
+        return [np.asarray(v, dtype=np.float32) for v in embed(list(input), self.model)]
 
+    @staticmethod
+    def name() -> str:
+        return EF_NAME
 
-def _entry_hash(entry: Any) -> str:
-    fields = {
-        "schema": SCHEMA_VERSION, "chunk": [CHUNK_CHARS, CHUNK_OVERLAP], "id": entry.id,
-        "kind": entry.kind, "title": entry.title, "url": entry.url, "lang": entry.lang,
-        "text": entry.text, "text_en": getattr(entry, "text_en", ""),
-    }
-    return hashlib.sha256(json.dumps(fields, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:16]
+    def get_config(self) -> dict[str, Any]:
+        return {"model": self.model}
 
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> ShardwiseEmbeddingFunction:
+        return ShardwiseEmbeddingFunction(config.get("model") or None)
 
-def _splitter():
-    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+    @staticmethod
+    def validate_config(config: dict[str, Any]) -> None:
+        if "model" in config and not isinstance(config["model"], str):
+            raise ValueError("ShardwiseEmbeddingFunction config 'model' must be a string")
 
-    # Markdown-aware separators (headings, then paragraphs, then lines): chunks stay verbatim
-    # slices of the source, so a quote taken from a hit is found in corpus_text(id).
-    return RecursiveCharacterTextSplitter.from_language(
-        Language.MARKDOWN, chunk_size=CHUNK_CHARS, chunk_overlap=CHUNK_OVERLAP
-    )
+    def default_space(self) -> Space:
+        return "cosine"
 
-
-def chunk_entries(entries: Iterable[Any]) -> list[Chunk]:
-    """Chunks for forum answers and docs (anything with the corpus loader's fields)."""
-    splitter = _splitter()
-    chunks: list[Chunk] = []
-    for entry in entries:
-        digest = _entry_hash(entry)
-        common = {"entry_id": entry.id, "kind": entry.kind, "title": entry.title, "url": entry.url,
-                  "lang": entry.lang, "entry_hash": digest}
-        if entry.kind == "forum":
-            # The original stays whole: it is short, and it is the text a citation quotes.
-            chunks.append(Chunk(id=f"{entry.id}#zh", text_lang=entry.lang, passage=entry.text, **common))
-            for i, part in enumerate(splitter.split_text(entry.text_en)):
-                chunks.append(Chunk(id=f"{entry.id}#en{i}", text_lang="en", passage=part, **common))
-        else:
-            for i, part in enumerate(splitter.split_text(entry.text)):
-                chunks.append(Chunk(id=f"{entry.id}#{i}", text_lang=entry.lang, passage=part, **common))
-    return chunks
-
-
-def corpus_chunks() -> list[Chunk]:
-    """Chunks of the corpus in ``knowledge/`` (forum answers and docs)."""
-    from bot.knowledge.corpus import all_entries
-
-    return chunk_entries(all_entries())
+    def supported_spaces(self) -> list[Space]:
+        return ["cosine", "l2", "ip"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,26 +230,22 @@ def _backend(root: Path | None = None):
 
 @dataclass
 class IndexStore:
-    """An open, probed generation: the chroma client and collection, and LangChain's view of it."""
+    """An open, probed generation: the chroma client and collection."""
 
     client: Any
     collection: Any
     location: str
     generation: str
     model: str
-    _vectorstore: Any = field(default=None, repr=False)
 
-    def vectorstore(self):
-        """``langchain_chroma.Chroma`` over the same client and collection (queries embed with
-        the same cached model through :class:`ShardwiseEmbeddings`)."""
-        if self._vectorstore is None:
-            from langchain_chroma import Chroma
-
-            self._vectorstore = Chroma(
-                client=self.client, collection_name=self.collection.name,
-                embedding_function=ShardwiseEmbeddings(self.model),
-            )
-        return self._vectorstore
+    def nearest(self, vector: Sequence[float], k: int, kinds: Sequence[str]) -> list[str]:
+        """Ids of the ``k`` English chunks of ``kinds`` closest to ``vector`` (cosine), closest
+        first. Only English chunks: MiniLM vectors of Chinese text are mostly [UNK] noise."""
+        where: dict[str, Any] = {"text_lang": "en"}
+        if set(kinds) != {"forum", "doc"}:
+            where = {"$and": [where, {"kind": {"$in": list(kinds)}}]}
+        found = self.collection.query(query_embeddings=[list(vector)], n_results=k, where=where, include=[])
+        return list(found["ids"][0]) if found["ids"] else []
 
     def entry_hashes(self) -> dict[str, str]:
         """entry id -> content hash, as stored in the chunk metadata."""

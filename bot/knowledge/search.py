@@ -16,14 +16,17 @@ evals call. How a query is answered:
 
 Why not LangChain's ``EnsembleRetriever`` (langchain_classic): it returns documents without their
 fused scores (``Hit.score`` needs them), gives every retriever the same query text (ours differ by
-path), and fixes weights per instance (ours depend on the query's language). The retrievers
-themselves are LangChain's: ``BM25Retriever`` (built with a jieba ``preprocess_func``) and
-``langchain_chroma.Chroma`` over the chromadb index.
+path), and fixes weights per instance (ours depend on the query's language). BM25 is
+``rank_bm25.BM25Okapi`` over jieba tokens (k1 = 1.5, b = 0.75, its defaults); the dense path asks
+a vector store for the nearest English chunks: the chromadb index
+(:class:`bot.knowledge.index.IndexStore`), or with ``SHARDWISE_VECTOR_STORE=memory`` an in-memory
+one (:class:`bot.knowledge.memory_store.MemoryStore`, what the unit tests use).
 
 Document text is data: it is matched and returned, never interpreted.
 
-Threads: the model, the chroma client and the BM25 index live in one lazily built
-:class:`Searcher`, created once under a lock; queries only read it.
+Threads: the model, the vector store and the BM25 index live in one lazily built
+:class:`Searcher`, created once per (embedding model, store) setting under a lock; queries only
+read it.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ import unicodedata
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
-from bot.knowledge import glossary
-from bot.knowledge.index import Chunk, IndexStore
+from bot.knowledge import embeddings, glossary
+from bot.knowledge.chunks import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +160,17 @@ def _embeddable(text: str) -> bool:
     return re.search(r"[A-Za-z0-9]", text) is not None
 
 
+class VectorStore(Protocol):
+    """What the dense path needs of a store (chromadb's :class:`bot.knowledge.index.IndexStore`,
+    or :class:`bot.knowledge.memory_store.MemoryStore`)."""
+
+    @property
+    def model(self) -> str:  # the embedding model setting its vectors were made with
+        ...
+
+    def nearest(self, vector: Sequence[float], k: int, kinds: Sequence[str]) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class _Ranked:
     entry_id: str
@@ -168,29 +183,26 @@ class Searcher:
     ``store=None`` means BM25 only (the embedding model or the index could not be loaded).
     """
 
-    def __init__(self, chunks: list[Chunk], store: IndexStore | None) -> None:
-        from langchain_core.documents import Document
-
-        with warnings.catch_warnings():
-            # langchain-community announces its sunset on import; BM25Retriever still lives only there
-            warnings.simplefilter("ignore", DeprecationWarning)
-            from langchain_community.retrievers import BM25Retriever
+    def __init__(self, chunks: list[Chunk], store: VectorStore | None) -> None:
+        from rank_bm25 import BM25Okapi
 
         if not chunks:
             raise ValueError("cannot search an empty corpus")
         self.chunks = {c.id: c for c in chunks}
         self.store = store
-        self.vectorstore = store.vectorstore() if store is not None else None
-        docs = [Document(page_content=c.text, metadata={"chunk_id": c.id}, id=c.id) for c in chunks]
-        self.bm25 = BM25Retriever.from_documents(docs, preprocess_func=tokenize, k=CANDIDATES)
-        self._bm25_ids = [d.metadata["chunk_id"] for d in self.bm25.docs]
+        self._bm25_ids = [c.id for c in chunks]
+        self.bm25 = BM25Okapi([tokenize(c.text) for c in chunks])
+
+    @property
+    def idf(self) -> dict[str, float]:
+        """token -> BM25 idf over every chunk (rare words weigh more)."""
+        return dict(self.bm25.idf)
 
     # -- the two paths ------------------------------------------------------------------------
 
     def _bm25(self, query: str, kinds: Sequence[str]) -> list[_Ranked]:
-        # Scores straight from the retriever's BM25Okapi: get_top_n would also return chunks
-        # that share no token with the query (score 0), which are not matches.
-        scores = self.bm25.vectorizer.get_scores(self.bm25.preprocess_func(query))
+        # Only chunks that share a token with the query (score > 0): a zero is not a match.
+        scores = self.bm25.get_scores(tokenize(query))
         order = sorted(range(len(scores)), key=lambda i: scores[i], reverse=True)
         ranked = []
         for i in order[: CANDIDATES * 2]:
@@ -200,18 +212,15 @@ class Searcher:
         return ranked[:CANDIDATES]
 
     def _dense(self, query: str, kinds: Sequence[str]) -> list[_Ranked]:
-        if self.vectorstore is None or not _embeddable(query):
+        if self.store is None or not _embeddable(query):
             return []
-        where: dict = {"text_lang": "en"}  # MiniLM vectors of Chinese text are mostly [UNK] noise
-        if set(kinds) != set(KINDS):
-            where = {"$and": [where, {"kind": {"$in": list(kinds)}}]}
         try:
-            found = self.vectorstore.similarity_search_with_score(query, k=CANDIDATES, filter=where)
+            vector = embeddings.embed_queries([query], self.store.model)[0]
+            found = self.store.nearest(vector, CANDIDATES, kinds)
         except Exception as err:  # a damaged store must not take the bot down: BM25 still answers
             log.warning("dense search failed (%s: %s); using BM25 only for this query", type(err).__name__, err)
             return []
-        return [_Ranked(doc.metadata["entry_id"], self.chunks[doc.id]) for doc, _ in found
-                if doc.id in self.chunks]
+        return [_Ranked(self.chunks[i].entry_id, self.chunks[i]) for i in found if i in self.chunks]
 
     # -- fusion -------------------------------------------------------------------------------
 
@@ -250,7 +259,7 @@ class Searcher:
         so a caller can embed many questions in one batch beforehand
         (:func:`bot.knowledge.embeddings.embed_queries`)."""
         query = clean_query(query) if isinstance(query, str) else ""
-        if self.vectorstore is None or not query:
+        if self.store is None or not query:
             return None
         text = _dense_text(query, glossary.detect_language(query), True)
         return text if _embeddable(text) else None
@@ -286,41 +295,55 @@ class Searcher:
 # The process-wide searcher
 # --------------------------------------------------------------------------------------------
 
-_default: Searcher | None = None
+_defaults: dict[tuple[str, str], Searcher] = {}  # (embedding model, store) -> its searcher
 _default_lock = threading.Lock()
 
 
+def _open_store(chunks: list[Chunk]) -> VectorStore:
+    from bot.knowledge.memory_store import MemoryStore, store_setting
+
+    if store_setting() == "memory":
+        return MemoryStore.build(chunks)
+    from bot.knowledge.embeddings import load_model
+    from bot.knowledge.index import ensure_index
+
+    load_model()
+    return ensure_index(chunks)
+
+
 def default_searcher() -> Searcher:
-    """Built once per process: corpus chunks, the index (built/repaired if needed), the model.
+    """Built once per process (per embedding model and store setting): corpus chunks, the vector
+    store (the chromadb index, built/repaired if needed; or the in-memory one), the model.
 
     If the embedding model or the index cannot be loaded, search still works with BM25 only, and
     a warning says so.
     """
-    global _default
-    if _default is not None:
-        return _default
+    from bot.knowledge.memory_store import store_setting
+
+    key = (embeddings.model_setting(), store_setting())
+    found = _defaults.get(key)
+    if found is not None:
+        return found
     with _default_lock:
-        if _default is None:
-            from bot.knowledge.embeddings import load_model
-            from bot.knowledge.index import corpus_chunks, ensure_index
+        if key not in _defaults:
+            from bot.knowledge.chunks import corpus_chunks
 
             chunks = corpus_chunks()
             store = None
             try:
-                load_model()
-                store = ensure_index(chunks)
+                store = _open_store(chunks)
             except Exception as err:  # no model, a broken chroma, a full disk: degrade, don't crash
                 message = f"dense search unavailable ({type(err).__name__}: {err}); using BM25 only"
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
-            _default = Searcher(chunks, store)
-    return _default
+            _defaults[key] = Searcher(chunks, store)
+    return _defaults[key]
 
 
 def reset() -> None:
-    """Forget the process-wide searcher (after an ingest in the same process, or in tests)."""
-    global _default, _keyword
+    """Forget the process-wide searchers (after an ingest in the same process, or in tests)."""
+    global _keyword
     with _default_lock:
-        _default = None
+        _defaults.clear()
         _keyword = None
 
 
@@ -343,7 +366,7 @@ def keyword_searcher() -> Searcher:
     if _keyword is None:
         with _default_lock:
             if _keyword is None:
-                from bot.knowledge.index import corpus_chunks
+                from bot.knowledge.chunks import corpus_chunks
 
                 _keyword = Searcher(corpus_chunks(), None)
     return _keyword

@@ -49,10 +49,9 @@ def test_batched_vectors_match_single_ones_and_are_reused(fresh_cache, encoded):
     assert (single * batched[:3]).sum(axis=1).min() > 0.9999
     assert np.array_equal(batched[0], batched[3])
     encoded.clear()
-    lc = embeddings.ShardwiseEmbeddings()
-    assert lc.embed_query(QUESTIONS[1]) == list(batched[1])  # LangChain's path reads the cache
+    assert embeddings.embed_queries([QUESTIONS[1]]) == [list(batched[1])]  # the search's path reads the cache
     assert encoded == []
-    lc.embed_query("something not asked before")
+    embeddings.embed_queries(["something not asked before"])
     assert encoded == ["something not asked before"]
 
 

@@ -44,3 +44,41 @@ def test_langchain_estimate_memory_still_reports_every_problem_as_an_error():
     out = tool.invoke({"params_b": -1, "gpu_memory_gb": 40, "gpu_count": 8})
     assert "error" in out and any("params_b" in p for p in out["problems"])
     assert tool.args_schema.model_json_schema().get("additionalProperties") is False  # a typo is not dropped
+
+
+SEVEN_B = {"model": "Llama-2-7B", "gpu": "A100 40GB", "gpu_count": 8}
+
+
+def _mcp_call(name: str, arguments: dict):
+    async def calling():
+        async with Client(build_mcp_server()) as client:
+            return await client.call_tool(name, arguments)
+
+    return anyio.run(calling)
+
+
+def test_estimate_memory_is_one_function_with_one_output_on_both_surfaces():
+    """The registry's estimate_memory (bot.tools) is what MCP and the agent call: same figures,
+    same recommendation, same error text."""
+    import json
+
+    tool = next(t for t in make_tools() if t.name == "estimate_memory")
+    agent = json.loads(json.dumps(tool.invoke(SEVEN_B)))
+    mcp = _mcp_call("estimate_memory", SEVEN_B).structured_content
+    assert agent == mcp
+    assert mcp["recommendation"]["strategy"] in ("fsdp_full_shard", "fsdp_shard_grad_op")
+    unknown = {"model": "no-such-model-xyz", "gpu_memory_gb": 40, "gpu_count": 2}
+    refused = _mcp_call("estimate_memory", unknown)
+    assert refused.is_error and tool.invoke(unknown)["error"][:80] in refused.content[0].text  # MCP cuts to 200
+
+
+def test_every_registry_tool_reaches_its_surfaces():
+    from bot.tools import TOOLS, tools_for
+
+    assert {t.name for t in make_tools()} == {t.name for t in tools_for("langchain")}
+    async def listing():
+        async with Client(build_mcp_server()) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    assert {t.name for t in tools_for("mcp")} <= anyio.run(listing)
+    assert len({t.name for t in TOOLS}) == len(TOOLS)

@@ -309,7 +309,7 @@ def _llama_1b_folder(tmp_path):
 
 def test_estimate_memory_reads_a_config_path_and_pasted_json_like_the_cli(tmp_path):
     from bot.catalog import lookup_model
-    from tests.test_tools_config import cli_numbers
+    from tests.unit.test_tools_config import cli_numbers
 
     folder = _llama_1b_folder(tmp_path)
     cli = cli_numbers("--config", str(folder), "--gpu", "H100", "--gpus", "8")
@@ -367,7 +367,7 @@ def test_estimate_memory_refuses_a_config_and_a_model_name_together(tmp_path):
 
 
 def test_estimate_memory_accepts_a_card_the_catalog_lacks_with_its_memory_and_marks_it():
-    from tests.test_tools_config import cli_numbers
+    from tests.unit.test_tools_config import cli_numbers
 
     args = {"model": "Llama-2-7B", "gpu": "RTX 6000 Blackwell", "gpu_memory_gb": 96, "gpu_count": 2}
     out = call("estimate_memory", args).structured_content
@@ -384,7 +384,7 @@ def test_estimate_memory_accepts_a_card_the_catalog_lacks_with_its_memory_and_ma
 def test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only(tmp_path):
     from bot.catalog import lookup_model
     from bot.catalog.hf_config import hf_config_for
-    from tests.test_tools_config import FakeHub, fake_hub, hub_env
+    from tests.unit.test_tools_config import FakeHub, fake_hub, hub_env
 
     with fake_hub({"acme/llama-1b": hf_config_for("Llama-3.2-1B")}) as (endpoint, _):
         params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp"], cwd=str(repo_root()),

@@ -113,7 +113,7 @@ def test_parse_inter_node(text, expected):
 
 
 def test_installed_command_in_a_subprocess():
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     ok = subprocess.run([sys.executable, "-m", "bot.cli", "calc", *BASE, "--json"], capture_output=True,
                         text=True, cwd=root, env=env, timeout=120)

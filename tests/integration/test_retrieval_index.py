@@ -8,9 +8,10 @@ import dataclasses
 import pytest
 
 from bot.knowledge.corpus import Doc, ForumAnswer
-from bot.knowledge.embeddings import EF_NAME, ShardwiseEmbeddingFunction
 from bot.knowledge.index import (
+    EF_NAME,
     IndexUnavailable,
+    ShardwiseEmbeddingFunction,
     chunk_entries,
     ensure_index,
     ingest,
@@ -144,3 +145,23 @@ def test_reopened_collection_uses_the_registered_embedding_function(chunks, root
     assert isinstance(ef, ShardwiseEmbeddingFunction) and ef.name() == EF_NAME
     found = collection.query(query_texts=["ring all-reduce buffer"], n_results=1)  # offline: ours embeds
     assert found["metadatas"][0][0]["entry_id"] == "doc-ring"
+
+
+def test_the_in_memory_store_finds_the_chunks_chromadb_finds(chunks, root, monkeypatch):
+    """The unit tests' MemoryStore answers ``nearest`` as the chromadb index does (same vectors:
+    the hashed embedding in both), so the fakes exercise the same dense path."""
+    from bot.knowledge.embeddings import HASHED_MODEL, embed
+    from bot.knowledge.memory_store import MemoryStore
+
+    monkeypatch.setenv("SHARDWISE_EMBEDDING_MODEL", HASHED_MODEL)
+    ingest(chunks, root=root)
+    chroma, memory = open_index(root), MemoryStore.build(chunks)
+    assert memory.model == chroma.model == HASHED_MODEL
+    for query in ("FSDP saves GPU memory", "ring all-reduce per GPU", "shards inside a node"):
+        vector = embed([query])[0]
+        for kinds in (("forum", "doc"), ("doc",), ("forum",)):
+            # chunks sharing a word with the query (cosine > 0); below that, ties fall in any order
+            matching = sum(1 for i, v in enumerate(memory.vectors) if memory.kinds[i] in kinds
+                           and sum(a * b for a, b in zip(vector, v, strict=True)) > 1e-9)
+            assert matching, (query, kinds)
+            assert memory.nearest(vector, matching, kinds) == chroma.nearest(vector, matching, kinds), (query, kinds)

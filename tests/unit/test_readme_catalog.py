@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.catalog import list_gpus, list_models
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 SECTION = README.split("## Supported models and cards", 1)[1].split("\n## ", 1)[0]
 
 

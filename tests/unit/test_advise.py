@@ -1,6 +1,6 @@
 """The advisor shim (``bot.advise.advise`` over ``bot.decide``), one test per branch, each checked
 against the calculator's facts. The ladder itself (throughput, tolerance, checkpointing before
-offload) is tested in tests/test_decide.py.
+offload) is tested in tests/unit/test_decide.py.
 
 Each case first asserts the memory facts that make it that branch (so a calculator change that
 moves a case to another branch fails loudly here rather than silently testing something else).

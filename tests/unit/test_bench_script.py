@@ -22,7 +22,7 @@ from bot.bench.store import ResultStore
 from bot.bench.worker import content_hash
 from bot.env import free_port
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_multi_node_scripts_use_c10d_rendezvous_and_the_packaged_worker():

@@ -107,7 +107,7 @@ def test_tools_wrap_the_same_functions():
 @pytest.mark.slow  # builds the knowledge index (embeddings) when the data dir has none
 def test_search_tool():
     tools = {t.name: t for t in make_tools()}
-    hits = tools["search_knowledge"].invoke({"query": "FSDP 通信量 翻倍", "k": 3})
+    hits = tools["search_knowledge"].invoke({"query": "FSDP 通信量 翻倍", "k": 3})["hits"]
     assert hits and {"id", "kind", "title", "url", "text"} <= set(hits[0])
     assert any(h["id"] == "forum-12" for h in hits)
 

@@ -4,7 +4,7 @@ config-only from a fake Hub endpoint on 127.0.0.1, cached in the data dir; offli
 "no network: paste the config.json or pass --config PATH"), and a card the catalog lacks with its
 memory size, marked. Its figures equal ``shardwise calc --config ... --json``'s.
 
-``FakeHub``/``fake_hub`` are shared with tests/test_mcp.py.
+``FakeHub``/``fake_hub`` are shared with tests/unit/test_mcp.py.
 """
 
 from __future__ import annotations
@@ -217,10 +217,11 @@ def test_simulate_memory_takes_hf_config_or_model():
 
 _CHILD = """
 import json, os, sys
-from bot.tools import estimate_memory
+from bot.tools import make_tools
+tool = next(t for t in make_tools() if t.name == "estimate_memory")
 for repo, endpoint in json.loads(sys.argv[1]):
     os.environ["HF_ENDPOINT"] = endpoint  # read on every fetch (bot.catalog.hf_config.fetch_hub_config)
-    out = estimate_memory(hf_config=repo, gpu="H100", gpu_count=8)
+    out = tool.invoke({"hf_config": repo, "gpu": "H100", "gpu_count": 8})
     print(json.dumps({k: out.get(k) for k in ("error", "model_from_config")}))
 """
 

@@ -33,7 +33,7 @@ def test_model_parameter_count_equals_catalog_for_every_model():
     with FakeTensorMode():
         for spec in list_models():
             if supports(spec):
-                continue  # built with transformers (tests/test_catalog.py checks those counts)
+                continue  # built with transformers (tests/unit/test_catalog.py checks those counts)
             model = build_model(spec)
             assert sum(p.numel() for p in model.parameters()) == spec.params, spec.name
 

@@ -108,6 +108,7 @@ def test_failed_rows_and_real_runs_are_not_merged(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.slow  # imports chromadb (bot.knowledge.index): not in the unit run, which never loads it
 def test_index_lock_that_is_a_directory_is_a_clean_error(tmp_path):
     from bot.knowledge.index import IndexUnavailable, _backend
 

@@ -278,3 +278,24 @@ def test_cli_gate_fails_below_the_ratchet(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "default_ask", lambda: right)
     result = CliRunner().invoke(main, ["run", "--out", str(tmp_path / "out"), "--no-baselines"])
     assert result.exit_code == 0, result.output
+
+
+def _gold_summary(**changes):
+    summary = {"errors": 0, "pass_rate": 0.97,
+               "baselines": {"bot": {"strategy_rate": 0.95}, "always_ddp": {"strategy_rate": 0.4},
+                             "always_fsdp": {"strategy_rate": 0.5}, "forum_majority": {"strategy_rate": 0.6}}}
+    summary.update(changes)
+    return summary
+
+
+def test_the_gold_gate_needs_no_errors_the_pass_rate_and_a_margin_over_every_baseline():
+    from evals.harness import gold_gate
+
+    assert gold_gate(_gold_summary(), 0.95)[0]
+    assert not gold_gate(_gold_summary(errors=1), 0.95)[0]
+    assert not gold_gate(_gold_summary(pass_rate=0.94), 0.95)[0]
+    close = _gold_summary()
+    close["baselines"]["forum_majority"]["strategy_rate"] = 0.8  # 0.95 is not more than 0.2 above
+    ok, lines = gold_gate(close, 0.95)
+    assert not ok and any("forum_majority" in line for line in lines)
+    assert gold_gate(_gold_summary(baselines={}), 0.95)[0]  # --no-baselines: the margin is not scored
