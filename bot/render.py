@@ -336,7 +336,8 @@ def _setup_line(answer: Answer, out: _Out) -> str:
 # Run options (issue 14): left at PyTorch's defaults unless the user set them; the answer names them.
 _RUN_OPTIONS = ("optimizer_impl", "ddp_bucket_view", "checkpointing_policy", "checkpoint_every", "torch_compile",
                 "loss_impl", "grad_accum_steps", "lora_targets", "base_dtype", "float8", "mfu", "norm_impl",
-                "lora_rank", "tensor_parallel", "pipeline_parallel", "context_parallel")
+                "lora_rank", "tensor_parallel", "pipeline_parallel", "context_parallel", "tf32", "grad_sync",
+                "attn_implementation")
 # Read back in this order: what the answer depends on most first.
 _READ_ORDER = ("model", "params_b", "gpu_count", "nodes", "gpus_per_node", "gpu", "gpu_memory_gb", "finetune",
                "precision", "seq_len", "micro_batch", "grad_accum_steps", "activation_checkpointing", "optimizer",
@@ -367,6 +368,15 @@ _RUN_OPTION_LABELS = {
     ("base_dtype", "bf16"): ("冻结基座 bf16", "frozen base in bf16"),
     ("base_dtype", "fp32"): ("冻结基座 fp32", "frozen base in fp32"),
     ("base_dtype", "nf4"): ("冻结基座 NF4", "frozen base in NF4"),
+    # PyTorch leaves allow_tf32 off for matmuls: fp32 runs at the non-tensor-core peak (bot.calc)
+    ("tf32", False): ("fp32 矩阵乘不用 TF32（PyTorch 默认）", "no TF32 for fp32 matmuls (PyTorch's default)"),
+    ("tf32", True): ("fp32 矩阵乘用 TF32", "TF32 for fp32 matmuls"),
+    ("grad_sync", "every_micro_step"): ("每个 micro-step 都同步梯度", "gradients synced every micro-step"),
+    ("grad_sync", "last_micro_step"): ("只在最后一个 micro-step 同步梯度（未分片梯度留到同步）",
+                                       "gradients synced on the last micro-step only (unsharded until then)"),
+    ("attn_implementation", "eager"): ("eager 注意力（存下完整分数矩阵）", "eager attention (the full score matrix is kept)"),
+    ("attn_implementation", "sdpa"): ("SDPA 注意力", "SDPA attention"),
+    ("attn_implementation", "flash_attention_2"): ("FlashAttention-2", "FlashAttention-2"),
 }
 
 

@@ -171,7 +171,7 @@ def test_docs_catalog_lists_every_entry_and_the_count():
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "catalog.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "catalog.md").read_text(encoding="utf-8")
     section = doc.split("## Built-in models", 1)[1].split("\n## ", 1)[0]
     models = [m for m in list_models() if m.name != "tiny"]
     assert int(re.search(r"^(\d+) models:", section.strip()).group(1)) == len(models)

@@ -62,10 +62,11 @@ def test_a_family_holding_a_catalog_alias_does_not_stop_the_answer(text):
 
 
 @pytest.mark.parametrize("text, name", [
-    ("fine-tune Aria on 8 H100, which strategy?", "Aria"),
-    ("训练一个ResNet-50，8张V100 32G，DDP还是FSDP", "ResNet-50"),
-    ("MiniCPM-Llama3-V-2_5 finetune on 2x 3090, ddp or fsdp?", "MiniCPM-Llama3-V-2_5"),
-    ("model: InternVL-Chat-V1-5, 4x A100 80GB, FSDP?", "InternVL-Chat-V1-5"),
+    # names no catalog has (the catalog grew to 351 models: Aria, ResNet-50, MiniCPM-V, InternVL are in it)
+    ("fine-tune Zephyrine on 8 H100, which strategy?", "Zephyrine"),
+    ("训练一个Moonquill-V2，8张V100 32G，DDP还是FSDP", "Moonquill-V2"),
+    ("Brightwing-Chat-V3 finetune on 2x 3090, ddp or fsdp?", "Brightwing-Chat-V3"),
+    ("model: Quillhawk-Instruct-V1-5, 4x A100 80GB, FSDP?", "Quillhawk-Instruct-V1-5"),
 ])
 def test_a_model_that_cannot_be_sized_keeps_its_name_and_asks_one_question(text, name):
     parsed = parse_conversation(text)
@@ -321,7 +322,7 @@ def test_every_note_and_contradiction_has_wording_in_both_languages(lang):
     from bot.understand.notes import contradiction_question, note_text
 
     texts = ["I'm fine-tuning foo2_7b_chat on 4x A100 80GB", "acme-8x7B on 8 H100", "train foo-30B-A3B on 4 H100",
-             "fine-tune Aria on 8 H100", "both of my GPUs are 3090s, 7B LoRA", "7B full, memory_allocated: 38GB",
+             "fine-tune Zephyrine on 8 H100", "both of my GPUs are 3090s, 7B LoRA", "7B full, memory_allocated: 38GB",
              "We train 7B on 4x A100 80GB. We also have some V100s.", "the paper used 64 GPUs; I have 2 A100 80GB, 7B",
              "Llama-2-7B full on 4x A100 40GB, DDP? or should I just do LoRA?", "7B on 8 A100s: full fine-tune or LoRA?",
              "13B full fine-tune OOMs on 8 A100 40GB, LoRA runs fine",
