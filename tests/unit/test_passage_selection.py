@@ -64,12 +64,19 @@ def test_parsed_topics_decide_over_words():
 def test_a_chinese_answer_quotes_the_zh_twin_and_no_english_paragraph(question):
     picked = select_passages([HSDP_EN, ZERO_EN], question=question, language="zh", k=3, threshold=0.0)
     assert all(p.lang == "zh" for p in picked)
-    assert "doc-zero-stages" not in {p.id for p in picked}  # no zh twin: left out
+    assert "doc-zero-stages" not in {p.id for p in picked}  # replaced by its zh twin
     if picked:
         assert picked[0].id == "doc-hsdp-zh"
         from bot.knowledge.corpus import corpus_text
 
         assert picked[0].quote in corpus_text("doc-hsdp-zh")
+
+
+def test_an_english_doc_without_a_zh_twin_is_left_out_of_a_chinese_answer(monkeypatch):
+    monkeypatch.setattr(answering, "twin_id", lambda entry_id, language: None)
+    for question in ("ZeRO的阶段是什么", "stage 2 是什么意思", "ZeRO-3 和 FULL_SHARD 一样吗"):
+        assert select_passages([ZERO_EN], question=question, language="zh", threshold=0.0) == []
+    assert select_passages([ZERO_EN], question="what are the ZeRO stages", language="en", threshold=0.0)
 
 
 def test_an_english_answer_prefers_the_en_twin():
@@ -81,7 +88,8 @@ def test_an_english_answer_prefers_the_en_twin():
 def test_twin_ids():
     assert twin_id("doc-hsdp", "zh") == "doc-hsdp-zh"
     assert twin_id("doc-hsdp-zh", "en") == "doc-hsdp"
-    assert twin_id("doc-zero-stages", "zh") is None
+    assert twin_id("doc-zero-stages", "zh") == "doc-zero-stages-zh"
+    assert twin_id("doc-no-such-doc", "zh") is None
     assert twin_id("forum-09", "en") is None
 
 
