@@ -6,7 +6,7 @@ the selection rules of ``bot.knowledge.answering.select_passages``.
     .venv/bin/python -m evals.bench_relevance --sweep    # off-topic share and gold kept per threshold
 
 Labels come from ``evals/retrieval_queries.jsonl``: ``gold`` (entries that answer the query) and
-``off_topic`` (entries judged off topic for it, by hand); a serving doc in the passages of a
+``off_topic`` (entries judged off topic for it, by hand; a doc's twin shares its label); a serving doc in the passages of a
 query whose gold has no serving doc is off topic too (a training question). "Before" is what
 the answer path quoted until now: the first k ranked entries with a quotable sentence; "after"
 is :func:`select_passages` (relevance threshold, no serving text in training answers, zh twins
@@ -40,7 +40,8 @@ def judge(query: dict, passages) -> dict:
     from bot.knowledge.corpus import get_entry
 
     gold = set(query["gold"]) | {_twin(g) for g in query["gold"]}
-    labelled = set(query.get("off_topic", ()))
+    # a twin says the same thing in the other language: off topic when its twin is
+    labelled = set(query.get("off_topic", ())) | {_twin(o) for o in query.get("off_topic", ()) if o.startswith("doc-")}
     training = not any(_serving(g) for g in query["gold"] if g.startswith("doc-"))
     off = [p.id for p in passages if p.id in labelled or (training and _serving(p.id))]
     english = [p.id for p in passages if query["lang"] == "zh" and p.kind == "doc" and p.lang == "en"]
