@@ -1,0 +1,397 @@
+"""The diagnosis playbook: symptom -> cause -> check -> fix entries, matched against a question.
+
+Data lives in ``knowledge/playbook/*.yaml`` (format: ``knowledge/playbook/README.md``); this module
+loads and validates it and ranks entries for one question. Pure and fast: no search index, no
+model, only precompiled regexes over the text plus comparisons of structured facts (about 0.1 ms
+per entry).
+
+API (what the answer layer calls)::
+
+    from bot.knowledge.playbook import PlaybookQuery, match_playbook, query_from_parsed
+
+    matches = match_playbook(parsed, text=question)          # a bot.parse.Parsed (duck-typed)
+    matches = match_playbook(PlaybookQuery(text=question, oom=True, finetune="lora"))
+    for m in matches:                                        # best first, at most ``limit``
+        m.id, m.score, m.matched_symptoms, m.matched_triggers
+        m.text("cause", "zh"), m.text("check", "en"), m.text("fix", "en"), m.entry.sources
+
+- :class:`PlaybookQuery` is what the matcher reads: the question text and the facts the parser
+  found (intent, topics, OOM and its phase, host-RAM kill, several nodes, GPU count, size,
+  fine-tune mode, bf16 support, link, the strategy or ZeRO stage in use, checkpointing,
+  torch.compile, the models of an RL job). ``None`` means unknown; facts missing from the
+  structured input are read from the text with ``knowledge/playbook/signals.yaml``
+  (:func:`derive_facts`).
+- :func:`query_from_parsed` builds one from a ``Parsed`` (``setup``, ``intent``, ``topics``,
+  ``observed``), reading attributes with ``getattr`` so partial objects work too.
+- :func:`match_playbook` scores every entry: each distinct symptom pattern that matches the text
+  adds 1 (at most 3), each structured trigger the query meets adds its weight
+  (:data:`TRIGGER_WEIGHTS`); a known fact that contradicts an entry's ``requires`` or a text
+  matching its ``excludes`` drops it. An entry is returned when at least one symptom matched or
+  its triggers alone reach :data:`TRIGGERS_ALONE`. Ranked by score, then symptom count, then id.
+- :class:`PlaybookMatch` carries the entry, the score and which symptoms (pattern and the text it
+  matched) and triggers fired, so an answer can say why it leads with a cause.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from bot.env import repo_root
+
+LANGS = ("en", "zh")
+TEXT_FIELDS = ("title", "cause", "check", "fix")
+OOM_PHASES = ("load", "wrap", "first_step", "optimizer_step", "mid_run", "save")
+MAX_SYMPTOM_SCORE = 3.0  # beyond three matched phrases more wording is not more evidence
+TRIGGERS_ALONE = 1.5  # structured facts alone must be this strong to surface an entry
+# Weight of each structured trigger when the query meets it. Facts that pin a cause (a phase of
+# the run, a host-RAM kill, a card without bf16) weigh more than context (intent, GPU count).
+TRIGGER_WEIGHTS: dict[str, float] = {
+    "intent": 0.25, "topics": 0.75, "oom": 0.5, "oom_phase": 1.0, "host_ram_killed": 1.0,
+    "multi_node": 0.5, "min_gpu_count": 0.25, "min_params_b": 0.5, "max_params_b": 0.5,
+    "finetune": 0.5, "gpu_bf16": 1.0, "intra_node_link": 0.5, "strategy": 0.5, "deepspeed": 0.25,
+    "zero_stage": 0.75, "activation_checkpointing": 0.5, "torch_compile": 0.75, "models_min": 0.75,
+}
+_LIST_KEYS = ("topics", "oom_phase", "finetune", "strategy", "zero_stage")
+_ID = re.compile(r"^pb-[a-z0-9][a-z0-9-]*$")
+
+
+class PlaybookError(ValueError):
+    """A playbook file is malformed; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class PlaybookEntry:
+    id: str
+    title: dict[str, str]
+    cause: dict[str, str]
+    check: dict[str, str]
+    fix: dict[str, str]
+    symptoms: dict[str, tuple[str, ...]]  # language -> regex sources
+    sources: tuple[str, ...]
+    topics: tuple[str, ...] = ()
+    triggers: dict[str, Any] = field(default_factory=dict)
+    requires: dict[str, Any] = field(default_factory=dict)
+    excludes: tuple[str, ...] = ()
+    related: dict[str, str] = field(default_factory=dict)
+
+    def text(self, name: str, language: str = "en") -> str:
+        """``title``/``cause``/``check``/``fix`` in ``language`` (zh or en)."""
+        return getattr(self, name)["zh" if language == "zh" else "en"]
+
+
+@dataclass(frozen=True)
+class PlaybookQuery:
+    """What the matcher reads; ``None`` = unknown (then read from ``text`` where signals allow)."""
+
+    text: str = ""
+    language: str = "en"
+    intent: str | None = None
+    topics: tuple[str, ...] = ()
+    oom: bool | None = None
+    oom_phase: str | None = None  # one of OOM_PHASES
+    host_ram_killed: bool | None = None
+    multi_node: bool | None = None
+    gpu_count: int | None = None
+    params_b: float | None = None
+    finetune: str | None = None  # full | lora | qlora
+    gpu_bf16: bool | None = None  # the card supports bf16
+    intra_node_link: str | None = None  # nvlink | pcie
+    strategy: str | None = None  # strategy id in use (DESIGN.md)
+    deepspeed: bool | None = None
+    zero_stage: int | None = None
+    activation_checkpointing: bool | None = None
+    torch_compile: bool | None = None
+    models: tuple[str, ...] = ()  # roles in a multi-model job
+
+
+@dataclass(frozen=True)
+class PlaybookMatch:
+    entry: PlaybookEntry
+    score: float
+    matched_symptoms: tuple[tuple[str, str], ...]  # (pattern, the text it matched)
+    matched_triggers: tuple[str, ...]  # trigger keys the query met
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+    def text(self, name: str, language: str = "en") -> str:
+        return self.entry.text(name, language)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def default_root() -> Path:
+    return repo_root() / "knowledge" / "playbook"
+
+
+def load_playbook(root: Path | str | None = None) -> list[PlaybookEntry]:
+    """Every entry, in file then entry order (validated; PlaybookError on a bad file)."""
+    return list(_load(str(Path(root) if root else default_root()))[0])
+
+
+def get_entry(entry_id: str, root: Path | str | None = None) -> PlaybookEntry:
+    for entry in load_playbook(root):
+        if entry.id == entry_id:
+            return entry
+    raise KeyError(f"no playbook entry {entry_id!r}")
+
+
+@lru_cache(maxsize=4)
+def _load(root: str) -> tuple[tuple[PlaybookEntry, ...], dict[str, Any]]:
+    import yaml
+
+    folder = Path(root)
+    entries: list[PlaybookEntry] = []
+    for path in sorted(folder.glob("part*.yaml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as err:
+            raise PlaybookError(f"{path.name}: not valid YAML: {err}") from None
+        for i, raw in enumerate(data.get("entries") or []):
+            entries.append(_entry(raw, f"{path.name} entry {i + 1}"))
+    seen: set[str] = set()
+    for entry in entries:
+        if entry.id in seen:
+            raise PlaybookError(f"duplicate playbook id {entry.id!r}")
+        seen.add(entry.id)
+    signals_path = folder / "signals.yaml"
+    signals = yaml.safe_load(signals_path.read_text(encoding="utf-8")) if signals_path.exists() else {}
+    return tuple(entries), _compile_signals(signals or {})
+
+
+def _entry(raw: Any, where: str) -> PlaybookEntry:
+    if not isinstance(raw, dict):
+        raise PlaybookError(f"{where}: an entry must be a mapping")
+    entry_id = str(raw.get("id", ""))
+    where = f"{where} ({entry_id or 'no id'})"
+    if not _ID.match(entry_id):
+        raise PlaybookError(f"{where}: id must look like pb-some-name")
+    texts = {}
+    for name in TEXT_FIELDS:
+        value = raw.get(name)
+        if not isinstance(value, dict) or any(not str(value.get(lang) or "").strip() for lang in LANGS):
+            raise PlaybookError(f"{where}: {name} needs non-empty en and zh text")
+        texts[name] = {lang: str(value[lang]).strip() for lang in LANGS}
+    symptoms = raw.get("symptoms") or {}
+    if not isinstance(symptoms, dict) or any(not symptoms.get(lang) for lang in LANGS):
+        raise PlaybookError(f"{where}: symptoms need en and zh patterns")
+    patterns = {lang: tuple(str(p) for p in symptoms[lang]) for lang in LANGS}
+    for pattern in (*patterns["en"], *patterns["zh"], *(raw.get("excludes") or ())):
+        try:
+            re.compile(pattern, re.I)
+        except re.error as err:
+            raise PlaybookError(f"{where}: bad regex {pattern!r}: {err}") from None
+    sources = tuple(str(s) for s in raw.get("sources") or ())
+    if not sources or any(not s.startswith(("https://", "http://")) for s in sources):
+        raise PlaybookError(f"{where}: sources must be one or more http(s) URLs")
+    triggers = dict(raw.get("triggers") or {})
+    requires = dict(raw.get("requires") or {})
+    for kind, facts in (("triggers", triggers), ("requires", requires)):
+        _check_facts(facts, f"{where} {kind}")
+    related = {str(k): str(v) for k, v in (raw.get("related") or {}).items()}
+    if "strategy" in related:
+        _check_strategies([related["strategy"]], f"{where} related")
+    return PlaybookEntry(id=entry_id, symptoms=patterns, sources=sources,
+                         topics=tuple(str(t) for t in raw.get("topics") or ()), triggers=triggers,
+                         requires=requires, excludes=tuple(str(p) for p in raw.get("excludes") or ()),
+                         related=related, **texts)
+
+
+def _check_facts(facts: dict[str, Any], where: str) -> None:
+    for key, value in facts.items():
+        if key not in TRIGGER_WEIGHTS:
+            raise PlaybookError(f"{where}: unknown key {key!r} (known: {', '.join(TRIGGER_WEIGHTS)})")
+        if key in _LIST_KEYS and not isinstance(value, list):
+            raise PlaybookError(f"{where}: {key} must be a list")
+    if "topics" in facts:
+        from bot.understand import TOPICS
+
+        unknown = [t for t in facts["topics"] if t not in TOPICS]
+        if unknown:
+            raise PlaybookError(f"{where}: unknown topics {unknown}")
+    if "oom_phase" in facts and not set(facts["oom_phase"]) <= set(OOM_PHASES):
+        raise PlaybookError(f"{where}: oom_phase must be among {OOM_PHASES}")
+    if "strategy" in facts:
+        _check_strategies(facts["strategy"], where)
+
+
+def _check_strategies(ids: Sequence[str], where: str) -> None:
+    from bot.strategies import TRAINING_STRATEGIES
+
+    unknown = [s for s in ids if s not in TRAINING_STRATEGIES]
+    if unknown:
+        raise PlaybookError(f"{where}: unknown strategy ids {unknown}")
+
+
+def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
+    def rx(patterns: Sequence[str]) -> re.Pattern[str] | None:
+        return re.compile("|".join(f"(?:{p})" for p in patterns), re.I) if patterns else None
+
+    phases = raw.get("oom_phase") or {}
+    return {"oom": rx(raw.get("oom") or ()), "host_ram_killed": rx(raw.get("host_ram_killed") or ()),
+            "multi_node": rx(raw.get("multi_node") or ()),
+            "oom_phase": [(phase, rx(phases[phase])) for phase in OOM_PHASES if phases.get(phase)]}
+
+
+@lru_cache(maxsize=4)
+def _compiled(root: str) -> tuple[tuple[PlaybookEntry, tuple[re.Pattern[str], ...], re.Pattern[str] | None], ...]:
+    out = []
+    for entry in _load(root)[0]:
+        patterns = tuple(re.compile(p, re.I) for p in dict.fromkeys((*entry.symptoms["en"], *entry.symptoms["zh"])))
+        excludes = re.compile("|".join(f"(?:{p})" for p in entry.excludes), re.I) if entry.excludes else None
+        out.append((entry, patterns, excludes))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Facts
+# --------------------------------------------------------------------------------------------
+
+
+def derive_facts(query: PlaybookQuery, root: Path | str | None = None) -> PlaybookQuery:
+    """The query with OOM, its phase, a host-RAM kill and several nodes read from the text where
+    the structured input left them unknown (signals.yaml). Structured facts always win."""
+    signals = _load(str(Path(root) if root else default_root()))[1]
+    text = query.text or ""
+    updates: dict[str, Any] = {}
+    for key in ("oom", "host_ram_killed", "multi_node"):
+        if getattr(query, key) is None and signals.get(key) is not None and signals[key].search(text):
+            updates[key] = True
+    if query.oom_phase is None:
+        for phase, pattern in signals.get("oom_phase", ()):
+            if pattern is not None and pattern.search(text):
+                updates["oom_phase"] = phase
+                break
+    return replace(query, **updates) if updates else query
+
+
+def query_from_parsed(parsed: Any, text: str | None = None) -> PlaybookQuery:
+    """A PlaybookQuery from a ``bot.parse.Parsed`` (or anything with the same attribute names)."""
+    setup = getattr(parsed, "setup", None)
+    observed = getattr(parsed, "observed", None)
+
+    def of(obj: Any, name: str) -> Any:
+        return getattr(obj, name, None) if obj is not None else None
+
+    nodes, gpu = of(setup, "nodes"), of(setup, "gpu")
+    bf16 = None
+    if gpu:
+        try:
+            from bot.catalog import lookup_gpu
+
+            bf16 = bool(lookup_gpu(gpu).supports_bf16)
+        except Exception:  # an unknown card: bf16 support stays unknown
+            bf16 = None
+    precision = of(setup, "precision")
+    if bf16 is None and precision and str(precision).startswith("fp16"):
+        bf16 = None  # fp16 by choice says nothing about the card
+    strategy = of(observed, "fsdp_strategy")
+    oom = True if of(observed, "oom") else None
+    return PlaybookQuery(
+        text=text or "", language=getattr(parsed, "language", "en") or "en",
+        intent=getattr(parsed, "intent", None), topics=tuple(getattr(parsed, "topics", ()) or ()),
+        oom=oom, multi_node=(nodes > 1) if isinstance(nodes, int) else None,
+        gpu_count=of(setup, "gpu_count"), params_b=of(setup, "params_b"), finetune=of(setup, "finetune"),
+        gpu_bf16=bf16, intra_node_link=of(setup, "intra_node_link"), strategy=strategy,
+        deepspeed=True if of(observed, "deepspeed") else None, zero_stage=of(observed, "zero_stage"),
+        activation_checkpointing=of(setup, "activation_checkpointing"),
+        torch_compile=of(setup, "torch_compile"), models=tuple(of(observed, "models") or ()),
+    )
+
+
+def _as_query(query: Any, text: str | None) -> PlaybookQuery:
+    if isinstance(query, PlaybookQuery):
+        return replace(query, text=text) if text is not None else query
+    if isinstance(query, str):
+        return PlaybookQuery(text=query)
+    if isinstance(query, Mapping):
+        known = {f.name for f in fields(PlaybookQuery)}
+        values = {k: v for k, v in query.items() if k in known}
+        for key in ("topics", "models"):
+            if key in values:
+                values[key] = tuple(values[key] or ())
+        if text is not None:
+            values["text"] = text
+        return PlaybookQuery(**values)
+    return query_from_parsed(query, text)
+
+
+# --------------------------------------------------------------------------------------------
+# Matching
+# --------------------------------------------------------------------------------------------
+
+
+def _meets(key: str, wanted: Any, q: PlaybookQuery) -> bool | None:
+    """Whether the query meets one trigger/requirement; None when the query does not know."""
+    if key == "topics":
+        return bool(set(wanted) & set(q.topics)) if q.topics else None
+    if key == "models_min":
+        return len(q.models) >= int(wanted) if q.models else None
+    if key == "min_gpu_count":
+        return q.gpu_count >= int(wanted) if q.gpu_count is not None else None
+    if key in ("min_params_b", "max_params_b"):
+        if q.params_b is None:
+            return None
+        return q.params_b >= float(wanted) if key == "min_params_b" else q.params_b <= float(wanted)
+    value = getattr(q, key)
+    if value is None:
+        return None
+    if key in _LIST_KEYS:
+        return value in wanted
+    return value == wanted
+
+
+def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery) -> PlaybookMatch | None:
+    text = q.text or ""
+    if excludes is not None and excludes.search(text):
+        return None
+    for key, wanted in entry.requires.items():
+        if _meets(key, wanted, q) is False:
+            return None
+    symptoms = []
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            symptoms.append((pattern.pattern, found.group(0)))
+    triggers = [key for key, wanted in entry.triggers.items() if _meets(key, wanted, q)]
+    trigger_score = sum(TRIGGER_WEIGHTS[k] for k in triggers)
+    if not symptoms and trigger_score < TRIGGERS_ALONE:
+        return None
+    score = min(float(len(symptoms)), MAX_SYMPTOM_SCORE) + trigger_score
+    return PlaybookMatch(entry, round(score, 3), tuple(symptoms), tuple(triggers))
+
+
+def match_playbook(query: Any, text: str | None = None, *, limit: int = 3,
+                   root: Path | str | None = None) -> list[PlaybookMatch]:
+    """Playbook entries matching a question, best first (at most ``limit``; 0 or less = all).
+
+    ``query``: a :class:`PlaybookQuery`, a mapping of its field names, a ``Parsed`` (then pass the
+    question as ``text``), or the question text itself. Never raises on odd input: an empty or
+    non-text question simply matches nothing."""
+    try:
+        q = _as_query(query, text)
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(q.text, str):
+        q = replace(q, text="")
+    folder = str(Path(root) if root else default_root())
+    q = derive_facts(q, folder)
+    matches = [m for entry, patterns, excludes in _compiled(folder)
+               if (m := _score(entry, patterns, excludes, q)) is not None]
+    matches.sort(key=lambda m: (-m.score, -len(m.matched_symptoms), m.id))
+    return matches[:limit] if limit > 0 else matches
+
+
+def clear_caches() -> None:
+    """Forget loaded files (after editing the playbook in a running process, or in tests)."""
+    _load.cache_clear()
+    _compiled.cache_clear()
