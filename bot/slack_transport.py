@@ -332,6 +332,7 @@ class BoundedWSGIServer(ThreadingMixIn, WSGIServer):
     byte at a time included)."""
 
     daemon_threads = True
+    request_queue_size = 128  # a burst is accepted (and refused with 503 past the cap), not left in SYN retries
     max_clients = MAX_CLIENTS
     connection_seconds = CONNECTION_SECONDS
 

@@ -113,6 +113,7 @@ class StoredRun:
 # ---------------------------------------------------------------------------------------------
 # Damage: detect, move aside, say so (https://www.sqlite.org/rescode.html: 11 CORRUPT, 26 NOTADB)
 _DAMAGE_CODES = (11, 26)
+NEW_FILE_SECONDS = 10.0  # a 0-byte file younger than this is a store another process is creating
 _checked: dict[tuple[str, int, int], bool] = {}  # (path, size, mtime_ns) already found sound
 _notices: list[dict[str, str]] = []  # what this process moved aside, for damage_notices()
 _lock = threading.Lock()
@@ -134,6 +135,9 @@ def _damage(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     if stat.st_size == 0:  # SQLite would treat it as a new empty store: every stored run gone, silently
+        # ...unless another process created it a moment ago and is writing its schema now
+        if time.time() - stat.st_mtime < NEW_FILE_SECONDS:
+            return None
         return "the file is empty (0 bytes)"
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     if _checked.get(key):

@@ -4,6 +4,8 @@ the store keeps serving; ``bench list`` and ``bench show`` never print a traceba
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -33,6 +35,8 @@ def _overwrite_header(path):
 
 def _empty(path):
     path.write_bytes(b"")
+    old = time.time() - 60  # emptied a while ago (a brand-new 0-byte file is one being created)
+    os.utime(path, (old, old))
 
 
 def _scribble_pages(path):
@@ -77,6 +81,12 @@ def test_damage_after_opening_is_found_on_the_next_read_or_write(tmp_path, how):
     assert store.find_runs(model="tiny") == [] and store.get("run-000000000000") is None
     assert store.add("run", {"model": "tiny", "strategy": "ddp"}, {"peak_gib": 2.0}).startswith("run-")
     assert len(list(tmp_path.glob("bench.sqlite.damaged-*"))) == 1 and len(damage_notices()) == 1
+
+
+def test_a_store_being_created_by_another_process_is_not_moved(tmp_path):
+    path = tmp_path / "bench.sqlite"
+    path.write_bytes(b"")  # what sqlite3.connect leaves before the first write
+    assert ResultStore(path).list() == [] and not list(tmp_path.glob("*.damaged-*")) and damage_notices() == []
 
 
 def test_a_sound_store_is_left_alone(tmp_path):
