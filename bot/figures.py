@@ -115,8 +115,10 @@ _VALUE_WORDS = {
     "-tiny": ("minus a vanishingly small number", "负的、小得可以忽略的数"),
 }
 _MINUS = ("minus ", "负 ")
-# Python's own spellings: "inf", "-inf", "nan", and the exponent of :g/:e ("1e+30", "2.5e-07")
-UNUSABLE_FIGURE = re.compile(r"(?<![A-Za-z])[+-]?(?:inf|nan)(?![A-Za-z])|\d(?:\.\d+)?e[+-]\d+", re.IGNORECASE)
+# Python's own spellings as figures: "inf", "-inf", "nan" (lowercase, standing alone: prose such as
+# "the inf/NaN check" names the values, it prints none), and :g/:e exponents ("1e+30", "2.5e-07")
+UNUSABLE_FIGURE = re.compile(r"(?<![\w/])[+-]?(?:inf|nan)(?![\w/])|\d(?:\.\d+)?[eE][+-]\d+")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
 
 
 def plain_figure(value: float) -> str:
@@ -165,4 +167,4 @@ def read_value_words(words: str) -> float | None:
 
 def unusable_figures(text: str) -> list[str]:
     """The ``inf``/``nan``/exponent forms in ``text`` (what no answer may print)."""
-    return [m.group(0) for m in UNUSABLE_FIGURE.finditer(strip_code_blocks(text))]
+    return [m.group(0) for m in UNUSABLE_FIGURE.finditer(_INLINE_CODE.sub(" ", strip_code_blocks(text)))]

@@ -33,6 +33,9 @@ def test_values_in_words(value, en, zh):
 def test_unusable_figures_finds_what_python_prints_and_nothing_else():
     assert unusable_figures("peak inf GiB, nan s, 1e+30B, 2.5e-07, -inf") == ["inf", "nan", "1e+30", "2.5e-07", "-inf"]
     assert unusable_figures("info: Nanjing run-3e4a91 ZeRO-3 Llama-2-7B 8 GPUs, fp16 infer") == []
+    # prose naming the values, and code, print no figure
+    assert unusable_figures("syncs the inf/NaN check across ranks; a NaN loss; set `lr=1e-5`\n"
+                            "```python\nopt = AdamW(lr=1e-5)\n```") == []
 
 
 @pytest.mark.parametrize("name", sorted(LIMITS))
