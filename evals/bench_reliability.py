@@ -203,7 +203,7 @@ def run_fuzz(n: int, big: int, budget_s: float, answer_every: int = 10, wall_cap
     capped = not finished and cpu_used <= budget_s  # the wall cap ended it: load, not slowness
     reached_big = sum(len(q) >= 100_000 for q in questions[:done])
     return [
-        Row("fuzz", f"{done:,} of {len(questions):,} questions ({reached_big} of {big} of 100 KB) read; {answered:,} answered",
+        Row("fuzz", f"{done:,} of {len(questions):,} questions read ({reached_big} of the {big} of 100 KB); {answered:,} answered",
             f"{len(exceptions)} exceptions, {non_finite} non-finite, {bad_json} invalid JSON", not exceptions
             and not non_finite and not bad_json, exceptions[:3]),
         Row("fuzz", f"finished within the {budget_s:.0f} s CPU budget",
