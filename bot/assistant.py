@@ -23,7 +23,7 @@ from bot.decide import decide
 from bot.evidence import DEFAULT_GPU_COUNT, SCENARIO_GPUS, build_evidence
 from bot.parse import Parsed, framework_defaults, parse_conversation
 from bot.render import render_markdown
-from bot.setup import TrainingSetup, check_setup
+from bot.setup import TrainingSetup, check_setup, usable_setup
 from bot.understand import Observed, Provenance
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,8 @@ def answer_for_setup(setup: TrainingSetup, language: str = "en", *, missing: lis
         notices.append(notice)
         provenance[name] = Provenance("assumed", "", 0.8)
     fields = {k for k, v in setup.model_dump().items() if v is not None}
-    parsed = Parsed(setup=setup, language="zh" if language == "zh" else "en", problems=check_setup(setup),
+    # the problems name every bad value in words; the setup shown as read keeps none of them
+    parsed = Parsed(setup=usable_setup(setup), language="zh" if language == "zh" else "en", problems=check_setup(setup),
                     missing=missing if missing is not None else _missing_from_fields(fields),
                     notices=notices, provenance=provenance, observed=Observed(framework=framework))
     try:

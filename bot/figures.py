@@ -3,10 +3,13 @@
 ``numbers_in_text(text)`` lists the figures a reader sees (digits, and numbers spelled out in
 words when ``bot.numwords`` is available); the renderer binds each to the key it renders
 (``Answer.figures``) and ``evals/metrics.py`` checks value and key with the same reading.
+``value_words(value, lang)`` writes a value a user gave for an answer's text without ``inf``,
+``nan``, an exponent or a minus sign ("minus 8", "an impossibly large number").
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -96,3 +99,72 @@ def numbers_in_text(text: str) -> list[NumberMention]:
 def _context(text: str, start: int, length: int, width: int = 30) -> str:
     left = max(0, start - width)
     return text[left:start + length + width].strip().replace("\n", " ")
+
+
+# ---------------------------------------------------------------------------------------------
+# A value as words a reader can use: never "inf", "nan" or "1e+30" (issue 30)
+HUGE = 1e15  # beyond this a figure is no count anyone means; printed digits would be noise
+TINY = 1e-4  # below this (and above 0) a size or fraction is no real setting
+_VALUE_WORDS = {
+    "nan": ("not a number", "不是一个数"),
+    "inf": ("infinity", "无穷大"),
+    "-inf": ("minus infinity", "负无穷大"),
+    "huge": ("an impossibly large number", "一个大得不可能的数"),
+    "-huge": ("minus an impossibly large number", "负的、大得不可能的数"),
+    "tiny": ("a vanishingly small number", "一个小得可以忽略的数"),
+    "-tiny": ("minus a vanishingly small number", "负的、小得可以忽略的数"),
+}
+_MINUS = ("minus ", "负 ")
+# Python's own spellings as figures: "inf", "-inf", "nan" (lowercase, standing alone: prose such as
+# "the inf/NaN check" names the values, it prints none), and :g/:e exponents ("1e+30", "2.5e-07")
+UNUSABLE_FIGURE = re.compile(r"(?<![\w/])[+-]?(?:inf|nan)(?![\w/])|\d(?:\.\d+)?[eE][+-]\d+")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+
+
+def plain_figure(value: float) -> str:
+    """A finite, ordinary magnitude as people write it: ``10,000,000``, ``0.5``, ``0.0025``."""
+    value = float(value)
+    if value.is_integer():
+        return f"{int(value):,}"
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if text not in ("0", "-0") else f"{value:.2g}"
+
+
+def value_words(value: float, lang: str = "en") -> str:
+    """``value`` as words and plain digits for an answer's text, in ``lang`` (``en``/``zh``):
+    "minus 8", "infinity", "not a number", "an impossibly large number" (|x| >= 10^15), "a
+    vanishingly small number" (0 < |x| < 10^-4). Never ``inf``, ``nan``, an exponent or a sign."""
+    zh = 1 if lang == "zh" else 0
+    value = float(value)
+    if math.isnan(value):
+        return _VALUE_WORDS["nan"][zh]
+    sign = "-" if value < 0 else ""
+    size = abs(value)
+    if math.isinf(size):
+        return _VALUE_WORDS[sign + "inf"][zh]
+    if size >= HUGE:
+        return _VALUE_WORDS[sign + "huge"][zh]
+    if 0 < size < TINY:
+        return _VALUE_WORDS[sign + "tiny"][zh]
+    return (_MINUS[zh] if sign else "") + plain_figure(size)
+
+
+def read_value_words(words: str) -> float | None:
+    """The value ``value_words(..., "en")`` wrote (a representative one for the word forms), or None."""
+    words = words.strip().rstrip(".")
+    for key, (en, _) in _VALUE_WORDS.items():
+        if words == en:
+            return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "huge": HUGE, "-huge": -HUGE,
+                    "tiny": TINY / 10, "-tiny": -TINY / 10}[key]
+    negative = words.startswith(_MINUS[0])
+    digits = words[len(_MINUS[0]):] if negative else words
+    try:
+        number = float(digits.replace(",", ""))
+    except ValueError:
+        return None
+    return -number if negative else number
+
+
+def unusable_figures(text: str) -> list[str]:
+    """The ``inf``/``nan``/exponent forms in ``text`` (what no answer may print)."""
+    return [m.group(0) for m in UNUSABLE_FIGURE.finditer(_INLINE_CODE.sub(" ", strip_code_blocks(text)))]

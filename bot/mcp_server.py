@@ -26,7 +26,9 @@ import logging
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
+import anyio
 import click
+from mcp.server.mcpserver import Context  # at module level: the SDK finds the ctx parameter by its annotation
 from pydantic import BaseModel, Field
 
 from bot.answer import Answer
@@ -38,6 +40,7 @@ from bot.fields import (
     describe,
     load_config_input,
 )
+from bot.mcp_jobs import MAX_RUNNING, MAX_WAITING, QueueBusy, SimulationQueue, expected_seconds, follow
 from bot.tools import KnowledgeHit, KnowledgeResults, MemoryReport, add_mcp_tools  # noqa: F401  (the registry's)
 
 log = logging.getLogger("shardwise.mcp")
@@ -96,10 +99,19 @@ class Turn(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------
-def _default_simulate(config):
+def _default_simulate(config, progress=None, should_stop=None):
     from bot.bench.simulate import simulate_cached
 
-    return simulate_cached(config)
+    return simulate_cached(config, progress=progress, should_stop=should_stop)
+
+
+def _default_lookup(config):
+    """``(run_id, result)`` when the store has this simulation (served at once, no queue)."""
+    from bot.bench.store import ResultStore
+
+    store = ResultStore()
+    found = store.find_simulation(config)
+    return ((found.run_id, found) if found is not None and found.run_id else None), store
 
 
 def _default_ask(question: str, history=None) -> Answer:
@@ -109,13 +121,21 @@ def _default_ask(question: str, history=None) -> Answer:
     return answer(question, history)
 
 
-def build_mcp_server(*, ask_fn=None, simulate_fn=None):
-    """The MCPServer with the four tools; each ``*_fn`` defaults to the real implementation."""
+def build_mcp_server(*, ask_fn=None, simulate_fn=None, lookup_fn=None,
+                     max_running: int = MAX_RUNNING, max_waiting: int = MAX_WAITING):
+    """The MCPServer with the four tools; each ``*_fn`` defaults to the real implementation.
+
+    ``simulate_fn(config, progress=, should_stop=)`` runs one simulation; ``lookup_fn(config)``
+    returns ``((run_id, result) or None, store)`` for a stored one (default: the result store when
+    ``simulate_fn`` is the real one, nothing otherwise). At most ``max_running`` simulations run
+    at once with ``max_waiting`` more queued (``bot.mcp_jobs``)."""
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
     ask_fn = ask_fn or _default_ask
+    lookup_fn = lookup_fn or (_default_lookup if simulate_fn is None else (lambda config: (None, None)))
     simulate_fn = simulate_fn or _default_simulate
+    simulations = SimulationQueue(simulate_fn, max_running=max_running, max_waiting=max_waiting)
     server = _server_class()("shardwise", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -127,8 +147,11 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None):
         "path, its JSON, or a Hub id; built with transformers), under one strategy, by running the "
         "real PyTorch DDP/FSDP2 code on fake tensors on CPU (no GPU, nothing allocated). Slower than "
         "estimate_memory (seconds for small models, minutes for 70B); results are cached by "
-        "configuration and get a run_id to cite."))
-    def simulate_memory(
+        "configuration and get a run_id to cite. Long runs send progress notifications (the first "
+        "one says the expected duration) and stop when the request is cancelled; "
+        f"{max_running} run(s) at once and {max_waiting} waiting, beyond that the call is refused "
+        "at once as busy."))
+    async def simulate_memory(
         gpu_count: Annotated[int, Field(description="World size (total GPUs).", ge=1, le=65_536, strict=True)],
         strategy: StrategyName,
         model: Annotated[str | None, Field(description="Catalog model name ('Llama-2-7B', 'GPT-2', 'tiny', ...) "
@@ -143,6 +166,7 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None):
         activation_checkpointing: Annotated[bool, Field(description=describe("activation_checkpointing"),
                                                         strict=True)] = False,
         optimizer: Literal["adamw", "sgd"] = "adamw",
+        ctx: Context | None = None,
     ) -> SimulationReport:
         from bot.bench.simulate import SimConfig, SimError
 
@@ -159,7 +183,20 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None):
             else:
                 assert model is not None  # one of the two is given (checked above)
                 config = SimConfig(model=model, **options)
-            run_id, result = simulate_fn(config)
+            config = config.normalized()  # a config the simulator refuses is refused now, not after queueing
+            found, store = await anyio.to_thread.run_sync(lookup_fn, config)
+            if found is not None:
+                run_id, result = found
+            else:
+                job = simulations.submit(config, expected_seconds(config, store))
+
+                async def report(fraction: float, message: str) -> None:
+                    if ctx is not None:
+                        await ctx.report_progress(fraction, 1.0, message)
+
+                run_id, result = await follow(job, report)
+        except QueueBusy as err:
+            raise ToolError(str(err)) from None
         except ConfigInputError as err:
             raise ToolError(str(err)) from None
         except SimError as err:

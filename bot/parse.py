@@ -395,6 +395,9 @@ def parse_conversation(question: str, history=None) -> Parsed:
             notices.append("deepspeed_layout")
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)
+    from bot.setup import usable_setup  # (here, not above: the import block is being reworked)
+
+    setup = usable_setup(setup)  # a negative or non-finite value is a problem, never a field shown as read
     intent = _conversation_intent(flags.intent, question, turns, turn_fields)
     on_topic = flags.on_topic or follow_up
     if any_topic and turn_fields and intent == "out_of_scope" and not flags.injection:

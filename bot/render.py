@@ -145,10 +145,24 @@ def field_name_text(field_name: str, lang: str) -> str:
     return _t(lang, zh, en)
 
 
+def _given_words(message: str, lang: str) -> str:
+    """", not minus 8" / "（问题里是负 8）" from a ``bot.setup`` message ending "got <value in words>"."""
+    from bot.figures import read_value_words, value_words
+
+    found = re.search(r"got (.+)$", message)
+    value = read_value_words(found.group(1)) if found else None
+    if value is None:
+        return ""
+    return _t(lang, f"（问题里是{value_words(value, 'zh')}）", f"; the question gives {value_words(value, 'en')}")
+
+
 def problem_text(field_name: str, message: str, lang: str) -> str:
     zh, en = _FIELD_NAMES.get(field_name, (field_name, field_name))
-    if "must be positive" in message:
-        return _t(lang, f"{zh}必须是正数。", f"The {en} must be positive.")
+    given = _given_words(message, lang)  # the bad value in words ("minus 8", "infinity"), as bot.setup wrote it
+    if "must be positive" in message or "must be a finite number" in message:
+        return _t(lang, f"{zh}必须是正数{given}。", f"The {en} must be positive{given}.")
+    if message == "is not a number":
+        return _t(lang, f"{zh}必须是一个数（问题里写的不是数）。", f"The {en} must be a number (the question's is not).")
     if "outside the plausible range" in message:
         return _t(lang, f"{zh}超出了合理范围，请确认一下。", f"The {en} is outside any plausible range; please check it.")
     # Drop figures the user did not write (a catalog size, a product) so the text stays traceable.

@@ -7,6 +7,7 @@ rarely states everything; ``check_setup`` reports bad values one clear line per 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -153,10 +154,29 @@ class SetupError(ValueError):
 
 
 def _show(value: float) -> str:
-    """A figure as people write it: 10,000,000 rather than 1e+07; 1e+30 stays short."""
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:g}"
+    """A figure as people write it: 10,000,000 rather than 1e+07, "minus 8", "infinity", "an
+    impossibly large number" (``bot.figures.value_words``): never inf, nan or an exponent."""
+    from bot.figures import value_words
+
+    return value_words(value, "en")
+
+
+def bad_values(setup: TrainingSetup) -> dict[str, float]:
+    """The numeric fields of ``setup`` no computation can use: not a number, infinite, or not
+    positive (each is reported by ``check_setup``)."""
+    bad = {}
+    for name in LIMITS:
+        value = getattr(setup, name)
+        if value is not None and not isinstance(value, bool) and (not math.isfinite(value) or value <= 0):
+            bad[name] = value
+    return bad
+
+
+def usable_setup(setup: TrainingSetup) -> TrainingSetup:
+    """``setup`` without the fields ``bad_values`` names: what an answer may show as read (an
+    invalid answer says what was wrong in words and keeps no negative or non-finite value)."""
+    bad = bad_values(setup)
+    return setup.model_copy(update=dict.fromkeys(bad)) if bad else setup
 
 
 def check_setup(setup: TrainingSetup) -> list[Problem]:
@@ -168,11 +188,16 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
             continue
         if value != value:  # NaN compares false with everything, so it would slip past the range check
             problems.append(Problem(name, "is not a number"))
+        elif value in (math.inf, -math.inf):
+            problems.append(Problem(name, f"must be a finite number, got {_show(value)}"))
         elif value <= 0:
             problems.append(Problem(name, f"must be positive, got {_show(value)}"))
         elif value < low or value > high:
             problems.append(Problem(
                 name, f"{_show(value)} is outside the plausible range {_show(low)}..{_show(high)}"))
+    # The checks below compare and print values: only with the ones that passed the range check
+    # (a model size of 10^30 is out of range, not "1e+30B contradicts Llama-2-7B").
+    setup = setup.model_copy(update={p.field: None for p in problems if p.field in LIMITS})
 
     model = gpu = None
     if setup.model:

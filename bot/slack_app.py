@@ -8,17 +8,22 @@ What it owns:
   (headline, setup as read, table, reasons, forum verdicts, what-ifs, how-to, questions; the older
   text-based layout when an answer has none) with a plain-text fallback.
 - Slack's delivery rules: acknowledge within 3 s and answer on a worker thread (bolt's
-  ``process_before_response=False``); a retried or duplicated event is answered once
-  (``RecentKeys`` on ``event_id`` and on the message's channel+ts).
-- Hostile requests: ``wsgi_app`` verifies the signature before anything parses the body (401 for
-  unsigned, forged or stale requests, 400 for a malformed timestamp, 413 over 1 MiB), logs one
-  line per rejection (never the body), and drops a replayed signed slash command.
-- Delivery: ``deliver``/``respond_reliably`` retry chat.postMessage and response_url (Retry-After
-  on 429, 1/2/4 s backoff on 5xx, plain text on invalid_blocks) and tell the user if it still fails.
+  ``process_before_response=False``); a retried or duplicated event is answered once (its
+  ``event_id`` and the message's channel+ts in ``SeenKeys``: SQLite under the data dir for
+  ``shardwise slack``, so a restart inside Slack's retry window does not answer again).
+- Hostile requests: ``wsgi_app`` verifies the signature over the raw bytes before anything parses
+  the body (401 for unsigned, forged or stale requests, 400 for a malformed timestamp or a body
+  bolt cannot read, 413 over 1 MiB), logs one line per rejection (never the body), and drops a
+  replayed signed slash command. The server caps concurrent connections and the time each may
+  take (``bot.slack_transport``).
+- Delivery (``bot.slack_transport``): slack_sdk's retry handlers (429 with a bounded Retry-After,
+  5xx backoff); a post whose connection dropped after sending is never re-sent blindly, so a
+  reply cannot appear twice; a plain-text resend on invalid_blocks; the user is told when Slack
+  refused the answer.
 - Secrets: ``bot.env``'s one ``SecretRedactor`` strips tokens and keys from every log line and
   from outgoing text. Mentions and messages from bots are ignored (no bot-to-bot loops).
 - ``shardwise slack``: Socket Mode when ``SLACK_APP_TOKEN`` is set, else HTTP on ``--host/--port``
-  through a small threaded WSGI server (bolt's own dev server would bind every interface).
+  through a small bounded WSGI server (bolt's own dev server would bind every interface).
 
 Slack's limits used below: https://docs.slack.dev/reference/block-kit/blocks (3000 chars per
 section text, 10 context elements, 50 blocks) and https://docs.slack.dev/reference/methods/chat.postMessage
@@ -35,20 +40,32 @@ import logging
 import os
 import re
 import secrets as secrets_module
-import threading
-import time
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
+from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import click
 
 from bot.answer import Answer
 from bot.env import REDACTED, SecretRedactor, configure_runtime, install_redaction, redact  # noqa: F401
 from bot.render import question_text
+from bot.slack_transport import (  # noqa: F401  (re-exported: tests and evals import them from here)
+    CONNECTION_SECONDS,
+    MAX_CLIENTS,
+    MAX_TIMESTAMP_SKEW,
+    REQUEST_TIMEOUT,
+    SEEN_TTL,
+    BoundedWSGIServer,
+    RecentKeys,
+    SeenKeys,
+    check_payload,
+    deliver,
+    make_bounded_server,
+    respond_once,
+    slack_retry_handlers,
+    verify_request,
+)
 from bot.strategies import TRAINING_STRATEGIES, label
 from bot.understand.text import looks_chinese
 
@@ -67,28 +84,6 @@ TEXT_LIMIT = 4000
 def install_log_redaction(secrets: Iterable[str] = ()) -> SecretRedactor:
     """The process's ``SecretRedactor`` on every logger and handler (see ``bot.env``)."""
     return install_redaction(secrets)
-
-
-# ---------------------------------------------------------------------------------------------
-class RecentKeys:
-    """A thread-safe set of recently seen keys with a TTL and a size bound (dedupe retries)."""
-
-    def __init__(self, ttl_seconds: float = 3600.0, max_size: int = 10_000):
-        self.ttl, self.max_size = ttl_seconds, max_size
-        self._seen: OrderedDict[str, float] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def seen_before(self, key: str) -> bool:
-        """True if ``key`` was added within the TTL; otherwise record it and return False."""
-        now = time.monotonic()
-        with self._lock:
-            while self._seen and (len(self._seen) > self.max_size
-                                  or next(iter(self._seen.values())) < now - self.ttl):
-                self._seen.popitem(last=False)
-            if key in self._seen:
-                return True
-            self._seen[key] = now
-            return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,81 +421,7 @@ def _usage_text(language: str = "en") -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Delivery: chat.postMessage / response_url with retries (https://docs.slack.dev/apis/web-api/rate-limits:
-# a 429 carries Retry-After in seconds). 5xx and network errors back off 1, 2, 4 s; a message whose
-# blocks Slack refuses (invalid_blocks) is sent again as plain text.
-DELIVERY_ATTEMPTS = 4
-BACKOFF_SECONDS = (1.0, 2.0, 4.0)
-MAX_RETRY_AFTER = 30.0  # never hold a worker thread longer than this per attempt
-BLOCK_ERRORS = {"invalid_blocks", "invalid_blocks_format", "invalid_attachments"}
-_sleep = time.sleep  # tests may replace it
-
-
-def _retry_after(headers: dict | None, attempt: int) -> float:
-    for key, value in (headers or {}).items():
-        if key.lower() == "retry-after":
-            value = value[0] if isinstance(value, list) else value
-            try:
-                return min(max(float(value), 0.0), MAX_RETRY_AFTER)
-            except (TypeError, ValueError):
-                break
-    return BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
-
-
-def _delivery_outcome(status: int, error: str | None, headers: dict | None, kwargs: dict,
-                      attempt: int) -> float | None:
-    """Seconds to wait before the next attempt, 0 to retry now (blocks dropped), None to give up."""
-    if error in BLOCK_ERRORS and kwargs.get("blocks"):
-        log.warning("Slack refused the blocks (%s); sending plain text", error)
-        kwargs.pop("blocks")
-        return 0.0
-    if status == 429 or error == "ratelimited":
-        return _retry_after(headers, attempt)
-    if status >= 500 or error in ("internal_error", "fatal_error", "service_unavailable", "request_timeout"):
-        return BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
-    return None
-
-
-def deliver(client, *, attempts: int = DELIVERY_ATTEMPTS, **kwargs) -> bool:
-    """``chat.postMessage`` with retries; True when Slack accepted the message."""
-    from slack_sdk.errors import SlackApiError
-
-    for attempt in range(attempts):
-        try:
-            client.chat_postMessage(**kwargs)
-            return True
-        except SlackApiError as err:
-            response = err.response
-            wait = _delivery_outcome(response.status_code, response.get("error"), response.headers,
-                                     kwargs, attempt)
-            reason = f"{response.status_code} {response.get('error')}"
-        except OSError as err:  # connection refused/reset, timeouts
-            wait, reason = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)], type(err).__name__
-        if wait is None or attempt == attempts - 1:
-            log.warning("chat.postMessage failed (%s); giving up after %d attempt(s)", reason, attempt + 1)
-            return False
-        log.info("chat.postMessage failed (%s); retrying in %.1f s", reason, wait)
-        _sleep(wait)
-    return False
-
-
-def respond_reliably(respond, *, attempts: int = DELIVERY_ATTEMPTS, **kwargs) -> bool:
-    """bolt's ``respond`` (the command's response_url) with the same retry rules as ``deliver``."""
-    for attempt in range(attempts):
-        try:
-            response = respond(**kwargs)
-            status, body, headers = response.status_code, response.body or "", response.headers
-        except OSError as err:
-            status, body, headers = 599, type(err).__name__, {}
-        if 200 <= status < 300:
-            return True
-        error = next((e for e in (*BLOCK_ERRORS, "ratelimited") if e in body), None)
-        wait = _delivery_outcome(status, error, headers, kwargs, attempt)
-        if wait is None or attempt == attempts - 1:
-            log.warning("response_url failed (%s); giving up after %d attempt(s)", status, attempt + 1)
-            return False
-        _sleep(wait)
-    return False
+# Delivery: bot.slack_transport (slack_sdk's retry handlers, once-only posts).
 
 
 def _undelivered_text(question: str) -> str:
@@ -519,7 +440,7 @@ def default_ask(question: str, history=None) -> Answer:
 
 def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
                     signing_secret: str | None = None, api_url: str | None = None,
-                    slash_command: str = "/shardwise", dedupe: RecentKeys | None = None,
+                    slash_command: str = "/shardwise", dedupe: RecentKeys | SeenKeys | None = None,
                     socket_mode: bool = False):
     """The bolt App. ``ask_fn`` defaults to ``default_ask`` (imported on first question).
 
@@ -540,11 +461,15 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
             raise click.UsageError("SLACK_SIGNING_SECRET is not set (needed to verify Slack's requests)")
         signing_secret = secrets_module.token_hex(32)  # Socket Mode skips signatures; HTTP stays shut
     secrets = [token, signing_secret, os.environ.get("SLACK_APP_TOKEN", "")]
-    dedupe = dedupe or RecentKeys()
+    dedupe = dedupe or RecentKeys(ttl_seconds=SEEN_TTL)
     if api_url and not api_url.endswith("/"):
         api_url += "/"
 
-    client = WebClient(token=token, base_url=api_url) if api_url else WebClient(token=token)
+    # slack_sdk's retry handlers (bot.slack_transport): 429 with a bounded Retry-After, 5xx backoff,
+    # and connection errors only when the request never went out (no duplicate posts)
+    client_options: dict[str, Any] = {"token": token, "timeout": REQUEST_TIMEOUT,
+                                      "retry_handlers": slack_retry_handlers()}
+    client = WebClient(base_url=api_url, **client_options) if api_url else WebClient(**client_options)
     # bolt logs a rejected request's whole body at INFO; our WSGI layer rejects before bolt runs,
     # and bolt's own logger stays at WARNING so nothing it logs can carry a request body.
     bolt_log = logging.getLogger("shardwise.slack.bolt")
@@ -553,6 +478,7 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
               process_before_response=False, name="shardwise", logger=bolt_log)
     if not socket_mode:
         setattr(app, "shardwise_signing_secret", signing_secret)  # noqa: B010  (wsgi_app verifies before bolt parses)
+    setattr(app, "shardwise_seen", dedupe)  # noqa: B010  (wsgi_app drops replayed slash commands with it)
 
     def answer(question: str, history: list[dict[str, str]] | None) -> Answer:
         return (ask_fn or default_ask)(question[:MAX_QUESTION_CHARS], history=history or None)
@@ -574,7 +500,10 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         return next()
 
     def reply_in_thread(event: dict, client, context) -> None:
-        channel, ts = event["channel"], event["ts"]
+        channel, ts = event.get("channel"), event.get("ts")
+        if not (isinstance(channel, str) and isinstance(ts, str)):  # Socket Mode skips wsgi_app's check
+            log.warning("ignored a message event without channel or ts")
+            return
         thread_ts = event.get("thread_ts") or ts
         question = clean_text(event.get("text", ""))
         if not question:
@@ -592,11 +521,11 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         except Exception:
             log.exception("answering a message failed")
             message = {"text": _error_text(question)}
-        if not deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
-                       unfurl_media=False, **message):
-            # Still failing after the retries: one short plain line, so the user is not left waiting.
-            deliver(client, channel=channel, thread_ts=thread_ts, text=_undelivered_text(question),
-                    attempts=2)
+        if deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                   unfurl_media=False, **message) is False:
+            # Refused after the retries: one short plain line, so the user is not left waiting.
+            # (None: the post may have gone through; a second message could be a duplicate.)
+            deliver(client, channel=channel, thread_ts=thread_ts, text=_undelivered_text(question))
 
     @app.event("app_mention")
     def on_mention(event, client, context):
@@ -613,10 +542,11 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         reply_in_thread(event, client, context)
 
     @app.command(slash_command)
-    def on_command(ack, command, respond):
-        question = clean_text(command.get("text", ""))
+    def on_command(ack, command):
+        question = clean_text(command.get("text", "") if isinstance(command.get("text"), str) else "")
         language = "zh" if looks_chinese(question) else "en"
-        if not question:
+        response_url = command.get("response_url")
+        if not question or not isinstance(response_url, str):
             ack(text=_usage_text(language))
             return
         ack(text="正在计算…" if language == "zh" else "Working on it…")
@@ -627,26 +557,17 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
                                      question=question, secrets=secrets)
         except Exception:
             log.exception("answering a slash command failed")
-            respond_reliably(respond, response_type="ephemeral", text=_error_text(question))
+            respond_once(response_url, {"response_type": "ephemeral", "text": _error_text(question)})
             return
-        if not respond_reliably(respond, response_type="in_channel", replace_original=False, **message):
-            respond_reliably(respond, response_type="ephemeral", text=_undelivered_text(question), attempts=2)
+        posted = respond_once(response_url, {"response_type": "in_channel", "replace_original": False, **message})
+        if posted is False:
+            respond_once(response_url, {"response_type": "ephemeral", "text": _undelivered_text(question)})
 
     return app
 
 
 # ---------------------------------------------------------------------------------------------
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002  (stdlib signature)
-        log.debug("%s %s", self.address_string(), format % args)
-
-
-MAX_TIMESTAMP_SKEW = 300  # Slack's own rule: refuse requests older than five minutes
-REPLAY_TTL = 2 * MAX_TIMESTAMP_SKEW  # a replay after this is stale anyway
+REPLAY_TTL = SEEN_TTL  # signed slash commands and events are remembered this long
 
 
 def _reject(start_response, status: str, reason: str, environ: dict, length: int):
@@ -658,32 +579,16 @@ def _reject(start_response, status: str, reason: str, environ: dict, length: int
     return [body]
 
 
-def verify_request(body: bytes, timestamp: str | None, signature: str | None, signing_secret: str,
-                   now: float | None = None) -> tuple[int, str] | None:
-    """None when the request is Slack's, else (HTTP status, reason): 400 for a malformed
-    timestamp, 401 for a missing, stale or wrong signature. Runs before the body is parsed."""
-    from slack_sdk.signature import SignatureVerifier
-
-    if not timestamp or not signature:
-        return 401, "unsigned"
-    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:
-        return 400, "malformed timestamp"
-    if abs((time.time() if now is None else now) - int(timestamp)) > MAX_TIMESTAMP_SKEW:
-        return 401, "stale timestamp"
-    if len(signature) > 100 or not SignatureVerifier(signing_secret).is_valid(body, timestamp, signature):
-        return 401, "bad signature"
-    return None
-
-
-def wsgi_app(app, signing_secret: str | None = None, replays: RecentKeys | None = None):
-    """bolt's WSGI adapter on ``/slack/events`` behind a body-size limit, a signature check that
-    runs before anything parses the body, and a replay filter for slash commands (Slack signs a
-    command once; the same signed request arriving again is an attacker or a proxy replaying it)."""
+def wsgi_app(app, signing_secret: str | None = None, replays: RecentKeys | SeenKeys | None = None):
+    """bolt's WSGI adapter on ``/slack/events`` behind a body-size limit, a signature check over
+    the raw bytes, a check of the body's shape (``check_payload``), and a replay filter for slash
+    commands (Slack signs a command once; the same signed request arriving again is an attacker
+    or a proxy replaying it). Every refusal is a 4xx and one log line."""
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     handler = SlackRequestHandler(app, path=EVENTS_PATH)
     signing_secret = signing_secret or getattr(app, "shardwise_signing_secret", None)
-    replays = replays or RecentKeys(ttl_seconds=REPLAY_TTL)
+    replays = replays or getattr(app, "shardwise_seen", None) or RecentKeys(ttl_seconds=REPLAY_TTL)
 
     def application(environ, start_response):
         try:
@@ -698,13 +603,21 @@ def wsgi_app(app, signing_secret: str | None = None, replays: RecentKeys | None 
         signature = environ.get("HTTP_X_SLACK_SIGNATURE")
         if not timestamp or not signature:  # cheapest rejection: the body is never read
             return _reject(start_response, "401 Unauthorized", "unsigned", environ, length)
-        body = environ["wsgi.input"].read(length) if length else b""
+        try:
+            body = environ["wsgi.input"].read(length) if length else b""
+        except OSError as err:  # the client stalled past the read timeout or went away
+            return _reject(start_response, "408 Request Timeout", f"body not received ({type(err).__name__})",
+                           environ, length)
         problem = verify_request(body, timestamp, signature, signing_secret)
         if problem:
             status = "400 Bad Request" if problem[0] == 400 else "401 Unauthorized"
             return _reject(start_response, status, problem[1], environ, length)
-        if not environ.get("CONTENT_TYPE", "").startswith("application/json"):
-            key = hashlib.sha256(f"{signature}:{timestamp}:".encode() + body).hexdigest()
+        content_type = environ.get("CONTENT_TYPE", "")
+        malformed = check_payload(body, content_type)
+        if malformed:
+            return _reject(start_response, "400 Bad Request", malformed, environ, length)
+        if not content_type.startswith("application/json"):
+            key = "signed:" + hashlib.sha256(f"{signature}:{timestamp}:".encode() + body).hexdigest()
             if replays.seen_before(key):
                 log.warning("replayed signed request ignored (%d bytes)", length)
                 start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "0")])
@@ -719,10 +632,20 @@ def wsgi_app(app, signing_secret: str | None = None, replays: RecentKeys | None 
     return application
 
 
-def make_http_server(app, host: str = "127.0.0.1", port: int = 3000) -> WSGIServer:
-    """A threaded WSGI server for the app (``port=0`` picks a free one); call ``serve_forever``."""
-    return make_server(host, port, wsgi_app(app), server_class=_ThreadingWSGIServer,
-                       handler_class=_QuietHandler)
+def make_http_server(app, host: str = "127.0.0.1", port: int = 3000, *, max_clients: int = MAX_CLIENTS,
+                     connection_seconds: float = CONNECTION_SECONDS) -> BoundedWSGIServer:
+    """A threaded WSGI server for the app (``port=0`` picks a free one); call ``serve_forever``.
+    At most ``max_clients`` connections at once, each closed after ``connection_seconds``."""
+    return make_bounded_server(host, port, wsgi_app(app), max_clients=max_clients,
+                               connection_seconds=connection_seconds)
+
+
+def seen_store_path() -> Path:
+    """Where ``shardwise slack`` remembers the events it answered (survives a restart)."""
+    from bot.env import data_dir
+
+    return data_dir() / "slack_seen.sqlite"
+
 
 
 @click.command(name="slack")
@@ -741,11 +664,11 @@ def slack_command(host: str, port: int, debug: bool) -> None:
     if app_token:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-        app = build_slack_app(socket_mode=True)
+        app = build_slack_app(socket_mode=True, dedupe=SeenKeys(seen_store_path()))
         log.info("shardwise Slack bot: Socket Mode")
         SocketModeHandler(app, app_token).start()
         return
-    server = make_http_server(build_slack_app(), host, port)
+    server = make_http_server(build_slack_app(dedupe=SeenKeys(seen_store_path())), host, port)
     log.info("shardwise Slack bot: HTTP on http://%s:%d%s", host, server.server_port, EVENTS_PATH)
     try:
         server.serve_forever()

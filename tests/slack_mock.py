@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
+DROP = -1  # a fault status: Slack accepts the call, then the connection drops before the answer
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 TEAM_ID = "T0000001"
@@ -44,7 +46,8 @@ class SlackMock:
     threads: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     failing: dict[str, str] = field(default_factory=dict)  # method -> Slack error code to answer with
     # method -> queued one-shot faults: (HTTP status, body, headers), consumed one per call; e.g.
-    # (429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}) or (503, "<html>...", {})
+    # (429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}) or (503, "<html>...", {});
+    # (DROP, {}, {}) performs the call (the message is posted) and closes the connection unanswered
     faults: dict[str, list[tuple[int, dict | str, dict]]] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _ts: int = 0
@@ -71,6 +74,11 @@ class SlackMock:
                     self.send_error(404)
                     return
                 fault = mock._next_fault(method)
+                if fault is not None and fault[0] == DROP:
+                    mock._record(method, params, self.headers.get("Authorization"))
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 if fault is not None:
                     mock._record(method, params, self.headers.get("Authorization"), faulted=True)
                     status, payload, headers = fault
@@ -150,12 +158,17 @@ class SlackMock:
             ts = self.next_ts()
             thread_ts = params.get("thread_ts")
             if thread_ts:
-                self.add_thread_message(params["channel"], thread_ts, params.get("text", ""), ts=ts, bot=True)
+                message = self.add_thread_message(params["channel"], thread_ts, params.get("text", ""), ts=ts,
+                                                  bot=True)
+                if params.get("metadata"):  # Slack returns it with include_all_metadata
+                    message["metadata"] = params["metadata"]
             return {"ok": True, "channel": params.get("channel"), "ts": ts,
                     "message": {"text": params.get("text"), "ts": ts}}
         if method == "conversations.replies":
             with self._cond:
                 messages = list(self.threads.get((params.get("channel"), params.get("ts")), []))
+            if not params.get("include_all_metadata"):
+                messages = [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
             return {"ok": True, "messages": messages, "has_more": False}
         if method == "response":
             return {"ok": True}

@@ -124,6 +124,8 @@ def simulate(model, config_source, gpu_count, strategy, gpus_per_node, seq_len, 
                 run_id, result = simulate_cached(cfg, force=force, progress=progress)
         except SimError as err:
             raise click.ClickException(str(err)) from None
+        finally:
+            _echo_store_notices()
         data = result.to_dict()
         data["run_id"] = run_id
         outputs.append(data)
@@ -131,6 +133,19 @@ def simulate(model, config_source, gpu_count, strategy, gpus_per_node, seq_len, 
             _print_sim(run_id, result)
     if as_json:
         click.echo(json.dumps(outputs[0] if len(outputs) == 1 else outputs, indent=1))
+
+
+_SHOWN_NOTICES: set[str] = set()
+
+
+def _echo_store_notices() -> None:
+    """A damaged result store was moved aside (bot.bench.store): say so once, on stderr."""
+    from bot.bench.store import damage_notices
+
+    for notice in damage_notices():
+        if notice not in _SHOWN_NOTICES:
+            _SHOWN_NOTICES.add(notice)
+            click.echo(f"notice: {notice}", err=True)
 
 
 def _print_sim(run_id: str, r) -> None:
@@ -256,6 +271,7 @@ def list_command(kind, limit, as_json) -> None:
     from bot.bench.store import ResultStore
 
     runs = ResultStore().list(kind=kind, limit=limit)
+    _echo_store_notices()
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in runs], indent=1))
         return
@@ -273,6 +289,7 @@ def show(run_id, as_json) -> None:
     from bot.bench.store import ResultStore
 
     run = ResultStore().get(run_id.strip())
+    _echo_store_notices()
     if run is None:
         raise click.BadParameter(f"no stored result {run_id[:80]!r} (see: shardwise bench list)",
                                  param_hint="RUN_ID")

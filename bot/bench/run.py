@@ -49,7 +49,8 @@ class BenchError(RuntimeError):
 
     def __init__(self, message: str, rank: int | None = None, log_tail: str = ""):
         self.rank, self.log_tail = rank, log_tail
-        super().__init__(message + (f"\n--- rank {rank} log tail ---\n{log_tail}" if log_tail else ""))
+        source = f"rank {rank}" if rank is not None else "torchrun"
+        super().__init__(message + (f"\n--- {source} log tail ---\n{log_tail}" if log_tail else ""))
 
 
 @dataclass(frozen=True)
@@ -403,6 +404,32 @@ def failed_rank(workdir: Path, vanished: dict[int, float]) -> tuple[int | None, 
     return (min(tails) if tails else None), "failed"
 
 
+# torchrun's own words when it is sent SIGTERM/SIGINT/SIGHUP (torch/distributed/elastic/agent/server/api.py,
+# multiprocessing/api.py): the launcher was stopped from outside and stopped the ranks itself.
+_LAUNCHER_SIGNAL = re.compile(r"Received (\d+) death signal|Process \d+ got signal: (\d+)")
+
+
+def launcher_signal(workdir: Path) -> int | None:
+    """The signal the torchrun launcher itself received (from its log), or None."""
+    try:
+        text = (workdir / "torchrun.log").read_text(errors="replace")[-50_000:]
+    except OSError:
+        return None
+    found = _LAUNCHER_SIGNAL.search(text)
+    return int(found.group(1) or found.group(2)) if found else None
+
+
+def _signal_name(number: int) -> str:
+    return signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
+
+
+def _torchrun_tail(workdir: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join((workdir / "torchrun.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
 def launch(cfg: RunConfig, strategy: str, workdir: Path, progress: ProgressFn | None = None) -> dict:
     """Run one strategy under torchrun; returns the worker's result or raises ``BenchError``."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -431,18 +458,23 @@ def launch(cfg: RunConfig, strategy: str, workdir: Path, progress: ProgressFn | 
     if code != 0 or not out.exists():
         tails = _log_tails(workdir)
         rank, how = failed_rank(workdir, vanished)
+        stopped_by = launcher_signal(workdir)
         if code < 0 and how not in ("raised an error",):  # torchrun itself was killed first
-            sig = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            tail = "\n".join((workdir / "torchrun.log").read_text(errors="replace").splitlines()[-25:])
-            raise BenchError(f"{strategy}: the torchrun launcher was killed ({sig}); every rank was "
-                             f"stopped (ranks {sorted(set(tails) | set(vanished))}); logs in {workdir}",
-                             rank=None, log_tail=tail)
+            stopped_by = -code
+        if stopped_by is not None:  # the launcher was stopped from outside: no rank failed
+            verb = "killed" if stopped_by == signal.SIGKILL else "stopped"
+            raise BenchError(f"{strategy}: the torchrun launcher was {verb} ({_signal_name(stopped_by)}) from "
+                             "outside before the run finished; no rank failed, every rank was stopped "
+                             f"with it (ranks {sorted(set(tails) | set(vanished) | set(rank_pids(workdir)))}); "
+                             f"logs in {workdir}", rank=None, log_tail=_torchrun_tail(workdir))
         tail = tails.get(rank, "") if rank is not None else ""
         log_file = workdir / "logs"
         if rank is not None:
             log_file = next(iter(sorted(workdir.glob(f"logs/**/{rank}/stderr.log"))), log_file)
-        if not tail and (workdir / "torchrun.log").exists():
-            tail = "\n".join((workdir / "torchrun.log").read_text(errors="replace").splitlines()[-25:])
+        if rank is not None and not tail:  # its own stderr is empty: say so (torchrun's summary is not its log)
+            tail = f"(rank {rank} wrote nothing to its stderr before it stopped)"
+        elif rank is None:
+            tail = _torchrun_tail(workdir)
         others = sorted(r for r in set(tails) | set(vanished) if r != rank)
         raise BenchError(f"{strategy}: rank {rank if rank is not None else '?'} failed: it {how} "
                          f"(torchrun exit code {code})"

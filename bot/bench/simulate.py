@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -557,7 +558,22 @@ def run_simulation(cfg: SimConfig, progress: ProgressFn | None = None) -> SimRes
 # --------------------------------------------------------------------------------------------
 
 
-def _child(cfg_dicts: list[dict], conn) -> None:
+def _exit_when_orphaned(parent_pid: int) -> None:
+    # The child must not outlive whoever asked for it (an MCP server killed with SIGKILL runs no
+    # cleanup): when the parent is gone the child is re-parented, and getppid() changes.
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def _child(cfg_dicts: list[dict], conn, parent_pid: int | None = None) -> None:
+    if parent_pid is not None:
+        _exit_when_orphaned(parent_pid)
     import torch
 
     torch.set_num_threads(1)
@@ -577,18 +593,21 @@ def _child(cfg_dicts: list[dict], conn) -> None:
 
 def simulate_batch(cfgs: list[SimConfig], progress: ProgressFn | None = None,
                    timeout: float = 1800.0,
-                   on_result: Callable[[int, SimResult], None] | None = None) -> list[SimResult | SimError]:
+                   on_result: Callable[[int, SimResult], None] | None = None,
+                   should_stop: Callable[[], bool] | None = None) -> list[SimResult | SimError]:
     """Simulate several configs in one spawned child (torch is imported once); one entry per
     config, in order: its ``SimResult`` or the ``SimError`` saying why it failed. Invalid configs
     are refused before the child starts. ``on_result(index, result)`` is called as each finishes
-    (so a long batch that is interrupted keeps what it finished). ``timeout`` is per config."""
+    (so a long batch that is interrupted keeps what it finished). ``timeout`` is per config.
+    ``should_stop()`` is asked twice a second; when it returns True the child is stopped and
+    ``SimError("simulation cancelled")`` raised. The child exits by itself if this process dies."""
     cfgs = [cfg.normalized() for cfg in cfgs]
     outcomes: list[SimResult | SimError | None] = [None] * len(cfgs)
     if not cfgs:
         return []
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=([asdict(c) for c in cfgs], child), daemon=True,
+    proc = ctx.Process(target=_child, args=([asdict(c) for c in cfgs], child, os.getpid()), daemon=True,
                        name="shardwise-simulate")
     proc.start()
     child.close()
@@ -599,6 +618,8 @@ def simulate_batch(cfgs: list[SimConfig], progress: ProgressFn | None = None,
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SimError(f"simulation timed out after {timeout:.0f} s")
+            if should_stop is not None and should_stop():
+                raise SimError("simulation cancelled")
             if parent.poll(min(remaining, 0.5)):
                 try:
                     message = parent.recv()
@@ -641,14 +662,16 @@ def simulate(cfg: SimConfig, progress: ProgressFn | None = None, timeout: float 
 
 
 def simulate_cached(cfg: SimConfig, store=None, force: bool = False,
-                    progress: ProgressFn | None = None) -> tuple[str, SimResult]:
+                    progress: ProgressFn | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> tuple[str, SimResult]:
     """``(run_id, result)``: from the store when this config (and torch version) was simulated
     before, otherwise simulated now and stored. ``force`` re-simulates."""
-    return simulate_many_cached([cfg], store=store, force=force, progress=progress)[0]
+    return simulate_many_cached([cfg], store=store, force=force, progress=progress, should_stop=should_stop)[0]
 
 
 def simulate_many_cached(cfgs: list[SimConfig], store=None, force: bool = False,
-                         progress: ProgressFn | None = None) -> list[tuple[str, SimResult]]:
+                         progress: ProgressFn | None = None,
+                         should_stop: Callable[[], bool] | None = None) -> list[tuple[str, SimResult]]:
     """``simulate_cached`` for several configs; the ones not in the store run in one child.
     Raises ``SimError`` for the first config that fails (the others are stored)."""
     from bot.bench.store import ResultStore
@@ -662,7 +685,8 @@ def simulate_many_cached(cfgs: list[SimConfig], store=None, force: bool = False,
         result.run_id = store.add_simulation(result)
         found[missing[index]] = result
 
-    outcomes = simulate_batch([cfgs[n] for n in missing], progress=progress, on_result=keep)
+    outcomes = simulate_batch([cfgs[n] for n in missing], progress=progress, on_result=keep,
+                              should_stop=should_stop)
     first_error = next((o for o in outcomes if isinstance(o, SimError)), None)
     if first_error is not None:
         raise first_error

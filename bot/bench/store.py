@@ -5,6 +5,11 @@ this machine (``"run"``), or a result file a user imported from their cluster (`
 Rows carry the config and its hash (identical configs are served from the store), the hardware,
 the torch version, timestamps, the figures and a status. Only ``status="ok"`` rows are found by
 the ``find_*`` methods; a failed run is kept for ``bench show`` but never served as a result.
+
+A damaged file (truncated, overwritten, emptied to 0 bytes; SQLite's SQLITE_CORRUPT/NOTADB) is
+found when the store opens or on any later read or write: it is moved aside to
+``bench.sqlite.damaged-<UTC time>`` (with its journal), a new empty store takes its place, and
+``damage_notices()`` says what happened so the CLI and answers can tell the user. Nothing raises.
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import logging
 import secrets
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.env import data_dir
+
+log = logging.getLogger("shardwise.bench.store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -101,14 +110,129 @@ class StoredRun:
         return dict(self.__dict__)
 
 
+# ---------------------------------------------------------------------------------------------
+# Damage: detect, move aside, say so (https://www.sqlite.org/rescode.html: 11 CORRUPT, 26 NOTADB)
+_DAMAGE_CODES = (11, 26)
+NEW_FILE_SECONDS = 10.0  # a 0-byte file younger than this is a store another process is creating
+_checked: dict[tuple[str, int, int], bool] = {}  # (path, size, mtime_ns) already found sound
+_notices: list[dict[str, str]] = []  # what this process moved aside, for damage_notices()
+_lock = threading.Lock()
+
+
+def is_damage(err: BaseException) -> bool:
+    """True for SQLite's "file is damaged" errors (not for a lock, a full disk or a missing table)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _DAMAGE_CODES
+    text = str(err).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def _damage(path: Path) -> str | None:
+    """Why the file at ``path`` is not a usable store, in words; None when it is (or is absent)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    if stat.st_size == 0:  # SQLite would treat it as a new empty store: every stored run gone, silently
+        # ...unless another process created it a moment ago and is writing its schema now
+        if time.time() - stat.st_mtime < NEW_FILE_SECONDS:
+            return None
+        return "the file is empty (0 bytes)"
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if _checked.get(key):
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            verdict = db.execute("PRAGMA quick_check").fetchone()[0]
+            if verdict != "ok":
+                return f"integrity check failed: {' '.join(str(verdict).split())[:120]}"
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone():
+                db.execute("SELECT COUNT(*), MAX(finished_at) FROM runs").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        if not is_damage(err):
+            return None  # locked, unreadable for now: not a reason to move anything
+        return str(err)
+    _checked[key] = True
+    return None
+
+
+def _move_aside(path: Path, reason: str) -> Path | None:
+    """Rename the damaged file (and its journal) to ``<name>.damaged-<UTC time>``; None when
+    another process did it first."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    try:
+        path.rename(target)
+    except FileNotFoundError:
+        return None
+    for suffix in ("-journal", "-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.rename(target.with_name(target.name + suffix))
+    notice = {
+        "en": (f"The benchmark result store was damaged ({reason}); it was moved aside to {target.name} and a "
+               "new, empty store was started, so runs stored before are not cited until it is restored."),
+        "zh": (f"基准结果库已损坏（{reason}），已移到 {target.name}，并新建了空的结果库；"
+               "此前保存的运行结果在恢复之前不会被引用。"),
+        "moved_to": str(target),
+    }
+    _notices.append(notice)
+    log.warning(notice["en"])
+    return target
+
+
+def damage_notices(language: str = "en") -> list[str]:
+    """What this process found damaged and moved aside, in ``language`` (``en`` or ``zh``)."""
+    return [n["zh" if language == "zh" else "en"] for n in _notices]
+
+
 class ResultStore:
     """SQLite results; ``path`` defaults to ``bot.env.data_dir() / "bench.sqlite"``."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else data_dir() / "bench.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._check()
+        self._guard(self._create, None)
+
+    def _create(self) -> None:
         with self._connect() as db:
             db.executescript(_SCHEMA)
+
+    def _check(self) -> None:
+        with _lock:
+            reason = _damage(self.path)
+            if reason:
+                _move_aside(self.path, reason)
+
+    def _guard(self, operation: Callable, fallback):
+        """Run ``operation``; when it meets a damaged file, move the file aside, start a new
+        store and run it there (reads then find nothing; writes land in the new file)."""
+        for attempt in range(3):
+            try:
+                return operation()
+            except sqlite3.DatabaseError as err:
+                if not is_damage(err):
+                    raise
+                with _lock:  # the check first: another process may have replaced the file already
+                    reason = _damage(self.path) or (str(err) if attempt else None)
+                    if reason and self.path.exists():
+                        _move_aside(self.path, reason)
+                try:
+                    self._create()
+                except sqlite3.DatabaseError as again:
+                    if not is_damage(again):
+                        raise
+        log.warning("benchmark result store %s still unreadable; serving without it", self.path.name)
+        return fallback
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -138,10 +262,14 @@ class ResultStore:
                torch_version, started_at or now, finished_at or now, json.dumps(figures, sort_keys=True),
                error, source)
         if kind in UPSERT_KINDS and status == "ok":
-            return self._insert_once(row, kind, hash_)
-        with self._connect() as db:
-            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
-        return run_id
+            return self._guard(lambda: self._insert_once(row, kind, hash_), run_id)
+
+        def insert() -> str:
+            with self._connect() as db:
+                db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
+            return run_id
+
+        return self._guard(insert, run_id)
 
     def _insert_once(self, row: tuple, kind: str, hash_: str) -> str:
         """Insert unless an ok row of ``kind`` with this hash exists; returns the row's id. Two
@@ -179,8 +307,11 @@ class ResultStore:
                         hash_=result.config.key(result.torch_version))
 
     def get(self, run_id: str) -> StoredRun | None:
-        with self._connect() as db:
-            row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        def read():
+            with self._connect() as db:
+                return db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+
+        row = self._guard(read, None)
         return _row(row) if row else None
 
     def list(self, kind: str | None = None, limit: int = 50) -> list[StoredRun]:
@@ -189,16 +320,20 @@ class ResultStore:
         if kind:
             query, args = query + " WHERE kind = ?", [kind]
         query += " ORDER BY finished_at DESC LIMIT ?"
-        with self._connect() as db:
-            return [_row(r) for r in db.execute(query, [*args, int(limit)])]
+        return self._select(query, [*args, int(limit)])
+
+    def _select(self, query: str, args: builtins.list) -> builtins.list[StoredRun]:
+        def read():
+            with self._connect() as db:
+                return [_row(r) for r in db.execute(query, args)]
+
+        return self._guard(read, [])
 
     def find_by_hash(self, kind: str, hash_: str) -> StoredRun | None:
         """The newest ok result of ``kind`` with this config hash."""
-        with self._connect() as db:
-            row = db.execute(
-                "SELECT * FROM runs WHERE kind = ? AND config_hash = ? AND status = 'ok' "
-                "ORDER BY finished_at DESC LIMIT 1", (kind, hash_)).fetchone()
-        return _row(row) if row else None
+        found = self._select("SELECT * FROM runs WHERE kind = ? AND config_hash = ? AND status = 'ok' "
+                             "ORDER BY finished_at DESC LIMIT 1", [kind, hash_])
+        return found[0] if found else None
 
     def find_simulation(self, config):
         """The stored ``SimResult`` (with ``run_id`` set) for this ``SimConfig``, or None."""
@@ -220,8 +355,7 @@ class ResultStore:
             if value is not None:
                 query += f" AND {column} = ?"
                 args.append(value)
-        with self._connect() as db:
-            return [_row(r) for r in db.execute(query + " ORDER BY finished_at DESC", args)]
+        return self._select(query + " ORDER BY finished_at DESC", args)
 
 
 def _row(row: sqlite3.Row) -> StoredRun:

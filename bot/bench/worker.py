@@ -190,6 +190,9 @@ def run(args: argparse.Namespace) -> dict | None:
             torch.cuda.synchronize(device)
         start = time.perf_counter()
         losses.append(step(i))
+        # one line per step on this rank's own stderr: if it is killed, its log tail shows how far it got
+        print(f"rank {rank}: step {i + 1}/{args.warmup + args.steps} loss {losses[-1]:.4f}", file=sys.stderr,
+              flush=True)
         if cuda:
             torch.cuda.synchronize(device)
         if i >= args.warmup:
@@ -307,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     die_with_parent()
     mark_rank(out, rank, "pid")
+    print(f"rank {rank}: started (pid {os.getpid()}, {args.model}, {args.strategy})", file=sys.stderr, flush=True)
     started = time.time()
     try:
         result = run(args)

@@ -8,7 +8,9 @@ Where it lives: ``data_dir()/index`` holds one folder per *generation* (a comple
 How it changes:
 - A full build writes a *new* generation and only then swaps the pointer (``os.replace`` of
   ``CURRENT``, or the server collection's ``complete`` flag), so a crash mid-build leaves the old
-  index serving and an orphan that the next build deletes.
+  index serving and an orphan that the next build deletes before it starts: a build in progress
+  is marked by ``.writing-<generation>`` (its pid and start time), and a generation whose writer
+  is no longer alive is removed (server: a collection never marked complete; one writer assumed).
 - An incremental ingest compares each entry's content hash with the hash stored in the chunk
   metadata and re-embeds only changed entries (delete + add by ``entry_id``).
 - :func:`ensure_index` (what search calls) opens and probes the live generation; a missing,
@@ -118,6 +120,20 @@ def _new_generation() -> str:
     return f"g{time.time_ns()}"  # sorts by creation time, which the server backend relies on
 
 
+_WRITING = ".writing-"  # <root>/.writing-<generation>: "<pid> <start time>" of the process building it
+
+
+def _process_identity(pid: int) -> str | None:
+    """``"<pid> <start time in clock ticks>"`` for a live process (from /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] == "Z":  # a zombie writes nothing
+        return None
+    return f"{pid} {fields[19]}"  # field 22 of proc(5); fields[0] is field 3
+
+
 class _LocalBackend:
     """Generations are folders ``<root>/<generation>/``; ``<root>/CURRENT`` names the live one."""
 
@@ -156,6 +172,39 @@ class _LocalBackend:
 
     def discard(self, generation: str) -> None:
         shutil.rmtree(self.root / generation, ignore_errors=True)
+
+    def start_writing(self, generation: str) -> None:
+        """Mark ``generation`` as being written by this process (pid and its start time, so a
+        recycled pid is not mistaken for the writer)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / f"{_WRITING}{generation}").write_text(_process_identity(os.getpid()) or "", encoding="utf-8")
+
+    def done_writing(self, generation: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.root / f"{_WRITING}{generation}").unlink()
+
+    def remove_abandoned(self) -> list[str]:
+        """Remove generations whose build was killed (marked as being written by a process that
+        is gone; never the current one); returns their names."""
+        try:
+            current = self.current()
+        except IndexUnavailable:
+            current = None
+        removed = []
+        for marker in self.root.glob(f"{_WRITING}g*"):
+            generation = marker.name[len(_WRITING):]
+            try:
+                writer = marker.read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+            pid = writer.split(" ", 1)[0]
+            if generation == current or (pid.isdigit() and _process_identity(int(pid)) == writer):
+                continue  # live, or still being written by a running process
+            shutil.rmtree(self.root / generation, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
+            removed.append(generation)
+        return removed
 
     @contextlib.contextmanager
     def writer_lock(self) -> Iterator[None]:
@@ -210,6 +259,22 @@ class _ServerBackend:
     def discard(self, generation: str) -> None:
         with contextlib.suppress(Exception):
             self._client.delete_collection(_collection_name(generation))
+
+    def start_writing(self, generation: str) -> None:
+        pass  # the collection's complete=0 flag is the marker
+
+    def done_writing(self, generation: str) -> None:
+        pass
+
+    def remove_abandoned(self) -> list[str]:
+        """Collections never marked complete (a killed build; one writer at a time is assumed)."""
+        removed = []
+        for c in self._client.list_collections():
+            if c.name.startswith(_PREFIX + "g") and (c.metadata or {}).get("complete") != 1:
+                with contextlib.suppress(Exception):
+                    self._client.delete_collection(c.name)
+                    removed.append(c.name[len(_PREFIX):])
+        return removed
 
     @contextlib.contextmanager
     def writer_lock(self) -> Iterator[None]:
@@ -322,8 +387,13 @@ def _add_chunks(store: IndexStore, chunks: list[Chunk], progress: Progress | Non
 
 
 def _build(backend, chunks: list[Chunk], progress: Progress | None) -> IndexStore:
+    abandoned = backend.remove_abandoned()  # half-built generations of killed builds
+    if abandoned:
+        print(f"shardwise: removed {len(abandoned)} unfinished index generation(s) left by an interrupted "
+              "build", file=sys.stderr)
     generation = _new_generation()
     model = model_setting()
+    backend.start_writing(generation)
     try:
         client = backend.client(generation)
         collection = client.create_collection(
@@ -338,6 +408,8 @@ def _build(backend, chunks: list[Chunk], progress: Progress | None) -> IndexStor
     except BaseException:
         backend.discard(generation)  # never leave a half-built generation behind
         raise
+    finally:
+        backend.done_writing(generation)
     return store
 
 

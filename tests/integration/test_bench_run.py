@@ -204,7 +204,29 @@ def test_killing_a_rank_names_that_rank_and_its_log(tmp_path, monkeypatch, victi
     err = errors[0]
     assert err.rank == victim and f"rank {victim} failed: it was killed by signal 9" in str(err)
     assert f"/{victim}/stderr.log" in str(err)  # where its log is
+    # the tail is that rank's own stderr, not torchrun's failure summary
+    assert f"rank {victim}: started" in err.log_tail and "Root Cause" not in err.log_tail
     assert _no_rank_left(str(tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_stopping_the_launcher_is_reported_as_the_launcher_stopped_not_a_rank_failure(tmp_path, monkeypatch, sig):
+    import os
+    import signal
+
+    monkeypatch.setenv("SHARDWISE_DATA_DIR", str(tmp_path))
+    thread, errors = _start_in_thread(ResultStore(tmp_path / "b.sqlite"))
+    workdir, _ = _wait_for_ranks(tmp_path)
+    time.sleep(1.0)
+    os.kill(_launcher_pid(workdir), getattr(signal, sig))
+    thread.join(120)
+    assert errors and isinstance(errors[0], BenchError), errors
+    err = errors[0]
+    first_line = str(err).splitlines()[0]
+    assert f"the torchrun launcher was stopped ({sig}) from outside" in first_line
+    assert "no rank failed" in first_line and "rank 0 failed" not in str(err) and err.rank is None
+    assert _no_rank_left(str(tmp_path), wait=10)
 
 
 @pytest.mark.slow

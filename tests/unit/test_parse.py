@@ -89,7 +89,7 @@ def fields(text: str, history=None) -> dict:
     ("512GB of RAM", {"cpu_ram_gb": 512}),
     ("８卡Ａ１００", {"gpu_count": 8, "gpu": "A100 80GB SXM"}),  # full-width characters
     ("8 A100 GPUs", {"gpu_count": 8}),  # not 100 GPUs
-    ("on -8 A100 GPUs", {"gpu_count": -8}),  # the sign is kept, so the problem is reported
+    ("on -8 A100 GPUs", {"gpu_count": None}),  # the sign is read: reported as a problem, never kept as a field
     # English tokens glued to Chinese (\b sees CJK as word characters, so these used to be missed)
     ("两机16卡A100 80G显存，IB网络", {"inter_node_link": "infiniband", "nodes": 2, "gpu_count": 16}),
     ("用bf16训练", {"precision": "bf16-mixed"}),
@@ -109,6 +109,11 @@ def test_phrasings(text, expected):
     got = fields(text)
     for key, value in expected.items():
         assert got.get(key) == value, f"{text!r}: {key} = {got.get(key)!r}, expected {value!r} (all: {got})"
+
+
+def test_a_negative_count_is_a_problem_in_words():
+    problems = parse_conversation("on -8 A100 GPUs").problems
+    assert [(p.field, p.message) for p in problems] == [("gpu_count", "must be positive, got minus 8")]
 
 
 def test_full_sentence_zh():

@@ -521,10 +521,10 @@ def test_429_is_retried_after_retry_after_seconds(slack, serve):
 
 
 def test_5xx_then_success_is_delivered(slack, serve, monkeypatch):
-    from bot import slack_app
+    from bot import slack_transport
 
     waits = []
-    monkeypatch.setattr(slack_app, "_sleep", waits.append)
+    monkeypatch.setattr(slack_transport, "_sleep", waits.append)
     slack.faults["chat.postMessage"] = [(503, "<html>Service Unavailable</html>", {}),
                                         (500, {"ok": False, "error": "internal_error"}, {})]
     url = serve(FakeAsk())
@@ -545,9 +545,9 @@ def test_invalid_blocks_falls_back_to_plain_text(slack, serve):
 
 
 def test_when_delivery_keeps_failing_the_user_is_told(slack, serve, monkeypatch):
-    from bot import slack_app
+    from bot import slack_transport
 
-    monkeypatch.setattr(slack_app, "_sleep", lambda s: None)
+    monkeypatch.setattr(slack_transport, "_sleep", lambda s: None)
     slack.faults["chat.postMessage"] = [(500, {"ok": False, "error": "internal_error"}, {})] * 4
     url = serve(FakeAsk())
     assert post(url, event_body(mention("DDP or FSDP?"), event_id="EvDown"))[0] == 200
