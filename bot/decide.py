@@ -77,6 +77,7 @@ class Code(StrEnum):
     FROM_PASSAGES = "from_passages"
     HOST_RAM_SHORT = "host_ram_short"
     HSDP_IF_SLOW = "hsdp_if_slow"
+    PLAYBOOK = "playbook"
     KNOB_FLIPS = "knob_flips"
     LINK_ASSUMED = "link_assumed"
     LOG_ZERO2_STEP = "log_zero2_step"
@@ -125,6 +126,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FEASIBLE: frozenset({'chosen'}),
     Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
     Code.FROM_PASSAGES: frozenset({'passages'}),
+    Code.PLAYBOOK: frozenset({'matches'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),
     Code.HSDP_IF_SLOW: frozenset({'config'}),
     Code.KNOB_FLIPS: frozenset({'base', 'config'}),
@@ -258,7 +260,7 @@ def decide(ev: Evidence) -> Decision:
     if ev.resolved is None:  # no model size: concept answers stand; a recommendation needs the setup
         concept = answered_from_docs(ev)
         # "A or B?" with no setup is answered for a setup: it depends, and the answer asks for it
-        status = "ok" if (intent in ("concept", "troubleshoot") or concept) and ev.passages \
+        status = "ok" if (intent in ("concept", "troubleshoot") or concept) and (ev.passages or ev.playbook) \
             and not parsed.compare else "needs_info"
         questions = [] if concept and status == "ok" else _to_ask(parsed)
         return Decision(status, intent, "none", confidence="low", questions=questions,
@@ -620,9 +622,15 @@ def deepspeed_user(ev: Evidence) -> bool:
         or obs.zero_stage is not None or "zero_vs_fsdp" in ev.parsed.topics
 
 
+def _causes(ev: Evidence) -> list[Reason]:
+    """A troubleshooting question is answered with the causes its symptoms match, ranked (the
+    diagnosis playbook, bot.knowledge.playbook), before any figure."""
+    return [Reason(Code.PLAYBOOK, {"matches": list(ev.playbook)})] if ev.playbook else []
+
+
 def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     topics = set(ev.parsed.topics)
-    out: list[Reason] = []
+    out: list[Reason] = _causes(ev)
     compare = tuple(s for s in ev.parsed.compare if s in GPU_RESIDENT + ("fsdp_full_shard_offload",))
     if len(compare) == 2:
         if d.strategy in ("fsdp_shard_grad_op", "fsdp_hybrid_shard") and "fsdp_full_shard" in compare \
@@ -738,11 +746,11 @@ def passages_shown(ev: Evidence) -> bool:
 
 
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
-    out = []
+    out = _causes(ev)
     if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
         out.append(Reason(Code.MEMORY_NOT_DIVIDED, {"finetune": ev.parsed.setup.finetune, "config": None,
                                                  "zero": _zero_or_adapters(ev)}))
-    if passages_shown(ev) and not out:  # a topic answered in its own words needs no passage before it
+    if passages_shown(ev) and not out:  # a topic answered in its own words (or by its causes) needs no passage before it
         out.append(Reason(Code.FROM_PASSAGES, {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
         out.append(Reason(Code.ZERO_MAPPING, {"strategy": None, "stage": ev.parsed.observed.zero_stage,

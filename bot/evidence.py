@@ -171,6 +171,8 @@ class Evidence:
     inference_quantized: dict[str, Any] = field(default_factory=dict)
     gpu_unknown: bool = False
     claim_docs: dict[str, ClaimDocs] = field(default_factory=dict)  # claim id -> doc sentences it may quote
+    # troubleshooting: the diagnosis playbook's entries that match the symptoms, best first
+    playbook: list[Any] = field(default_factory=list)  # bot.knowledge.playbook.PlaybookMatch
 
     @property
     def asks_about_tpu(self) -> bool:
@@ -224,6 +226,7 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         return ev
     if with_knowledge:
         _knowledge(ev, parsed.setup)
+    ev.playbook = _playbook(parsed, question)
     if "params_b" in parsed.missing:
         return ev
 
@@ -542,6 +545,26 @@ def _model_size(parsed: Parsed) -> float | None:
         return float(lookup_model(parsed.setup.model).params_b) if parsed.setup.model else None
     except UnknownNameError:
         return None
+
+
+# A troubleshooting answer leads with at most this many causes (issue 25: "the two or three causes
+# that match its symptoms, ranked"); an entry needs a matched symptom in the person's words.
+PLAYBOOK_CAUSES = 3
+
+
+def _playbook(parsed: Parsed, question: str) -> list[Any]:
+    """The playbook entries matching the symptoms of a troubleshooting question or of a run that
+    ran out of memory (none for other questions)."""
+    if parsed.intent != "troubleshoot" and not getattr(parsed.observed, "oom", False):
+        return []
+    try:
+        from bot.knowledge.playbook import match_playbook
+
+        matches = match_playbook(parsed, text=question or "", limit=PLAYBOOK_CAUSES)
+    except Exception as err:  # the playbook is data in the repo: a broken file must not stop an answer
+        log.warning("playbook unavailable: %s", err)
+        return []
+    return [m for m in matches if m.matched_symptoms]
 
 
 def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:

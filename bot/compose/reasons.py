@@ -42,7 +42,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES}
+              Code.FROM_PASSAGES, Code.PLAYBOOK}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -361,3 +361,30 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
     return line
 
 
+
+
+@words_for(Code.PLAYBOOK)
+def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
+    and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
+    The figures in an entry's words are the entry's own, bound to its citation."""
+    from bot.knowledge.playbook import playbook_quote  # data only: the entry's own words
+
+    lang = say.lang
+
+    def cite(m: Any) -> int:
+        return cites.add(m.id, "doc", m.text("title", lang), m.entry.sources[0], playbook_quote(m.entry, lang))
+
+    first, *others = r.values["matches"]
+    n = cite(first)
+    quote = playbook_quote(first.entry, lang)  # verbatim: cause, then how to check it and the fix
+    keys = [f"cite.{n}"] * figure_count(quote)
+    named = []
+    for m in others:
+        k = cite(m)
+        named.append(f"{m.text('title', lang)} [{k}]")
+        keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
+    line = say.word("direct.playbook", n=n, also=say.word("words.list_sep").join(named), quote=quote)
+    if keys:
+        say.figure_keys[line] = keys
+    return line

@@ -148,7 +148,12 @@ def get_entry(entry_id: str, root: Path | str | None = None) -> ForumQuestion | 
 
 
 def corpus_text(entry_id: str, root: Path | str | None = None) -> str:
-    """The text a citation's quote must appear in verbatim: forum original text, or a doc's body."""
+    """The text a citation's quote must appear in verbatim: forum original text, a doc's body, or
+    a diagnosis playbook entry (``pb-...``, knowledge/playbook)."""
+    if entry_id.startswith("pb-"):
+        from bot.knowledge.playbook import playbook_text
+
+        return playbook_text(entry_id)
     return get_entry(entry_id, root).text
 
 

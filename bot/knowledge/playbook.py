@@ -395,3 +395,17 @@ def clear_caches() -> None:
     """Forget loaded files (after editing the playbook in a running process, or in tests)."""
     _load.cache_clear()
     _compiled.cache_clear()
+
+
+def playbook_quote(entry: PlaybookEntry, language: str) -> str:
+    """What an answer quotes from an entry: its cause, check and fix in one line."""
+    return " ".join(entry.text(name, language) for name in ("cause", "check", "fix"))
+
+
+def playbook_text(entry_id: str) -> str:
+    """The text a citation of a playbook entry is checked against (both languages, with the title);
+    KeyError when no entry has this id."""
+    entry = next((e for e in load_playbook() if e.id == entry_id), None)
+    if entry is None:
+        raise KeyError(f"no playbook entry {entry_id!r}")
+    return "\n".join(f"{entry.text('title', lang)}\n{playbook_quote(entry, lang)}" for lang in LANGS)
