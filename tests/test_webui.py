@@ -308,8 +308,8 @@ def test_plotly_chart_has_hover_with_gib_and_source_and_readable_ticks():
     fig = webui.plotly_figure(_answer())
     assert len(fig.data) >= 5
     assert "GiB" in fig.data[0].hovertemplate and "source" in fig.data[0].hovertemplate
-    assert fig.layout.xaxis.tickfont.size >= 12
-    assert "82.9 GiB" in fig.data[0].x[0]  # each total sits under its bar, not on the capacity line
+    assert fig.layout.xaxis.tickfont.size >= 12 and fig.layout.yaxis.tickfont.size >= 12
+    assert "82.9 GiB" in fig.data[0].y[0]  # each total sits beside its bar's name, not on the capacity line
     assert "recommended" in webui.chart_summary(_answer())
 
 
