@@ -44,10 +44,12 @@ configure_offline()  # before gradio reads its analytics and hub switches
 import gradio as gr  # noqa: E402
 
 from bot.answer import Answer, Citation  # noqa: E402
+from bot.bench.store import ResultStore  # noqa: E402
 from bot.setup import SetupError, TrainingSetup, resolve_setup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES, label  # noqa: E402
 from bot.web import answer_view as view  # noqa: E402
 from bot.web import downloads, pool  # noqa: E402
+from bot.web import simulation as sim  # noqa: E402
 from bot.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
 from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     chart_strategies,
@@ -58,6 +60,7 @@ from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other 
 )
 from bot.web.conversation import Conversation, Exchange, Store  # noqa: E402
 from bot.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
+from bot.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
 
 log = logging.getLogger(__name__)
 
@@ -463,23 +466,6 @@ def howto_code(answer: Answer) -> str:
     return "*Fill in the highlighted setup fields to get a runnable snippet.*"
 
 
-def simulation_config(answer: Answer):
-    """(SimConfig, None) for the answer's setup and recommended strategy, or (None, why not)."""
-    from bot.bench.simulate import SimConfig, SimError
-
-    zh = answer.language == "zh"
-    strategy = answer.recommendation.strategy
-    if strategy not in TRAINING_STRATEGIES:
-        return None, ("没有可模拟的推荐策略。" if zh else "No training strategy to simulate for this answer.")
-    resolved = resolved_for(answer)
-    if resolved is None:
-        return None, ("请先补全设置（高亮字段）。" if zh else "Complete the setup (the highlighted fields) to simulate it.")
-    try:
-        return SimConfig.from_resolved(resolved, strategy).normalized(), None
-    except SimError as err:
-        return None, (f"无法模拟：{err}" if zh else f"Simulate is not available here: {err}.")
-
-
 # ----------------------------------------------------------------------------------------------
 # Answers -> outputs
 # ----------------------------------------------------------------------------------------------
@@ -530,8 +516,8 @@ def panel_note(answer: Answer, sources: dict[str, str]) -> str:
 def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
     """Chart, chart text, panel, notes, how-to, simulate button and note, share query, download links."""
     sources = view.field_sources(answer, set(conv.stated))
-    config, why_not = simulation_config(answer)
-    sim_note = "" if config is not None else why_not
+    config, why_not, skipped = sim.simulation_config(answer)
+    sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, ResultStore())
     return [plotly_figure(answer), chart_summary(answer), *panel_updates(answer, sources),
             panel_note(answer, sources), howto_code(answer),
             gr.update(interactive=config is not None and not conv.simulating), sim_note,
@@ -758,64 +744,23 @@ def close_tab(request: gr.Request) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: int, *,
-                       cached: bool = False, elapsed: float | None = None, setup_line: str = "") -> tuple[str, Citation]:
-    """The chat entry for a finished simulation and the ``bench`` citation behind its figures."""
-    zh = answer.language == "zh"
-    name = label(strategy, answer.language)
-    calc_total = answer.numbers.get(f"memory.{strategy}.total_gib")
-    rows = [("params_gib", "参数" if zh else "parameters"), ("grads_gib", "梯度" if zh else "gradients"),
-            ("optimizer_gib", "优化器状态" if zh else "optimizer state"),
-            ("activations_gib", "激活值" if zh else "activations"), ("buffers_gib", "缓冲区" if zh else "buffers")]
-    detail = ", ".join(f"{lbl} {getattr(result, key):.2f}" for key, lbl in rows if hasattr(result, key))
-    if zh:
-        when = (f"取自已存的模拟结果（当初用时 {result.seconds:.0f} 秒）" if cached
-                else f"模拟用时 {(elapsed or result.seconds):.0f} 秒")
-        text = f"**模拟结果（{name}）**：每卡峰值显存 **{result.peak_gib:.2f} GiB** [{n}]（{detail} GiB），{when}。"
-        if calc_total is not None:
-            text += f" 公式估算为 {float(calc_total):.2f} GiB。"
-        if setup_line:
-            text += f"\n\n模拟的设置：{setup_line}"
-    else:
-        when = (f"from the stored run (simulated earlier in {result.seconds:.0f} s)" if cached
-                else f"simulated in {(elapsed or result.seconds):.0f} s")
-        text = (f"**Simulated {name}**: peak per-GPU memory **{result.peak_gib:.2f} GiB** [{n}] "
-                f"({detail} GiB), {when}.")
-        if calc_total is not None:
-            text += f" The formula estimated {float(calc_total):.2f} GiB."
-        if setup_line:
-            text += f"\n\nSetup measured: {setup_line}"
-    citation = Citation(
-        n=n, id=run_id, kind="bench",
-        title=("模拟运行 " if zh else "Simulated run ") + run_id,
-        quote=f"FakeTensorMode + FSDP2/DDP + MemTracker, strategy={strategy}, setup: {setup_line}",
-    )
-    return text, citation
-
-
-def _sim_setup_line(cfg) -> str:
-    return (f"{cfg.model}, {cfg.gpu_count} GPUs"
-            + (f" ({cfg.gpus_per_node} per node)" if cfg.gpus_per_node else "")
-            + f", {cfg.precision}, {cfg.optimizer}, seq {cfg.seq_len}, micro-batch {cfg.micro_batch}, "
-            + f"checkpointing {'on' if cfg.activation_checkpointing else 'off'}")
-
-
 def simulate_start():
     return gr.update(interactive=False)
 
 
 def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B008
-    """Simulate the last answer's setup and recommended strategy; says which setup it measured
-    and whether the figure came from the store (Gradio injects ``progress``)."""
+    """Simulate the last answer's recommended configuration (its variant included); says which
+    setup it measured, whether the figure came from the store, and, when another answer landed
+    while it ran, which question it belongs to (Gradio injects ``progress``)."""
     from bot.bench.simulate import simulate_cached
-    from bot.bench.store import ResultStore
 
     conv = store.get(request.session_hash if request else None)
     if not conv.answer:
         return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
     answer = Answer.model_validate(conv.answer)
+    answer_id, question = conv.answer_id, _question_of(conv, conv.answer_id)
     zh = answer.language == "zh"
-    cfg, why_not = simulation_config(answer)
+    cfg, why_not, skipped = sim.simulation_config(answer)
     if cfg is None:
         return conv.messages(), gr.update(interactive=False), why_not
     with conv.lock:
@@ -823,41 +768,59 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
             return gr.skip(), gr.skip(), gr.skip()
         conv.simulating = True
     try:
-        setup_line = _sim_setup_line(cfg)
+        results = ResultStore()
+        setup_line = sim.setup_line(cfg, answer.language)
         pending_edit = bool(values) and edited_setup(list(values), conv.stated, conv.shown)[1]
         note = None
         if pending_edit:
             note = ("面板里的修改还没回答；这里模拟的是上一条回答的设置。" if zh else
                     "The panel has edits not answered yet; this simulates the last answer's setup.")
         ex = Exchange(kind="simulate", user_html="", payload=None)
-        ex.user_html = user_message_html(("模拟精确显存：" if zh else "Simulate exact memory: ") + setup_line,
+        ex.user_html = user_message_html(("模拟精确显存：" if zh else "Simulate exact memory: ")
+                                         + sim.chosen_label(answer) + " · " + setup_line,
                                          ex.id, note=note, kind="simulate")
         conv.add(ex)
-        cached = ResultStore().find_simulation(cfg) is not None
-        progress(0.0, desc="starting simulation")
+        cached = results.find_simulation(cfg) is not None
+        wait = sim.wait_note(answer, cfg, skipped, results) if not cached else sim.words("wait_stored", answer.language)
+        progress(0.0, desc=sim.words("running", answer.language, name=sim.chosen_label(answer), wait=wait))
         started = time.monotonic()
         try:
             run_id, result = simulate_cached(cfg, progress=lambda m, f: progress(f, desc=m))
         except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
             log.exception("simulation failed")
             with conv.lock:
-                ex.answer_html = _error_html(answer.language, f"Simulation failed: {err}", ex.id)
+                ex.answer_html = _error_html(answer.language, ("模拟失败：" if zh else "Simulation failed: ")
+                                             + str(err), ex.id)
             return conv.messages(), gr.update(interactive=True), ""
         elapsed = time.monotonic() - started
-        latest = Answer.model_validate(conv.answer)
-        n = max((c.n for c in latest.citations), default=0) + 1
-        text, citation = simulation_message(latest, cfg.strategy, run_id, result, n, cached=cached,
-                                            elapsed=elapsed, setup_line=setup_line)
-        latest.citations.append(citation)
-        conv.answer = latest.model_dump()
-        body = view.md_html(text) + view.sources_html([citation], latest.language)
+        # The figures and the [n] are those of the answer it started from; another answer that
+        # landed meanwhile is not the one it measured (the result names its own question).
+        moved_on = conv.answer_id != answer_id
+        n = max((c.n for c in answer.citations), default=0) + 1
+        text, citation = sim.simulation_message(answer, cfg.strategy, run_id, result, n, cached=cached,
+                                                elapsed=elapsed, setup=setup_line,
+                                                question=question if moved_on else None)
+        if not moved_on:
+            answer.citations.append(citation)
+            conv.answer = answer.model_dump()
+        body = view.md_html(text) + view.sources_html([citation], answer.language)
         with conv.lock:
             ex.answer_html = (f'<div class="sw-answer sw-sim sw-a-{ex.id}" '
-                              f'lang="{view.html_lang(latest.language)}">{body}</div>')
-        return conv.messages(), gr.update(interactive=True), ""
+                              f'lang="{view.html_lang(answer.language)}">{body}</div>')
+        return conv.messages(), gr.update(interactive=True), "" if not moved_on else gr.skip()
     finally:
         with conv.lock:
             conv.simulating = False
+
+
+def _question_of(conv: Conversation, exchange_id: str | None) -> str:
+    """The words of the message an answer replied to (a question as typed, an edit as shown)."""
+    for ex in conv.exchanges:
+        if ex.id == exchange_id:
+            if ex.raw:
+                return ex.raw
+            return html.unescape(re.sub(r"<[^>]+>", " ", ex.user_html)).strip()
+    return ""
 
 
 # ----------------------------------------------------------------------------------------------
