@@ -1153,11 +1153,19 @@ def serve(host: str = "127.0.0.1", port: int = 7860, workers: int | None = None)
     if answer_pool is not None:
         print(f"answering in {answer_pool.workers} worker processes (warming up)", flush=True)
     print(f"shardwise page on http://{host}:{port}", flush=True)
+    from starlette.middleware import Middleware
+
+    from bot.web.guard import MAX_UPLOAD_BYTES, BodyLimit, guarded_uvicorn
+
     try:
-        demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
-                    theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
-                    ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False,
-                    app_kwargs={"routes": page_routes()})
+        # Bounded bodies, heads and slow connections (bot/web/guard.py, issue 30).
+        with guarded_uvicorn():
+            demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
+                        theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
+                        ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False,
+                        max_file_size=MAX_UPLOAD_BYTES, prevent_thread_lock=True,
+                        app_kwargs={"routes": page_routes(), "middleware": [Middleware(BodyLimit)]})
+        demo.block_thread()
     finally:
         pool.stop()  # (a killed server's workers leave by themselves: they watch their parent)
 
