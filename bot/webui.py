@@ -209,6 +209,44 @@ PAGE_JS = """
   };
   new MutationObserver(() => requestAnimationFrame(check)).observe(document.body, {childList: true, subtree: true});
   window.__swSeen = seen;
+
+  // Panel dropdowns (Gradio's): leaving one by Tab fired its "input" event though nothing was
+  // chosen (one re-answer request per dropdown on a Tab pass), left its option list open (lists
+  // piled up) and Tab stepped into the list, which then vanished, dropping focus on the page.
+  // A blur of a dropdown the user did not touch (no key but Tab, no click in its list) is
+  // stopped before Gradio sees it and the list closed; Tab skips the option lists.
+  const isDropdown = (el) => el && el.matches && el.matches('#sw-setup input[role="combobox"]');
+  const touched = new WeakMap();
+  let back = false;
+  const tabbable = () => [...document.querySelectorAll(
+      'input:not([type=hidden]), textarea, button, select, a[href], [tabindex]:not([tabindex="-1"])')]
+    .filter((el) => !el.closest('.option-list') && !el.disabled && el.offsetParent !== null);
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Tab') back = e.shiftKey;
+    else if (isDropdown(e.target) && !['Shift', 'Escape'].includes(e.key)) touched.set(e.target, true);
+  }, true);
+  document.addEventListener('pointerdown', (e) => {
+    const block = e.target.closest && e.target.closest('#sw-setup .block');
+    const input = block && block.querySelector('input[role="combobox"]');
+    if (input) touched.set(input, true);
+  }, true);
+  document.addEventListener('focusin', (e) => {
+    if (isDropdown(e.target)) { touched.set(e.target, false); return; }
+    const list = e.target.closest && e.target.closest('#sw-setup .option-list');
+    if (!list) return;
+    const block = list.closest('.block');
+    const all = tabbable();
+    const after = all.filter((el) => block.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING && !block.contains(el));
+    const before = all.filter((el) => block.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING);
+    const next = back ? before[before.length - 1] : after[0];
+    if (next) next.focus();
+  }, true);
+  document.addEventListener('blur', (e) => {
+    const input = e.target;
+    if (!isDropdown(input) || touched.get(input) !== false) return;
+    e.stopImmediatePropagation();
+    input.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', code: 'Escape', bubbles: true}));
+  }, true);
 }
 """
 
@@ -438,12 +476,20 @@ def setup_from_panel(values: list[Any]) -> TrainingSetup:
     return TrainingSetup(**data)
 
 
-def setup_summary(setup: TrainingSetup | dict) -> str:
-    """One line naming what was set, for the chat's record of an edit."""
+def setup_summary(setup: TrainingSetup | dict, language: str = "en") -> str:
+    """What was set, in words ("GPU count 16, link between nodes ethernet"), for the chat's
+    record of an edit or a shared link."""
     data = setup.model_dump() if isinstance(setup, TrainingSetup) else setup
-    parts = [f"{k}={display_value(k, v) if k in NUMBER_FIELDS else v}" for k, v in data.items()
-             if v is not None]
-    return ", ".join(parts) or "(empty setup)"
+    zh = language == "zh"
+    on_off = {True: ("开", "on"), False: ("关", "off")}
+    parts = []
+    for k, v in data.items():
+        if v is None:
+            continue
+        name = view.FIELD_NAMES.get(k, FIELD_LABELS.get(k, (k, k)))[1 if zh else 0]
+        shown = on_off[v][0 if zh else 1] if isinstance(v, bool) else (display_value(k, v) if k in NUMBER_FIELDS else v)
+        parts.append(f"{name} {shown}")
+    return ("，" if zh else ", ").join(parts) or ("（空设置）" if zh else "(empty setup)")
 
 
 def resolved_for(answer: Answer):
@@ -671,8 +717,11 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
 def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: str | None = None,
               kind: str = "edit"):
     zh = language == "zh"
-    ex = Exchange(kind=kind, user_html="", payload={"setup": data, "language": language})
-    ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown), ex.id,
+    # ``raw`` makes the same edit sent twice at once one message (a clicked option fires
+    # Gradio's input event, then again as the box loses focus).
+    ex = Exchange(kind=kind, user_html="", payload={"setup": data, "language": language},
+                  raw=f"{kind}:{json.dumps(data, sort_keys=True, default=str)}")
+    ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown, language), ex.id,
                                      kind=kind, note=note)
     conv.add(ex)
     return conv.messages()
@@ -722,7 +771,7 @@ def open_link(query: str | None, request: gr.Request):
         conv.framework = framework_from_query(params)
         ex = Exchange(kind="share", user_html="", payload={"setup": data, "language": language})
         ex.user_html = user_message_html(("（分享的设置）" if language == "zh" else "(shared setup) ")
-                                         + setup_summary(data), ex.id, kind="share")
+                                         + setup_summary(data, language), ex.id, kind="share")
         conv.add(ex)
     return conv.messages()
 
@@ -999,7 +1048,11 @@ def build_demo():
         answered(upload.upload(upload_config, [upload], [chat], **fast))
         compare.click(compare_precisions, None, [chat], api_visibility="private", concurrency_id="answer",
                       concurrency_limit=CHAT_CONCURRENCY)
-        for comp in fields:  # choices re-answer at once; numbers on Enter or the button
+        # A choice re-answers once it is made (Gradio's ``input``: an option clicked, or picked
+        # with the keys and the box left); leaving a dropdown without changing it sends nothing
+        # (PAGE_JS stops that blur). Numbers and a typed model (a Hub id, config text) on Enter
+        # or the button.
+        for comp in fields:
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
             answered(event(submit_edit, fields, [chat], **fast))
         share.change(lambda q: f"[Link to this answer]({share_href(q)})" if q else "",
