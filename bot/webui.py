@@ -151,6 +151,12 @@ textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 
 .sw-user .sw-note { display: block; font-size: 0.85em; color: #374151; }
 .sw-answer table td, .sw-answer table th { padding: 0.15em 0.5em; white-space: nowrap; }
 .sw-answer .sw-scroll { overflow-x: auto; max-width: 100%; }
+/* A wide table scrolls inside its box; the strategy column stays in view while it does. */
+.sw-answer .sw-scroll table tr > :first-child { position: sticky; left: 0; background: #fff; z-index: 1; }
+.sw-answer .sw-scroll table tr.sw-chosen > :first-child { background: #eff6ff; }
+/* Chinese text with Chinese (not Japanese) glyphs wherever it is tagged zh-CN. */
+:lang(zh-CN) { font-family: "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "PingFang SC",
+  "Microsoft YaHei", "WenQuanYi Zen Hei", sans-serif; }
 textarea::placeholder, input::placeholder { font-style: italic; }
 .sw-table tr.sw-chosen td { font-weight: 700; }
 #sw-chat code, #sw-chat pre, #sw-howto-code code, #sw-howto-code pre { color: #111827 !important; }
@@ -240,6 +246,20 @@ PAGE_JS = """
     const before = all.filter((el) => block.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING);
     const next = back ? before[before.length - 1] : after[0];
     if (next) next.focus();
+  }, true);
+  // A [n] marker opens its source entry (and the folded sources around it) in the same answer.
+  document.addEventListener('click', (e) => {
+    const ref = e.target.closest && e.target.closest('a.sw-ref');
+    if (!ref) return;
+    const n = (ref.className.match(/sw-ref-(\\d+)/) || [])[1];
+    const answer = ref.closest('.sw-answer');
+    const entry = n && answer && answer.querySelector('.sw-src-' + n);
+    if (!entry) return;
+    e.preventDefault();
+    for (let d = entry; d; d = d.parentElement && d.parentElement.closest('details')) d.open = true;
+    entry.scrollIntoView({block: 'nearest'});
+    const summary = entry.querySelector('summary');
+    if (summary) summary.focus();
   }, true);
   document.addEventListener('blur', (e) => {
     const input = e.target;
@@ -338,8 +358,24 @@ def panel_values(setup: dict) -> list[Any]:
     return [display_value(f, setup.get(f)) for f in PANEL_FIELDS]
 
 
-def read_panel(values: list[Any]) -> tuple[dict[str, Any], list[str]]:
-    """Panel values -> typed values (None = unknown) and a message per unreadable number."""
+# The panel's own messages, in the chat's language (zh, en).
+PANEL_WORDS = {
+    "not_number": ("{label}：{value!r} 不是数字", "{label}: {value!r} is not a number"),
+    "not_whole": ("{label}：{value!r} 不是整数", "{label}: {value!r} is not a whole number"),
+    "invalid": ("设置里有无效的值：{problems}", "The setup has invalid values: {problems}"),
+    "model_box": ("模型框：{err}", "model box: {err}"),
+    "config_file": ("config.json：{err}", "config.json: {err}"),
+}
+
+
+def panel_words(key: str, language: str, **values: Any) -> str:
+    return PANEL_WORDS[key][0 if language == "zh" else 1].format(**values)
+
+
+def read_panel(values: list[Any], language: str = "en") -> tuple[dict[str, Any], list[str]]:
+    """Panel values -> typed values (None = unknown) and a message per unreadable number (in
+    ``language``)."""
+    col = 1 if language == "zh" else 0
     out: dict[str, Any] = {}
     problems = []
     for name, value in zip(PANEL_FIELDS, values, strict=True):
@@ -352,12 +388,12 @@ def read_panel(values: list[Any]) -> tuple[dict[str, Any], list[str]]:
             try:
                 number = float(str(value).replace(",", ""))
             except ValueError:
-                problems.append(f"{FIELD_LABELS[name][0]}: {value!r} is not a number")
+                problems.append(panel_words("not_number", language, label=FIELD_LABELS[name][col], value=value))
                 out[name] = None
                 continue
             if name in INT_FIELDS:
                 if not number.is_integer():
-                    problems.append(f"{FIELD_LABELS[name][0]}: {value!r} is not a whole number")
+                    problems.append(panel_words("not_whole", language, label=FIELD_LABELS[name][col], value=value))
                     out[name] = None
                     continue
                 number = int(number)
@@ -373,14 +409,14 @@ def _same(name: str, a: Any, b: Any) -> bool:
     return display_value(name, a) == display_value(name, b)
 
 
-def edited_setup(values: list[Any], stated: dict, shown: dict) -> tuple[dict, list[str], list[str]]:
+def edited_setup(values: list[Any], stated: dict, shown: dict, language: str = "en") -> tuple[dict, list[str], list[str]]:
     """The setup to answer after a panel edit: what the user stated before, updated with the
     fields changed since the panel last showed an answer. Returns (setup dict, changed fields,
     problems). Assumed values the user left alone are not sent: they are assumed again for the
     new setup (two nodes then get an inter-node link, a model its own sequence limit)."""
     from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
 
-    current, problems = read_panel(values)
+    current, problems = read_panel(values, language)
     changed = [f for f in PANEL_FIELDS if not _same(f, current[f], shown.get(f))
                and not (f in problems and current[f] is None)]
     data = dict(stated)
@@ -559,14 +595,23 @@ def panel_note(answer: Answer, sources: dict[str, str]) -> str:
     return "\n\n".join(lines)
 
 
+def lang_tagged(markdown: str, language: str) -> str:
+    """Markdown for a panel note, tagged zh-CN when Chinese (the page itself is tagged en, so
+    screen readers and fonts would treat the Chinese as English or Japanese)."""
+    if not markdown or language != "zh":
+        return markdown
+    return f'<div lang="zh-CN">\n\n{markdown}\n\n</div>'
+
+
 def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
     """Chart, chart text, panel, notes, how-to, simulate button and note, share query, download links."""
     sources = view.field_sources(answer, set(conv.stated))
     config, why_not, skipped = sim.simulation_config(answer)
     sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, ResultStore())
-    return [plotly_figure(answer), chart_summary(answer), *panel_updates(answer, sources),
-            panel_note(answer, sources), howto_code(answer),
-            gr.update(interactive=config is not None and not conv.simulating), sim_note,
+    lang = answer.language
+    return [plotly_figure(answer), lang_tagged(chart_summary(answer), lang), *panel_updates(answer, sources),
+            lang_tagged(panel_note(answer, sources), lang), howto_code(answer),
+            gr.update(interactive=config is not None and not conv.simulating), lang_tagged(sim_note, lang),
             setup_query(conv.stated, answer.language,
                         conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
             downloads.links_markdown(conv.key, conv.answer_id or "", answer)]
@@ -614,7 +659,7 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
                 problems = "; ".join(str(p) for p in err.problems)
             else:
                 problems = str(err)
-            message = f"The setup has invalid values: {problems}"
+            message = panel_words("invalid", language, problems=problems)
         else:
             log.exception("answering failed")
             message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
@@ -693,8 +738,8 @@ def submit_edit_button(request: gr.Request, *values):
 
 def _submit_edit(request: gr.Request, values: list, force: bool):
     conv = store.get(request.session_hash if request else None)
-    data, changed, problems = edited_setup(list(values), conv.stated, conv.shown)
     language = conv.answer["language"] if conv.answer else "en"
+    data, changed, problems = edited_setup(list(values), conv.stated, conv.shown, language)
     if problems:
         return _refused_edit(conv, language, "; ".join(problems))
     if not changed and not force:
@@ -707,7 +752,7 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
         try:
             spec = model_from_box(data["model"])
         except Exception as err:  # noqa: BLE001  (ConfigError, JSON errors, offline Hub: say why)
-            return _refused_edit(conv, language, f"model box: {err}")
+            return _refused_edit(conv, language, panel_words("model_box", language, err=err))
         if spec is not None:
             note = apply_model_config(data, spec)
             shown = {**{k: v for k, v in shown.items() if k != "model"}, "params_b": data["params_b"]}
@@ -748,7 +793,7 @@ def upload_config(request: gr.Request, path: str | None):
         spec = model_from_box(json.loads(file.read_text(encoding="utf-8", errors="replace")),
                               name=None)
     except Exception as err:  # noqa: BLE001
-        return _refused_edit(conv, language, f"config.json: {err}")
+        return _refused_edit(conv, language, panel_words("config_file", language, err=err))
     data = dict(conv.stated)
     note = apply_model_config(data, spec)
     return _add_edit(conv, data, language, {"params_b": data["params_b"]}, note)
@@ -1058,7 +1103,8 @@ def build_demo():
         share.change(lambda q: f"[Link to this answer]({share_href(q)})" if q else "",
                      [share], [share_link], queue=False, api_visibility="private")
         # The chat's trash button starts a new conversation: earlier questions no longer apply.
-        chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
+        (chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
+         .then(None, None, None, js="() => { history.replaceState(null, '', location.pathname); }"))
         (sim.click(simulate_start, None, [sim], queue=False, api_visibility="private")
          .then(simulate, fields, [chat, sim, sim_note], api_visibility="private",
                concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY))

@@ -45,6 +45,18 @@ FIELD_NAMES = {
     "float8": ("float8", "float8"), "mfu": ("MFU", "MFU"),
 }
 
+# A forum claim's verdict in words (the codes are the pipeline's, not the reader's).
+VERDICT_WORDS = {
+    "supported": ("成立", "holds"),
+    "holds_only_when": ("仅在条件满足时成立", "holds only under a condition"),
+    "misleading": ("有误导性", "misleading"),
+    "contradicted": ("与计算结果相反", "contradicted by the figures"),
+    "unverifiable": ("无法核实", "cannot be checked here"),
+}
+# A citation's kind in words.
+KIND_WORDS = {"forum": ("论坛", "forum"), "doc": ("文档", "docs"), "calc": ("计算", "calculation"),
+              "bench": ("实测/模拟", "measured")}
+
 # Headings of the markdown fallback whose parts are long and go into <details>.
 _COLLAPSED_HEADINGS = ("What the forum said", "论坛里怎么说", "How to run it", "怎么跑", "Background",
                        "背景", "From the docs", "文档")
@@ -105,10 +117,12 @@ def sources_html(citations: list[Citation], language: str = "en", *, open_: bool
         quote = ""
         if c.quote:
             quote = "<blockquote>" + html.escape(c.quote).replace("\n", "<br>") + "</blockquote>"
+        kind = KIND_WORDS.get(c.kind, (c.kind, c.kind))[1 if language != "zh" else 0]
+        where = f"<div>{link.removeprefix(' · ')}</div>" if link else ""
         parts.append(
-            f'<details data-citation="{c.n}"{" open" if open_ else ""}><summary>[{c.n}] {html.escape(c.title)} '
-            f'<span class="sw-kind">{html.escape(c.kind)}</span></summary>'
-            f"<div>id: <code>{html.escape(c.id)}</code>{link}</div>{quote}</details>"
+            f'<details class="sw-src sw-src-{c.n}"{" open" if open_ else ""}><summary>[{c.n}] {html.escape(c.title)} '
+            f'<span class="sw-kind">{html.escape(kind)}</span></summary>'
+            f"{where}{quote}</details>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -281,8 +295,10 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     if s.passages:
         out.append(_collapsed("文档里怎么说" if zh else "From the docs", _list(s.passages), "sw-passages"))
     if s.forum:
-        items = [f"{f.forum_id}: “{f.quote}” — {f.verdict}" + (f" ({f.condition})" if f.condition else "")
-                 + (f" {f.text}" if f.text else "") for f in s.forum]
+        items = [f"“{f.quote}” — {VERDICT_WORDS.get(f.verdict, (f.verdict, f.verdict))[0 if zh else 1]}"
+                 + (f" ({f.condition})" if f.condition else "") + (f" {f.text}" if f.text else "")
+                 + (f" [{f.citation}]" if f.citation and f"[{f.citation}]" not in (f.text or "") else "")
+                 for f in s.forum]
         out.append(_collapsed("论坛里怎么说" if zh else "What the forum said", _list(items), "sw-forum"))
     if s.howto:
         out.append(_collapsed("怎么跑" if zh else "How to run it", howto_html(s.howto), "sw-howto-part"))
@@ -317,6 +333,23 @@ def text_html(answer: Answer, sources: dict[str, str]) -> str:
     return "".join(out)
 
 
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_NO_LINKS = re.compile(r"(<pre.*?</pre>|<code.*?</code>|<summary.*?</summary>|<a .*?</a>|<[^>]+>)", re.S)
+
+
+def linked_markers(markup: str, numbers: set[int]) -> str:
+    """Each ``[n]`` of a known source in the text becomes a link to that source's entry (the
+    page's script opens it); markers inside code, tags, links and the sources' own titles stay."""
+    def link(m: re.Match) -> str:
+        n = int(m.group(1))
+        if n not in numbers:
+            return m.group(0)
+        return f'<a class="sw-ref sw-ref-{n}" href="#sw-src-{n}" title="source {n}">[{n}]</a>'
+
+    parts = _NO_LINKS.split(markup)
+    return "".join(p if i % 2 else _MARKER.sub(link, p) for i, p in enumerate(parts))
+
+
 def answer_html(answer: Answer, *, stated: set[str] | None = None, notice: str | None = None,
                 answer_id: str = "") -> str:
     """The whole chat entry for an answer: one HTML block with the answer's language set."""
@@ -325,7 +358,7 @@ def answer_html(answer: Answer, *, stated: set[str] | None = None, notice: str |
     parts = []
     if notice:
         parts.append(f'<p class="sw-notice">{html.escape(notice)}</p>')
-    parts.append(body)
+    parts.append(linked_markers(body, {c.n for c in answer.citations}))
     if answer.citations:
         parts.append(_collapsed(("来源" if answer.language == "zh" else "Sources")
                                 + f" ({len(answer.citations)})",
