@@ -141,6 +141,7 @@ textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 
 .sw-sources blockquote { margin: 0.3em 0; color: #334155; }
 .sw-kind { font-size: 0.8em; padding: 0 0.4em; border-radius: 4px; background: #e2e8f0; color: #1e293b; }
 .sw-headline { font-size: 1.08em; font-weight: 700; }
+.sw-answer h3.sw-h { font-size: 1em; font-weight: 700; margin: 0.6em 0 0.2em 0; }
 .sw-answer table { font-size: 0.92em; }
 .sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
   border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
@@ -168,11 +169,12 @@ textarea::placeholder, input::placeholder { font-style: italic; }
 #sw-hint p { color: #92400e; margin: 0; }
 #sw-chart-note p { font-size: 0.9em; color: #374151; margin: 0.2em 0; }
 .sw-narrow { display: none; }
+#sw-intro h1 { font-size: 1.5em; margin: 0.3em 0; }
 footer .show-api, footer a, footer button { color: #374151 !important; }
 @media (max-width: 760px) {
   .sw-wide { display: none; }
   .sw-narrow { display: inline; }
-  #sw-intro h2 { font-size: 1.25em; margin: 0.2em 0; }
+  #sw-intro h1 { font-size: 1.25em; margin: 0.2em 0; }
   #sw-intro p { font-size: 0.92em; margin: 0.2em 0; }
   #sw-chat { height: calc(100svh - 300px) !important; min-height: 300px; }
 }
@@ -213,7 +215,19 @@ PAGE_JS = """
     });
     if (answer) show(answer, false); else if (asked) show(asked, true);
   };
-  new MutationObserver(() => requestAnimationFrame(check)).observe(document.body, {childList: true, subtree: true});
+  // Two ARIA faults in Gradio's own markup (axe-core: critical and serious): the examples box
+  // says role=list but holds buttons, and the empty chart box has a label but no role.
+  const fixAria = () => {
+    document.querySelectorAll('.examples[role="list"]').forEach((el) => {
+      el.setAttribute('role', 'group'); el.setAttribute('aria-label', 'Example questions');
+    });
+    document.querySelectorAll('.empty[aria-label]:not([role])').forEach((el) => el.setAttribute('role', 'img'));
+    // Code that scrolls sideways must be reachable by keyboard (Tab, then the arrow keys).
+    document.querySelectorAll('pre:not([tabindex])').forEach((el) => el.setAttribute('tabindex', '0'));
+  };
+  fixAria();
+  new MutationObserver(() => requestAnimationFrame(() => { fixAria(); check(); }))
+    .observe(document.body, {childList: true, subtree: true});
   window.__swSeen = seen;
 
   // Panel dropdowns (Gradio's): leaving one by Tab fired its "input" event though nothing was
@@ -1013,7 +1027,7 @@ def chat_api(message: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 INTRO = (
-    "## shardwise — DDP or FSDP for my setup?\n"
+    "# shardwise — DDP or FSDP for my setup?\n"
     "Ask in English or 中文. Every figure is computed for your setup or cited. "
     '<span class="sw-wide">Edit the setup on the right to re-answer, or simulate it for exact memory.</span>'
     '<span class="sw-narrow">The setup, chart and simulate are below the chat.</span>'

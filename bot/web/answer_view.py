@@ -83,7 +83,7 @@ def one_line(markup: str) -> str:
 def md_html(markdown: str) -> str:
     """Markdown (from our renderer or quoting the user) as safe one-line HTML; wide tables scroll
     sideways on a phone instead of squeezing each column to a letter."""
-    out = one_line(_MD.render(markdown or ""))
+    out = one_line(_MD.render(markdown or "")).replace("<pre>", '<pre tabindex="0">')
     return out.replace("<table>", _SCROLL + "<table>").replace("</table>", "</table></div>")
 
 
@@ -286,12 +286,13 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     out.append(stated_html(answer))
     out.append(assumed_html(answer, sources))
     out.append(table_html(s, answer.language))
+    # Section titles are headings (screen readers list and jump between them).
     if s.reasons:
-        out.append(f"<p><b>{'为什么' if zh else 'Why'}</b></p>" + _list(s.reasons))
+        out.append(f'<h3 class="sw-h">{"为什么" if zh else "Why"}</h3>' + _list(s.reasons))
     if s.what_ifs:
-        out.append(f"<p><b>{'什么会改变结论' if zh else 'What would change it'}</b></p>" + _list(s.what_ifs))
+        out.append(f'<h3 class="sw-h">{"什么会改变结论" if zh else "What would change it"}</h3>' + _list(s.what_ifs))
     if s.questions:
-        out.append(f"<p><b>{'还需要知道' if zh else 'To be precise I need'}</b></p>" + _list(s.questions))
+        out.append(f'<h3 class="sw-h">{"还需要知道" if zh else "To be precise I need"}</h3>' + _list(s.questions))
     if s.passages:
         out.append(_collapsed("文档里怎么说" if zh else "From the docs", _list(s.passages), "sw-passages"))
     if s.forum:
