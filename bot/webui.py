@@ -2,12 +2,10 @@
 shareable link and downloads.
 
 This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
-return; it computes no figure of its own. Its parts live in ``bot/web/``: ``answer_view`` (each
-message as one inert HTML block; the answer from ``answer.sections``, long parts collapsed),
-``chart`` (Plotly chart, matplotlib for the PNG/SVG download, the chart in words),
-``conversation`` (the per-tab message queue kept on the server), ``share`` (setup <-> link),
-``downloads`` (the answer's files, made when a link is followed), ``assets`` (Gradio's front-end
-files from memory, compressed once) and ``pool`` (the answering worker processes).
+return and wires the events; its parts live in ``bot/web/``: ``answer_view`` (each message as one
+inert HTML block), ``chart``, ``panel`` (the setup fields), ``simulation`` (what Simulate
+measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conversation``,
+``share``, ``downloads``, ``assets``, ``guard`` (request bounds), ``serving`` and ``pool``.
 
 Messages: every submitted message is appended to the tab's conversation at once (no queue,
 milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled
@@ -45,8 +43,8 @@ import gradio as gr  # noqa: E402
 
 from bot.answer import Answer, Citation  # noqa: E402
 from bot.bench.store import ResultStore  # noqa: E402
-from bot.setup import SetupError, TrainingSetup, resolve_setup  # noqa: E402
-from bot.strategies import TRAINING_STRATEGIES, label  # noqa: E402
+from bot.setup import SetupError, TrainingSetup  # noqa: E402
+from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
 from bot.web import answer_view as view  # noqa: E402
 from bot.web import downloads, pool  # noqa: E402
 from bot.web import simulation as sim  # noqa: E402
@@ -59,22 +57,51 @@ from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other 
     plotly_figure,
 )
 from bot.web.conversation import Conversation, Exchange, Store  # noqa: E402
+from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
+    ASSUMED_MARK,
+    BOOL_FIELDS,
+    FIELD_LABELS,
+    MAX_CONFIG_BYTES,
+    MISSING_MARK,
+    NUMBER_FIELDS,
+    PANEL_FIELDS,
+    _panel_components,
+    apply_model_config,
+    display_value,
+    edited_setup,
+    model_from_box,
+    panel_note,
+    panel_updates,
+    panel_values,
+    panel_words,
+    read_panel,
+    setup_from_panel,
+    setup_summary,
+)
+from bot.web.precision import PRECISIONS, precision_table  # noqa: E402,F401
+from bot.web.serving import QUEUE_POLL_SECONDS, lighten_sessions, prepare_server  # noqa: E402,F401
 from bot.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
 from bot.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
+from bot.web.style import CSS, PAGE_JS  # noqa: E402
+from bot.web.text import (  # noqa: E402,F401
+    ECHO_CHARS,
+    MAX_MESSAGE_CHARS,
+    answer_markdown,
+    answer_plain_markdown,
+    echo,
+    inert,
+    inert_markdown,
+    prepare_message,
+)
 
 log = logging.getLogger(__name__)
 
-# Longer messages are cut: no real question is this long, and the parser should not chew 100 KB.
-MAX_MESSAGE_CHARS = 4000
-# How much of a long message the chat shows back to its author.
-ECHO_CHARS = 600
 # Answers handed on at once (the rest wait in Gradio's queue): a full batch per answering process
 # (``pool.MAX_BATCH``), so that under load a worker takes several waiting questions together and
 # embeds them in one pass; simulations run one at a time because each one keeps a core busy for
 # tens of seconds.
 CHAT_CONCURRENCY = max(4, pool.MAX_BATCH * pool.default_workers())
 SIMULATE_CONCURRENCY = 1
-QUEUE_POLL_SECONDS = 0.005  # how often Gradio's queue looks for work (its default: 1 ms; see lighten_sessions)
 
 EXAMPLES = [
     "MCP里用PyTorch做分布式训练，DDP和FSDP到底怎么选？ 7B模型",
@@ -83,206 +110,6 @@ EXAMPLES = [
     "Can I train GPT-2 XL on 4x RTX 4090 24GB with plain DDP?",
 ]
 
-# The panel's fields, in display order (DESIGN.md setup field names).
-PANEL_FIELDS = (
-    "model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes", "intra_node_link",
-    "inter_node_link", "precision", "optimizer", "finetune", "seq_len", "micro_batch",
-    "activation_checkpointing",
-    # run options (issue 14), under "Run options"; empty or off = PyTorch's defaults
-    "optimizer_impl", "loss_impl", "grad_accum_steps", "torch_compile", "ddp_bucket_view",
-)
-INT_FIELDS = {"gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
-NUMBER_FIELDS = {"params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
-CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precision", "optimizer", "finetune",
-                 "optimizer_impl", "loss_impl"}
-BOOL_FIELDS = {"activation_checkpointing", "torch_compile", "ddp_bucket_view"}
-
-FIELD_LABELS = {
-    "model": ("Model", "模型"),
-    "params_b": ("Model size (billion params, if no model)", "参数量（十亿，未选模型时）"),
-    "gpu": ("GPU", "GPU"),
-    "gpu_memory_gb": ("GPU memory GB (if no GPU)", "单卡显存 GB（未选 GPU 时）"),
-    "gpu_count": ("GPUs in total", "GPU 总数"),
-    "nodes": ("Nodes", "节点数"),
-    "intra_node_link": ("Link inside a node", "节点内互联"),
-    "inter_node_link": ("Link between nodes", "节点间互联"),
-    "precision": ("Precision", "精度"),
-    "optimizer": ("Optimizer", "优化器"),
-    "finetune": ("Fine-tune mode", "微调方式"),
-    "seq_len": ("Sequence length", "序列长度"),
-    "micro_batch": ("Micro-batch per GPU", "每卡 micro-batch"),
-    "activation_checkpointing": ("Activation checkpointing", "激活检查点"),
-    "optimizer_impl": ("AdamW implementation", "AdamW 实现"),
-    "loss_impl": ("Cross-entropy", "交叉熵实现"),
-    "grad_accum_steps": ("Gradient accumulation steps", "梯度累积步数"),
-    "torch_compile": ("torch.compile", "torch.compile"),
-    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
-}
-ASSUMED_MARK = " · assumed"
-MISSING_MARK = " ⚠"
-
-# Colours chosen for >= 4.5:1 contrast on white (WCAG AA): blue-700 button, gray-600 placeholder.
-CSS = """
-.sw-missing input, .sw-missing textarea {
-  outline: 2px solid #b45309 !important; background: #fffbeb !important;
-}
-.sw-assumed input, .sw-assumed textarea {
-  outline: 2px dashed #b45309 !important; background: #fff7ed !important;
-}
-.sw-missing label span, .sw-assumed label span, .sw-missing span[data-testid="block-info"],
-.sw-assumed span[data-testid="block-info"] { color: #92400e !important; }
-#sw-send, #sw-send.primary { background: #1d4ed8 !important; color: #fff !important; border-color: #1d4ed8 !important; }
-#sw-send:hover { background: #1e40af !important; }
-textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 1 !important; }
-.sw-sources { margin-top: 0.6em; font-size: 0.92em; }
-.sw-sources details { border-left: 3px solid #94a3b8; padding: 0.1em 0.6em; margin: 0.25em 0; }
-.sw-more { border: 1px solid #cbd5e1; border-radius: 6px; padding: 0.2em 0.6em; margin: 0.4em 0; }
-.sw-more > summary, .sw-sources summary { cursor: pointer; font-weight: 600; }
-.sw-sources blockquote { margin: 0.3em 0; color: #334155; }
-.sw-kind { font-size: 0.8em; padding: 0 0.4em; border-radius: 4px; background: #e2e8f0; color: #1e293b; }
-.sw-headline { font-size: 1.08em; font-weight: 700; }
-.sw-answer h3.sw-h { font-size: 1em; font-weight: 700; margin: 0.6em 0 0.2em 0; }
-.sw-answer table { font-size: 0.92em; }
-.sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
-  border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
-.sw-assumed-line { margin: 0.3em 0 0.5em 0; }
-.sw-assumed-options { display: inline; }
-.sw-assumed-options > summary { display: inline; cursor: pointer; font-size: 0.92em; color: #7c2d12; }
-.sw-notice { color: #7c2d12; }
-.sw-user .sw-note { display: block; font-size: 0.85em; color: #374151; }
-.sw-answer table td, .sw-answer table th { padding: 0.15em 0.5em; white-space: nowrap; }
-.sw-answer .sw-scroll { overflow-x: auto; max-width: 100%; }
-/* A wide table scrolls inside its box; the strategy column stays in view while it does. */
-.sw-answer .sw-scroll table tr > :first-child { position: sticky; left: 0; background: #fff; z-index: 1; }
-.sw-answer .sw-scroll table tr.sw-chosen > :first-child { background: #eff6ff; }
-/* Chinese text with Chinese (not Japanese) glyphs wherever it is tagged zh-CN. */
-:lang(zh-CN) { font-family: "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "PingFang SC",
-  "Microsoft YaHei", "WenQuanYi Zen Hei", sans-serif; }
-textarea::placeholder, input::placeholder { font-style: italic; }
-.sw-table tr.sw-chosen td { font-weight: 700; }
-#sw-chat code, #sw-chat pre, #sw-howto-code code, #sw-howto-code pre { color: #111827 !important; }
-#sw-chat pre .token, #sw-howto-code pre .token { color: #111827 !important; }
-#sw-chat pre .token.keyword, #sw-howto-code pre .token.keyword { color: #1d4ed8 !important; }
-#sw-chat pre .token.string, #sw-howto-code pre .token.string { color: #166534 !important; }
-#sw-chat pre .token.comment, #sw-howto-code pre .token.comment { color: #4b5563 !important; }
-#sw-missing-note, #sw-hint, #sw-sim-note, #sw-chart-note, #sw-share { min-height: 0; }
-#sw-hint p { color: #92400e; margin: 0; }
-#sw-chart-note p { font-size: 0.9em; color: #374151; margin: 0.2em 0; }
-.sw-narrow { display: none; }
-#sw-intro h1 { font-size: 1.5em; margin: 0.3em 0; }
-footer .show-api, footer a, footer button { color: #374151 !important; }
-@media (max-width: 760px) {
-  .sw-wide { display: none; }
-  .sw-narrow { display: inline; }
-  #sw-intro h1 { font-size: 1.25em; margin: 0.2em 0; }
-  #sw-intro p { font-size: 0.92em; margin: 0.2em 0; }
-  #sw-chat { height: calc(100svh - 300px) !important; min-height: 300px; }
-}
-"""
-
-# The page's script: scroll to the start of each new answer (headline and table in view, not the
-# bottom of a long answer), to the bottom when the user's own message appears, and keep the
-# address bar's link in step with the answer shown.
-PAGE_JS = """
-() => {
-  const seen = new Set();
-  const scroller = (el) => {
-    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-      const s = getComputedStyle(p);
-      if ((s.overflowY === 'auto' || s.overflowY === 'scroll') && p.scrollHeight > p.clientHeight) return p;
-    }
-    return null;
-  };
-  const show = (el, atBottom) => {
-    const box = scroller(el);
-    const target = el.closest('.message') || el;
-    if (box) {
-      if (atBottom) { box.scrollTop = box.scrollHeight; }
-      else { box.scrollTop += target.getBoundingClientRect().top - box.getBoundingClientRect().top - 12; }
-    }
-    const r = target.getBoundingClientRect();
-    if (!atBottom && (r.top < 0 || r.top > window.innerHeight - 80)) target.scrollIntoView({block: 'start'});
-  };
-  const check = () => {
-    const chat = document.querySelector('#sw-chat');
-    if (!chat) return;
-    let answer = null, asked = null;
-    chat.querySelectorAll('.sw-answer, .sw-user').forEach((el) => {
-      const m = el.className.match(/sw-([aq])-(x\\d+)/);
-      if (!m || seen.has(m[1] + m[2])) return;
-      seen.add(m[1] + m[2]);
-      if (m[1] === 'a') answer = el; else asked = el;
-    });
-    if (answer) show(answer, false); else if (asked) show(asked, true);
-  };
-  // Two ARIA faults in Gradio's own markup (axe-core: critical and serious): the examples box
-  // says role=list but holds buttons, and the empty chart box has a label but no role.
-  const fixAria = () => {
-    document.querySelectorAll('.examples[role="list"]').forEach((el) => {
-      el.setAttribute('role', 'group'); el.setAttribute('aria-label', 'Example questions');
-    });
-    document.querySelectorAll('.empty[aria-label]:not([role])').forEach((el) => el.setAttribute('role', 'img'));
-    // Code that scrolls sideways must be reachable by keyboard (Tab, then the arrow keys).
-    document.querySelectorAll('pre:not([tabindex])').forEach((el) => el.setAttribute('tabindex', '0'));
-  };
-  fixAria();
-  new MutationObserver(() => requestAnimationFrame(() => { fixAria(); check(); }))
-    .observe(document.body, {childList: true, subtree: true});
-  window.__swSeen = seen;
-
-  // Panel dropdowns (Gradio's): leaving one by Tab fired its "input" event though nothing was
-  // chosen (one re-answer request per dropdown on a Tab pass), left its option list open (lists
-  // piled up) and Tab stepped into the list, which then vanished, dropping focus on the page.
-  // A blur of a dropdown the user did not touch (no key but Tab, no click in its list) is
-  // stopped before Gradio sees it and the list closed; Tab skips the option lists.
-  const isDropdown = (el) => el && el.matches && el.matches('#sw-setup input[role="combobox"]');
-  const touched = new WeakMap();
-  let back = false;
-  const tabbable = () => [...document.querySelectorAll(
-      'input:not([type=hidden]), textarea, button, select, a[href], [tabindex]:not([tabindex="-1"])')]
-    .filter((el) => !el.closest('.option-list') && !el.disabled && el.offsetParent !== null);
-  document.addEventListener('keydown', (e) => {
-    if (e.key === 'Tab') back = e.shiftKey;
-    else if (isDropdown(e.target) && !['Shift', 'Escape'].includes(e.key)) touched.set(e.target, true);
-  }, true);
-  document.addEventListener('pointerdown', (e) => {
-    const block = e.target.closest && e.target.closest('#sw-setup .block');
-    const input = block && block.querySelector('input[role="combobox"]');
-    if (input) touched.set(input, true);
-  }, true);
-  document.addEventListener('focusin', (e) => {
-    if (isDropdown(e.target)) { touched.set(e.target, false); return; }
-    const list = e.target.closest && e.target.closest('#sw-setup .option-list');
-    if (!list) return;
-    const block = list.closest('.block');
-    const all = tabbable();
-    const after = all.filter((el) => block.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING && !block.contains(el));
-    const before = all.filter((el) => block.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING);
-    const next = back ? before[before.length - 1] : after[0];
-    if (next) next.focus();
-  }, true);
-  // A [n] marker opens its source entry (and the folded sources around it) in the same answer.
-  document.addEventListener('click', (e) => {
-    const ref = e.target.closest && e.target.closest('a.sw-ref');
-    if (!ref) return;
-    const n = (ref.className.match(/sw-ref-(\\d+)/) || [])[1];
-    const answer = ref.closest('.sw-answer');
-    const entry = n && answer && answer.querySelector('.sw-src-' + n);
-    if (!entry) return;
-    e.preventDefault();
-    for (let d = entry; d; d = d.parentElement && d.parentElement.closest('details')) d.open = true;
-    entry.scrollIntoView({block: 'nearest'});
-    const summary = entry.querySelector('summary');
-    if (summary) summary.focus();
-  }, true);
-  document.addEventListener('blur', (e) => {
-    const input = e.target;
-    if (!isDropdown(input) || touched.get(input) !== false) return;
-    e.stopImmediatePropagation();
-    input.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', code: 'Escape', bubbles: true}));
-  }, true);
-}
-"""
 
 store = Store()
 
@@ -290,59 +117,6 @@ store = Store()
 # ----------------------------------------------------------------------------------------------
 # Text in, text out
 # ----------------------------------------------------------------------------------------------
-
-
-def prepare_message(text: str | None) -> tuple[str, str | None]:
-    """The message to answer (stripped, cut to MAX_MESSAGE_CHARS) and a notice if it was cut.
-
-    Returns ``("", notice)`` for an empty message: the caller shows the notice and asks nothing.
-    """
-    text = (text or "").strip()
-    if not text:
-        return "", "Please type a question first, e.g. the model, the GPUs and how many. / 请先输入问题（模型、GPU 型号和数量）。"
-    if len(text) <= MAX_MESSAGE_CHARS:
-        return text, None
-    if looks_chinese(text[:MAX_MESSAGE_CHARS]):
-        notice = f"你的消息有 {len(text):,} 个字符，只读取了前 {MAX_MESSAGE_CHARS:,} 个。"
-    else:
-        notice = f"Your message was {len(text):,} characters long; only the first {MAX_MESSAGE_CHARS:,} were read."
-    return text[:MAX_MESSAGE_CHARS], notice
-
-
-def inert(text: str) -> str:
-    """User text made safe to show as HTML: tags become visible text, never elements."""
-    return html.escape(text, quote=False)
-
-
-_CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
-
-
-def inert_markdown(markdown: str) -> str:
-    """Markdown with every raw HTML tag made visible text (code spans and blocks left as they are)."""
-    parts = _CODE.split(markdown)
-    return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
-
-
-def echo(text: str) -> str:
-    """How the user's own message is shown back (escaped text, long pastes shortened)."""
-    if len(text) > ECHO_CHARS:
-        text = text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
-    return inert(text)
-
-
-def answer_markdown(answer: Answer, notice: str | None = None) -> str:
-    """The answer as markdown with the sources as HTML entries (kept for other callers)."""
-    parts = [f"> {inert(notice)}"] if notice else []
-    parts.append(inert_markdown(answer.text))
-    sources = sources_html(answer.citations, answer.language)
-    if sources:
-        parts.append(sources)
-    return "\n\n".join(parts)
-
-
-def answer_plain_markdown(answer: Answer, notice: str | None = None) -> str:
-    """The ``/chat`` API result: plain markdown (no HTML), sources as a numbered list."""
-    return view.plain_markdown(answer, notice)
 
 
 def user_message_html(text: str, exchange_id: str, note: str | None = None, kind: str = "ask") -> str:
@@ -354,202 +128,6 @@ def user_message_html(text: str, exchange_id: str, note: str | None = None, kind
 # ----------------------------------------------------------------------------------------------
 # The setup panel
 # ----------------------------------------------------------------------------------------------
-
-
-def display_value(name: str, value: Any) -> Any:
-    """A setup value as its panel component shows it ('' for unknown numbers)."""
-    if name in BOOL_FIELDS:
-        return bool(value)
-    if name in NUMBER_FIELDS:
-        if value is None or value == "":
-            return ""
-        return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
-    return value
-
-
-def panel_values(setup: dict) -> list[Any]:
-    """Panel component values for an answer's setup dict."""
-    return [display_value(f, setup.get(f)) for f in PANEL_FIELDS]
-
-
-# The panel's own messages, in the chat's language (zh, en).
-PANEL_WORDS = {
-    "not_number": ("{label}：{value!r} 不是数字", "{label}: {value!r} is not a number"),
-    "not_whole": ("{label}：{value!r} 不是整数", "{label}: {value!r} is not a whole number"),
-    "invalid": ("设置里有无效的值：{problems}", "The setup has invalid values: {problems}"),
-    "model_box": ("模型框：{err}", "model box: {err}"),
-    "config_file": ("config.json：{err}", "config.json: {err}"),
-}
-
-
-def panel_words(key: str, language: str, **values: Any) -> str:
-    return PANEL_WORDS[key][0 if language == "zh" else 1].format(**values)
-
-
-def read_panel(values: list[Any], language: str = "en") -> tuple[dict[str, Any], list[str]]:
-    """Panel values -> typed values (None = unknown) and a message per unreadable number (in
-    ``language``)."""
-    col = 1 if language == "zh" else 0
-    out: dict[str, Any] = {}
-    problems = []
-    for name, value in zip(PANEL_FIELDS, values, strict=True):
-        if isinstance(value, str):
-            value = value.strip()
-        if value is None or value == "":
-            out[name] = None
-            continue
-        if name in NUMBER_FIELDS:
-            try:
-                number = float(str(value).replace(",", ""))
-            except ValueError:
-                problems.append(panel_words("not_number", language, label=FIELD_LABELS[name][col], value=value))
-                out[name] = None
-                continue
-            if name in INT_FIELDS:
-                if not number.is_integer():
-                    problems.append(panel_words("not_whole", language, label=FIELD_LABELS[name][col], value=value))
-                    out[name] = None
-                    continue
-                number = int(number)
-            out[name] = number
-        elif name in BOOL_FIELDS:
-            out[name] = bool(value)
-        else:
-            out[name] = value
-    return out, problems
-
-
-def _same(name: str, a: Any, b: Any) -> bool:
-    return display_value(name, a) == display_value(name, b)
-
-
-def edited_setup(values: list[Any], stated: dict, shown: dict, language: str = "en") -> tuple[dict, list[str], list[str]]:
-    """The setup to answer after a panel edit: what the user stated before, updated with the
-    fields changed since the panel last showed an answer. Returns (setup dict, changed fields,
-    problems). Assumed values the user left alone are not sent: they are assumed again for the
-    new setup (two nodes then get an inter-node link, a model its own sequence limit)."""
-    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-
-    current, problems = read_panel(values, language)
-    changed = [f for f in PANEL_FIELDS if not _same(f, current[f], shown.get(f))
-               and not (f in problems and current[f] is None)]
-    data = dict(stated)
-    for name in changed:
-        if current[name] is None:
-            data.pop(name, None)
-        else:
-            data[name] = current[name]
-    # A catalog model or GPU defines its own size: choosing one drops the old size (unless the
-    # same edit changed the size too), else the two would contradict.
-    if "model" in changed and data.get("model") and "params_b" not in changed:
-        try:
-            if not lookup_model(data["model"]).approximate:
-                data.pop("params_b", None)
-        except UnknownNameError:
-            pass
-    if "gpu" in changed and data.get("gpu"):
-        try:
-            lookup_gpu(data["gpu"])
-            for follows in ("gpu_memory_gb", "intra_node_link"):
-                if follows not in changed:
-                    data.pop(follows, None)
-        except UnknownNameError:
-            pass
-    if {"gpu_count", "nodes"} & set(changed):
-        data.pop("gpus_per_node", None)  # derived again from count / nodes
-    nodes = data.get("nodes")
-    if nodes == 1:
-        data.pop("inter_node_link", None)
-    elif data.get("inter_node_link") == "none" and (nodes or 0) > 1 and "inter_node_link" not in changed:
-        data.pop("inter_node_link", None)  # "none" was the one-node value; several nodes need a link
-    return data, changed, problems
-
-
-MAX_CONFIG_BYTES = 2_000_000  # a config.json is a few KB
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-
-
-def model_from_box(value: str | dict, name: str | None = None):
-    """The ``ModelSpec`` for what the model box holds when it is not a catalog name: a Hub id
-    (``org/name``, config only; offline it must be cached) or pasted ``config.json`` text, or an
-    uploaded config (a dict). ``None`` for a catalog name or plain text (the answer then says the
-    model is unknown). Raises ``ValueError`` with a message for a config it cannot read.
-    Never reads a server path: a web user's text is not a file name."""
-    from bot.catalog import UnknownNameError, lookup_model
-    from bot.catalog.hf_config import fetch_hub_config, model_from_hf_config
-
-    if isinstance(value, dict):
-        return model_from_hf_config(value, name)
-    text = (value or "").strip()
-    try:
-        lookup_model(text)
-        return None
-    except UnknownNameError:
-        pass
-    if text.startswith("{"):
-        if len(text) > MAX_CONFIG_BYTES:
-            raise ValueError("that is not a config.json (over 2 MB)")
-        return model_from_hf_config(json.loads(text), name)
-    if _HUB_ID.match(text):
-        return model_from_hf_config(fetch_hub_config(text), name or text)
-    return None
-
-
-def apply_model_config(data: dict, spec) -> str:
-    """Use a config's model: its parameter count (the calculator then takes a model of that size);
-    returns the line that says so."""
-    data.pop("model", None)
-    data["params_b"] = round(float(spec.params_b), 3)
-    return f"model from config: {spec.name}, {spec.params_b:.2f}B parameters"
-
-
-def setup_from_panel(values: list[Any]) -> TrainingSetup:
-    """The panel's values as a whole setup (every non-empty field; a catalog model or GPU drops
-    the size it defines). Raises pydantic's ValidationError for values of the wrong type."""
-    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-
-    current, _ = read_panel(values)
-    data = {k: v for k, v in current.items() if v is not None}
-    try:
-        if data.get("model") and not lookup_model(data["model"]).approximate:
-            data.pop("params_b", None)
-    except UnknownNameError:
-        pass
-    try:
-        if data.get("gpu"):
-            lookup_gpu(data["gpu"])
-            data.pop("gpu_memory_gb", None)
-    except UnknownNameError:
-        pass
-    if data.get("nodes") == 1:
-        data.pop("inter_node_link", None)
-    return TrainingSetup(**data)
-
-
-def setup_summary(setup: TrainingSetup | dict, language: str = "en") -> str:
-    """What was set, in words ("GPU count 16, link between nodes ethernet"), for the chat's
-    record of an edit or a shared link."""
-    data = setup.model_dump() if isinstance(setup, TrainingSetup) else setup
-    zh = language == "zh"
-    on_off = {True: ("开", "on"), False: ("关", "off")}
-    parts = []
-    for k, v in data.items():
-        if v is None:
-            continue
-        name = view.FIELD_NAMES.get(k, FIELD_LABELS.get(k, (k, k)))[1 if zh else 0]
-        shown = on_off[v][0 if zh else 1] if isinstance(v, bool) else (display_value(k, v) if k in NUMBER_FIELDS else v)
-        parts.append(f"{name} {shown}")
-    return ("，" if zh else ", ").join(parts) or ("（空设置）" if zh else "(empty setup)")
-
-
-def resolved_for(answer: Answer):
-    """The answer's setup resolved (catalog looked up), or ``None`` when fields are still missing."""
-    fields = TrainingSetup.model_fields
-    try:
-        setup = TrainingSetup(**{k: v for k, v in answer.setup.items() if k in fields and v is not None})
-        return resolve_setup(setup)
-    except (SetupError, ValueError):
-        return None
 
 
 def howto_code(answer: Answer) -> str:
@@ -574,39 +152,6 @@ def _skip_outputs() -> list[Any]:
     """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
     downloads)."""
     return [gr.skip()] * (2 + N_PANEL + 6)
-
-
-def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
-    missing = set(answer.missing) | set(answer.questions)
-    if {"gpu", "gpu_memory_gb"} & missing:
-        missing |= {"gpu", "gpu_memory_gb"}
-    if {"model", "params_b"} & missing:
-        missing |= {"model", "params_b"}
-    updates = []
-    for name, value in zip(PANEL_FIELDS, panel_values(answer.setup), strict=True):
-        if name in missing:
-            classes, mark = ["sw-missing"], MISSING_MARK
-        elif sources.get(name) == "assumed":
-            classes, mark = ["sw-assumed"], ASSUMED_MARK
-        else:
-            classes, mark = [], ""
-        updates.append(gr.update(value=value, elem_classes=classes, label=FIELD_LABELS[name][0] + mark))
-    return updates
-
-
-def panel_note(answer: Answer, sources: dict[str, str]) -> str:
-    zh = answer.language == "zh"
-    missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
-    assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
-    lines = []
-    if missing:
-        names = "、".join(FIELD_LABELS[f][1] for f in missing) if zh else ", ".join(FIELD_LABELS[f][0] for f in missing)
-        lines.append(f"**⚠ 需要补充：** {names}。" if zh else f"**⚠ Needed:** {names}.")
-    if assumed:
-        names = "、".join(FIELD_LABELS[f][1] for f in assumed) if zh else ", ".join(FIELD_LABELS[f][0] for f in assumed)
-        lines.append(f"**假设（虚线框）：** {names}。改了就按你的值重新回答。" if zh else
-                     f"**Assumed (dashed):** {names}. Change any to re-answer with your value.")
-    return "\n\n".join(lines)
 
 
 def lang_tagged(markdown: str, language: str) -> str:
@@ -935,48 +480,6 @@ def _question_of(conv: Conversation, exchange_id: str | None) -> str:
 # Strategy x precision
 # ----------------------------------------------------------------------------------------------
 
-PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
-
-
-def precision_table(answer: Answer) -> tuple[str, str] | None:
-    """Per-GPU GiB for every strategy (rows) x precision (columns) of the answer's setup, from the
-    calculator (``bot.calc.estimate``, one run per precision), as an HTML table and the calc
-    citation's quote; ``None`` when the setup cannot be computed. The page asks for this
-    explicitly: it is a new calculation, not a re-rendering of the answer."""
-    from bot.calc import estimate
-
-    fields = TrainingSetup.model_fields
-    base = {k: v for k, v in answer.setup.items() if k in fields and v is not None}
-    columns: dict[str, dict] = {}
-    for precision in PRECISIONS:
-        try:
-            numbers = estimate(resolve_setup(TrainingSetup(**{**base, "precision": precision}))).numbers()
-        except (SetupError, ValueError):
-            continue  # e.g. bf16 on a card without bf16: that column is left out, said below
-        columns[precision] = numbers
-    if not columns:
-        return None
-    zh = answer.language == "zh"
-    strategies = [s for s in TRAINING_STRATEGIES if any(f"memory.{s}.total_gib" in n for n in columns.values())]
-    head = "".join(f"<th>{html.escape(p)}</th>" for p in columns)
-    rows = []
-    for strategy in strategies:
-        cells = []
-        for numbers in columns.values():
-            total, fits = numbers.get(f"memory.{strategy}.total_gib"), numbers.get(f"memory.{strategy}.fits")
-            mark = "" if fits is None else (" ✓" if fits else " ✗")
-            cells.append("<td>–</td>" if total is None else f"<td>{float(total):.1f}{mark}</td>")
-        rows.append(f"<tr><td>{html.escape(label(strategy, answer.language))}</td>{''.join(cells)}</tr>")
-    skipped = [p for p in PRECISIONS if p not in columns]
-    caption = ("每卡显存 GiB（✓ 放得下，✗ 放不下）" if zh else "Per-GPU GiB (✓ fits, ✗ does not fit)")
-    if skipped:
-        caption += ("；此卡不支持：" if zh else "; not possible on this card: ") + ", ".join(skipped)
-    table = (f"<p><b>{caption}</b></p>" + view._SCROLL
-             + f"<table><thead><tr><th>{'策略' if zh else 'strategy'}</th>{head}</tr></thead>"
-             + f"<tbody>{''.join(rows)}</tbody></table></div>")
-    quote = "precision in " + ", ".join(columns) + "; other inputs as the answer: " + setup_summary(base)
-    return table, quote
-
 
 def compare_precisions(request: gr.Request):
     """The strategy x precision table for the last answer's setup, as its own chat entry."""
@@ -1140,108 +643,9 @@ def build_demo():
     return demo
 
 
-def _panel_components(models, gpus) -> list:
-    """The editable setup fields, in PANEL_FIELDS order. Numbers are text boxes: empty means
-    unknown (a number box would show 0 and send it)."""
-    choice = {
-        "intra_node_link": ["nvlink", "pcie"],
-        "inter_node_link": ["infiniband", "ethernet", "none"],
-        "precision": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"],
-        "optimizer": ["adamw", "sgd", "adam8bit"],
-        "finetune": ["full", "lora", "qlora"],
-        "optimizer_impl": ["foreach", "fused", "forloop"],
-        "loss_impl": ["standard", "fused", "chunked"],
-        "model": [m.name for m in models],
-        "gpu": [g.name for g in gpus],
-    }
-
-    def number(name: str):
-        return gr.Textbox("", label=FIELD_LABELS[name][0], placeholder="unknown", max_lines=1,
-                          elem_id=f"sw-f-{name}")
-
-    def dropdown(name: str, custom: bool = False):
-        return gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], allow_custom_value=custom,
-                           elem_id=f"sw-f-{name}")
-
-    comps = []
-    with gr.Row():
-        comps += [dropdown("model", custom=True), number("params_b")]
-    with gr.Row():
-        comps += [dropdown("gpu", custom=True), number("gpu_memory_gb")]
-    with gr.Row():
-        comps += [number("gpu_count"), number("nodes")]
-    with gr.Row():
-        comps += [dropdown("intra_node_link"), dropdown("inter_node_link")]
-    with gr.Row():
-        comps += [dropdown("precision"), dropdown("optimizer"), dropdown("finetune")]
-    with gr.Row():
-        comps += [number("seq_len"), number("micro_batch")]
-        comps.append(gr.Checkbox(False, label=FIELD_LABELS["activation_checkpointing"][0],
-                                 elem_id="sw-f-activation_checkpointing"))
-    with gr.Accordion("Run options (empty: PyTorch's defaults)", open=False, elem_id="sw-run-options"):
-        with gr.Row():
-            comps += [dropdown("optimizer_impl"), dropdown("loss_impl"), number("grad_accum_steps")]
-        with gr.Row():
-            comps += [gr.Checkbox(False, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}")
-                      for name in ("torch_compile", "ddp_bucket_view")]
-    return comps
-
-
 # ----------------------------------------------------------------------------------------------
 # Serving
 # ----------------------------------------------------------------------------------------------
-
-
-def prepare_server() -> None:
-    """One torch thread (cores are shared), logging with secrets redacted, the index built."""
-    from bot import env
-
-    if hasattr(env, "configure_runtime"):
-        env.configure_runtime(threads=1)
-    else:  # pragma: no cover  (older bot.env)
-        try:
-            import torch
-
-            torch.set_num_threads(1)
-        except ImportError:
-            pass
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from bot.knowledge.index import ensure_index
-
-    ensure_index()
-
-
-def lighten_sessions(demo) -> None:
-    """Cut Gradio's per-request work in the server's process (it is the serial part once answers
-    run in workers; measured with cProfile on the event loop under 50 clients):
-
-    - every new session (each ``/chat`` call, each tab) copies the config of all ~60 blocks, and
-      for the upload/download buttons that means a pydantic JSON schema each time (about a third
-      of that copy). Their schema is fixed once the page is built, so it is computed once here;
-      each call gets its own copy;
-    - after every event the queue rebuilt a pandas table of up to 10,000 past events for the
-      monitoring dashboard, which this page turns off (``enable_monitoring=False``);
-    - the queue looks for work every 1 ms, idle or full (about 5% of a core doing nothing, the
-      same share taken from answers under load); every 5 ms adds at most 5 ms to an answer that
-      takes 60 ms or more.
-    """
-    import functools
-
-    import orjson  # a JSON round trip copies a schema ~10x faster than copy.deepcopy
-
-    for block in demo.blocks.values():
-        if not isinstance(block, gr.UploadButton | gr.DownloadButton):
-            continue
-        for name in ("api_info", "api_info_as_input", "api_info_as_output"):
-            method = getattr(block, name, None)
-            if method is None:
-                continue
-            setattr(block, name, functools.partial(orjson.loads, orjson.dumps(method())))
-    queue = getattr(demo, "_queue", None)
-    if queue is not None and hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY"):  # gradio's spelling
-        queue.ANAYLTICS_CACHE_FREQUENCY = 2**62  # never rebuilt: the dashboard is off
-    if queue is not None and getattr(queue, "sleep_when_free", 1.0) < QUEUE_POLL_SECONDS:
-        queue.sleep_when_free = QUEUE_POLL_SECONDS
 
 
 def page_routes() -> list:
