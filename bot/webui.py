@@ -41,7 +41,7 @@ configure_offline()  # before gradio reads its analytics and hub switches
 
 import gradio as gr  # noqa: E402
 
-from bot.answer import Answer, Citation  # noqa: E402
+from bot.answer import Answer  # noqa: E402
 from bot.bench.store import ResultStore  # noqa: E402
 from bot.setup import SetupError, TrainingSetup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
@@ -56,7 +56,7 @@ from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other 
     memory_figure,
     plotly_figure,
 )
-from bot.web.conversation import Conversation, Exchange, Store  # noqa: E402
+from bot.web.conversation import Conversation, Exchange, Store, store  # noqa: E402,F401
 from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     ASSUMED_MARK,
     BOOL_FIELDS,
@@ -67,6 +67,7 @@ from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other 
     PANEL_FIELDS,
     _panel_components,
     apply_model_config,
+    carried_fields,
     display_value,
     edited_setup,
     model_from_box,
@@ -78,7 +79,7 @@ from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other 
     setup_from_panel,
     setup_summary,
 )
-from bot.web.precision import PRECISIONS, precision_table  # noqa: E402,F401
+from bot.web.precision import PRECISIONS, compare_precisions, precision_table  # noqa: E402,F401
 from bot.web.serving import QUEUE_POLL_SECONDS, lighten_sessions, prepare_server  # noqa: E402,F401
 from bot.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
 from bot.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
@@ -92,6 +93,7 @@ from bot.web.text import (  # noqa: E402,F401
     inert,
     inert_markdown,
     prepare_message,
+    user_message_html,
 )
 
 log = logging.getLogger(__name__)
@@ -111,18 +113,11 @@ EXAMPLES = [
 ]
 
 
-store = Store()
 
 
 # ----------------------------------------------------------------------------------------------
 # Text in, text out
 # ----------------------------------------------------------------------------------------------
-
-
-def user_message_html(text: str, exchange_id: str, note: str | None = None, kind: str = "ask") -> str:
-    shown = text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
-    # Gradio's sanitizer drops data-* attributes; the message id rides in a class.
-    return view.user_html(shown, note=note, kind=kind).replace('class="sw-user ', f'class="sw-user sw-q-{exchange_id} ', 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -151,7 +146,7 @@ N_PANEL = len(PANEL_FIELDS)
 def _skip_outputs() -> list[Any]:
     """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
     downloads)."""
-    return [gr.skip()] * (2 + N_PANEL + 6)
+    return [gr.skip()] * (2 + N_PANEL + 7)
 
 
 def lang_tagged(markdown: str, language: str) -> str:
@@ -173,12 +168,8 @@ def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
             gr.update(interactive=config is not None and not conv.simulating), lang_tagged(sim_note, lang),
             setup_query(conv.stated, answer.language,
                         conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
-            downloads.links_markdown(conv.key, conv.answer_id or "", answer)]
-
-
-def _error_html(language: str, message: str, exchange_id: str) -> str:
-    return (f'<div class="sw-answer sw-error sw-a-{exchange_id}" lang="{view.html_lang(language)}">'
-            f"<p>{html.escape(message)}</p></div>")
+            downloads.links_markdown(conv.key, conv.answer_id or "", answer),
+            gr.update(visible=bool(conv.carried))]
 
 
 def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
@@ -223,10 +214,11 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
             log.exception("answering failed")
             message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
         with conv.lock:
-            ex.answer_html = _error_html(language, message, ex.id)
+            ex.answer_html = view.error_html(language, message, ex.id)
         return None
     conv.answer = answer.model_dump()
     conv.answer_id = ex.id
+    conv.carried = carried_fields(view.field_sources(answer))
     conv.shown = {name: answer.setup.get(name) for name in PANEL_FIELDS}
     with conv.lock:
         ex.answer_html = view.answer_html(answer, stated=set(conv.stated), notice=notice, answer_id=ex.id)
@@ -334,7 +326,24 @@ def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: 
 def _refused_edit(conv: Conversation, language: str, message: str):
     ex = Exchange(kind="edit", user_html="", payload=None)
     ex.user_html = user_message_html("（修改设置）" if language == "zh" else "(edited setup)", ex.id, kind="edit")
-    ex.answer_html = _error_html(language, message, ex.id)
+    ex.answer_html = view.error_html(language, message, ex.id)
+    conv.add(ex)
+    return conv.messages()
+
+
+def drop_carried(request: gr.Request):
+    """Answer the last setup again without the settings taken from earlier messages (they are
+    then assumed, or asked for, like any unstated field)."""
+    conv = store.get(request.session_hash if request else None)
+    if not conv.carried:
+        return gr.skip()
+    language = conv.answer["language"] if conv.answer else "en"
+    zh = language == "zh"
+    data = {k: v for k, v in conv.stated.items() if k not in conv.carried}
+    names = ("、" if zh else ", ").join(FIELD_LABELS.get(f, (f, f))[1 if zh else 0] for f in conv.carried)
+    ex = Exchange(kind="edit", user_html="", payload={"setup": data, "language": language}, raw=f"drop:{names}")
+    ex.user_html = user_message_html(("（去掉沿用的设置）" if zh else "(without the carried settings) ") + names,
+                                     ex.id, kind="edit")
     conv.add(ex)
     return conv.messages()
 
@@ -385,7 +394,7 @@ def new_conversation(request: gr.Request) -> list[Any]:
     store.reset(request.session_hash if request else None)
     panel = [gr.update(value=display_value(name, None), elem_classes=[], label=FIELD_LABELS[name][0])
              for name in PANEL_FIELDS]
-    return [None, "", *panel, "", "", gr.update(interactive=False), "", "", ""]
+    return [None, "", *panel, "", "", gr.update(interactive=False), "", "", "", gr.update(visible=False)]
 
 
 def close_tab(request: gr.Request) -> None:
@@ -442,7 +451,7 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
         except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
             log.exception("simulation failed")
             with conv.lock:
-                ex.answer_html = _error_html(answer.language, ("模拟失败：" if zh else "Simulation failed: ")
+                ex.answer_html = view.error_html(answer.language, ("模拟失败：" if zh else "Simulation failed: ")
                                              + str(err), ex.id)
             return conv.messages(), gr.update(interactive=True), ""
         elapsed = time.monotonic() - started
@@ -479,36 +488,6 @@ def _question_of(conv: Conversation, exchange_id: str | None) -> str:
 # ----------------------------------------------------------------------------------------------
 # Strategy x precision
 # ----------------------------------------------------------------------------------------------
-
-
-def compare_precisions(request: gr.Request):
-    """The strategy x precision table for the last answer's setup, as its own chat entry."""
-    conv = store.get(request.session_hash if request else None)
-    if not conv.answer:
-        return gr.skip()
-    answer = Answer.model_validate(conv.answer)
-    zh = answer.language == "zh"
-    ex = Exchange(kind="simulate", user_html="", payload=None)  # answered here, not by the worker
-    ex.user_html = user_message_html("按精度比较各策略" if zh else "Compare strategies across precisions", ex.id,
-                                     kind="compare")
-    conv.add(ex)
-    try:
-        result = precision_table(answer)
-    except Exception:  # noqa: BLE001
-        log.exception("precision table failed")
-        result = None
-    if result is None:
-        body = "<p>" + ("这个设置还算不出来。" if zh else "This setup cannot be computed yet.") + "</p>"
-    else:
-        table, quote = result
-        n = max((c.n for c in answer.citations), default=0) + 1
-        citation = Citation(n=n, id="calc", kind="calc", title=("shardwise 显存计算器" if zh else
-                                                                  "shardwise memory calculator"), quote=quote)
-        body = table + f"<p>[{n}]</p>" + view.sources_html([citation], answer.language)
-    with conv.lock:
-        ex.answer_html = (f'<div class="sw-answer sw-compare sw-a-{ex.id}" lang="{view.html_lang(answer.language)}">'
-                          f"{body}</div>")
-    return conv.messages()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -578,6 +557,7 @@ def build_demo():
                 sim_note = gr.Markdown("", elem_id="sw-sim-note")
                 compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
+                drop = gr.Button("Drop carried settings", elem_id="sw-drop-carried", size="sm", visible=False)
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
                     fields = _panel_components(list_models(), list_gpus())
                     with gr.Row():
@@ -589,7 +569,7 @@ def build_demo():
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
-        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links]
+        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
         # No progress overlays: one over the message box or the panel would swallow the next click
         # or keystroke while an answer is pending (the chat shows its own pending dots).
         work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
@@ -608,6 +588,7 @@ def build_demo():
         answered(chat.example_select(pick_example, None, [chat, hint], **fast))
         answered(again.click(submit_edit_button, fields, [chat], **fast))
         answered(upload.upload(upload_config, [upload], [chat], **fast))
+        answered(drop.click(drop_carried, None, [chat], **fast))
         compare.click(compare_precisions, None, [chat], api_visibility="private", concurrency_id="answer",
                       concurrency_limit=CHAT_CONCURRENCY)
         # A choice re-answers once it is made (Gradio's ``input``: an option clicked, or picked

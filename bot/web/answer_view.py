@@ -185,7 +185,7 @@ _LORA_ONLY = ("lora_rank", "lora_targets", "base_dtype")
 def stated_html(answer: Answer) -> str:
     """The setup as the user gave it (stated, from a config, a log or earlier turns)."""
     zh = answer.language == "zh"
-    given = {i.field: i for i in answer.sections.setup_read if i.source != "assumed"}
+    given = {i.field: i for i in answer.sections.setup_read if i.source not in ("assumed", *CARRIED)}
     multi_node = (answer.setup.get("nodes") or 1) > 1
     # The fields a reader checks first; sizes a named model/GPU defines and run options the
     # answer only reports are left out (the table and the sources carry them).
@@ -199,6 +199,28 @@ def stated_html(answer: Answer) -> str:
     shown = text(f"{FIELD_NAMES.get(f, (f, f))[1 if zh else 0]} {html.escape(_show_value(given[f].value))}"
                  for f in order)
     return f'<p class="sw-setup-line">{"设置：" if zh else "Setup:"} {shown}</p>'
+
+
+# Provenance values of a field taken from an earlier message (see bot/web/panel.py).
+CARRIED = ("history", "carried")
+
+
+def carried_html(answer: Answer, sources: dict[str, str]) -> str:
+    """The line that names every setting taken from an earlier message, marked (the panel's
+    "Drop carried settings" button answers without them)."""
+    zh = answer.language == "zh"
+    items = [i for i in answer.sections.setup_read if i.source in CARRIED]
+    if not items:
+        items = [SetupItem(field=f, value=answer.setup[f], source="history") for f, s in sources.items()
+                 if s in CARRIED and answer.setup.get(f) is not None
+                 and not isinstance(answer.setup.get(f), dict | list)]
+    if not items:
+        return ""
+    chips = "".join(
+        f'<span class="sw-chip sw-carried-chip">{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
+        f"{html.escape(_show_value(i.value))}</span>" for i in items)
+    label = "沿用前面消息的设置：" if zh else "Carried from earlier messages:"
+    return f'<div class="sw-carried-line"><span>{label}</span> {chips}</div>'
 
 
 def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
@@ -284,6 +306,7 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     for notice in s.notices:
         out.append(f'<p class="sw-notice">{inline_html(notice)}</p>')
     out.append(stated_html(answer))
+    out.append(carried_html(answer, sources))
     out.append(assumed_html(answer, sources))
     out.append(table_html(s, answer.language))
     # Section titles are headings (screen readers list and jump between them).
@@ -380,3 +403,8 @@ def plain_markdown(answer: Answer, notice: str | None = None) -> str:
             lines.append(f"- [{c.n}] {c.title} ({c.kind}: {c.id})" + (f" {c.url}" if c.url else ""))
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def error_html(language: str, message: str, exchange_id: str) -> str:
+    return (f'<div class="sw-answer sw-error sw-a-{exchange_id}" lang="{html_lang(language)}">'
+            f"<p>{html.escape(message)}</p></div>")

@@ -46,6 +46,7 @@ class Conversation:
     framework: str | None = None  # the framework the user's run uses ("llamafactory"): edits keep its defaults
     worker: object | None = None  # the token of the worker answering this tab's exchanges
     simulating: bool = False
+    carried: list = field(default_factory=list)  # fields the last answer took from earlier messages
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, exchange: Exchange) -> bool:
@@ -133,3 +134,7 @@ class Store:
     def drop(self, key: str | None) -> None:
         with self._lock:
             self._items.pop(key or "anonymous", None)
+
+
+# The server's conversations (one per tab), shared by the page's event handlers.
+store = Store()

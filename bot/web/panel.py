@@ -259,6 +259,18 @@ def setup_summary(setup: TrainingSetup | dict, language: str = "en") -> str:
     return ("，" if zh else ", ").join(parts) or ("（空设置）" if zh else "(empty setup)")
 
 
+# Provenance values of a field the reader took from an earlier message ("history"; the reader
+# may call it "carried"): shown marked, and dropped with one click.
+CARRIED_SOURCES = ("history", "carried")
+CARRIED_MARK = " · from earlier"
+
+
+def carried_fields(sources: dict[str, str]) -> list[str]:
+    """The fields the answer took from earlier messages, panel fields first."""
+    carried = [f for f, s in sources.items() if s in CARRIED_SOURCES]
+    return sorted(carried, key=lambda f: PANEL_FIELDS.index(f) if f in PANEL_FIELDS else len(PANEL_FIELDS))
+
+
 def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
     missing = set(answer.missing) | set(answer.questions)
     if {"gpu", "gpu_memory_gb"} & missing:
@@ -271,6 +283,8 @@ def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
             classes, mark = ["sw-missing"], MISSING_MARK
         elif sources.get(name) == "assumed":
             classes, mark = ["sw-assumed"], ASSUMED_MARK
+        elif sources.get(name) in CARRIED_SOURCES:
+            classes, mark = ["sw-carried"], CARRIED_MARK
         else:
             classes, mark = [], ""
         updates.append(gr.update(value=value, elem_classes=classes, label=FIELD_LABELS[name][0] + mark))
@@ -281,7 +295,14 @@ def panel_note(answer: Answer, sources: dict[str, str]) -> str:
     zh = answer.language == "zh"
     missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
     assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
+    carried = carried_fields(sources)
     lines = []
+    if carried:
+        names = "、".join(FIELD_LABELS.get(f, (f, f))[1] for f in carried) if zh else \
+            ", ".join(FIELD_LABELS.get(f, (f, f))[0] for f in carried)
+        lines.append(f"**沿用前面消息的设置（点线框）：** {names}。不适用就按“去掉沿用的设置”。" if zh else
+                     f"**Carried from earlier messages (dotted):** {names}. Not meant? Press "
+                     "“Drop carried settings”.")
     if missing:
         names = "、".join(FIELD_LABELS[f][1] for f in missing) if zh else ", ".join(FIELD_LABELS[f][0] for f in missing)
         lines.append(f"**⚠ 需要补充：** {names}。" if zh else f"**⚠ Needed:** {names}.")

@@ -8,12 +8,19 @@ belongs as a section of the Answer (issue 28) once the pipeline offers one.
 from __future__ import annotations
 
 import html
+import logging
 
-from bot.answer import Answer
+import gradio as gr
+
+from bot.answer import Answer, Citation
 from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES, label
 from bot.web import answer_view as view
+from bot.web.conversation import Exchange, store
 from bot.web.panel import setup_summary
+from bot.web.text import user_message_html
+
+log = logging.getLogger(__name__)
 
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
 
@@ -56,3 +63,33 @@ def precision_table(answer: Answer) -> tuple[str, str] | None:
              + f"<tbody>{''.join(rows)}</tbody></table></div>")
     quote = "precision in " + ", ".join(columns) + "; other inputs as the answer: " + setup_summary(base)
     return table, quote
+
+
+def compare_precisions(request: gr.Request):
+    """The strategy x precision table for the last answer's setup, as its own chat entry."""
+    conv = store.get(request.session_hash if request else None)
+    if not conv.answer:
+        return gr.skip()
+    answer = Answer.model_validate(conv.answer)
+    zh = answer.language == "zh"
+    ex = Exchange(kind="simulate", user_html="", payload=None)  # answered here, not by the worker
+    ex.user_html = user_message_html("按精度比较各策略" if zh else "Compare strategies across precisions", ex.id,
+                                     kind="compare")
+    conv.add(ex)
+    try:
+        result = precision_table(answer)
+    except Exception:  # noqa: BLE001
+        log.exception("precision table failed")
+        result = None
+    if result is None:
+        body = "<p>" + ("这个设置还算不出来。" if zh else "This setup cannot be computed yet.") + "</p>"
+    else:
+        table, quote = result
+        n = max((c.n for c in answer.citations), default=0) + 1
+        citation = Citation(n=n, id="calc", kind="calc", title=("shardwise 显存计算器" if zh else
+                                                                  "shardwise memory calculator"), quote=quote)
+        body = table + f"<p>[{n}]</p>" + view.sources_html([citation], answer.language)
+    with conv.lock:
+        ex.answer_html = (f'<div class="sw-answer sw-compare sw-a-{ex.id}" lang="{view.html_lang(answer.language)}">'
+                          f"{body}</div>")
+    return conv.messages()

@@ -28,7 +28,10 @@ textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 
 .sw-answer table { font-size: 0.92em; }
 .sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
   border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
-.sw-assumed-line { margin: 0.3em 0 0.5em 0; }
+.sw-assumed-line, .sw-carried-line { margin: 0.3em 0 0.5em 0; }
+.sw-carried input, .sw-carried textarea { outline: 2px dotted #1d4ed8 !important; background: #eff6ff !important; }
+.sw-carried label span, .sw-carried span[data-testid="block-info"] { color: #1e3a8a !important; }
+.sw-chip.sw-carried-chip { border: 1px dotted #1d4ed8; background: #eff6ff; color: #1e3a8a; }
 .sw-assumed-options { display: inline; }
 .sw-assumed-options > summary { display: inline; cursor: pointer; font-size: 0.92em; color: #7c2d12; }
 .sw-notice { color: #7c2d12; }

@@ -70,3 +70,9 @@ def answer_markdown(answer: Answer, notice: str | None = None) -> str:
 def answer_plain_markdown(answer: Answer, notice: str | None = None) -> str:
     """The ``/chat`` API result: plain markdown (no HTML), sources as a numbered list."""
     return view.plain_markdown(answer, notice)
+
+
+def user_message_html(text: str, exchange_id: str, note: str | None = None, kind: str = "ask") -> str:
+    shown = text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
+    # Gradio's sanitizer drops data-* attributes; the message id rides in a class.
+    return view.user_html(shown, note=note, kind=kind).replace('class="sw-user ', f'class="sw-user sw-q-{exchange_id} ', 1)

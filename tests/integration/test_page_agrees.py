@@ -301,3 +301,25 @@ def test_a_100_mb_question_is_refused_before_it_is_read(served):
     assert time.monotonic() - started < 15
     if proc:
         assert rss() - before < 20_000_000, (before, rss())
+
+
+# -- 9. settings carried from earlier messages --------------------------------------------------
+
+
+def test_carried_settings_are_marked_and_one_click_drops_them(desktop):
+    tab, page = desktop, desktop.page
+    tab.ask("DDP or FSDP for LoRA fine-tuning Llama-2-7B on 8x A100 80GB with seq 8192?")
+    text = tab.ask("what about Mistral-7B on 4x A100 40GB?")
+    if "sw-carried" not in tab.classes("seq_len") and "sw-carried" not in tab.classes("finetune"):
+        pytest.skip("the reader carried nothing over for this follow-up")
+    assert "Carried from earlier messages" in text, text[:400]
+    setup_line = page.locator("#sw-chat .sw-answer").last.locator(".sw-setup-line").inner_text()
+    assert "8192" not in setup_line and "lora" not in setup_line, setup_line
+    assert "from earlier" in page.inner_text("#sw-setup")
+    before = len(tab.bot_messages())
+    page.click("#sw-drop-carried")
+    after = tab.wait_answers(before + 1)[-1]
+    assert "Carried from earlier messages" not in after, after[:400]
+    assert "sw-carried" not in tab.classes("seq_len")
+    assert not page.locator("#sw-drop-carried").is_visible()
+    tab.assert_clean()
