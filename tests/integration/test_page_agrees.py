@@ -222,7 +222,8 @@ def test_edits_read_as_words_and_clearing_the_chat_drops_the_link(desktop):
     page.wait_for_function("() => location.search.includes('micro_batch=2')", timeout=10_000)
     page.locator("#sw-chat button[aria-label='Clear'], #sw-chat button[title='Clear']").first.click()
     page.wait_for_function("() => location.search === ''", timeout=10_000)
-    assert page.inner_text("#sw-share").strip() == ""
+    page.wait_for_function("() => !document.querySelector('#sw-share').innerText.includes('Link to this answer')",
+                           timeout=10_000)
     tab.assert_clean()
 
 
