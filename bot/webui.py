@@ -70,6 +70,7 @@ from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other 
     carried_fields,
     display_value,
     edited_setup,
+    model_box_error,
     model_from_box,
     panel_note,
     panel_updates,
@@ -303,7 +304,7 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
         try:
             spec = model_from_box(data["model"])
         except Exception as err:  # noqa: BLE001  (ConfigError, JSON errors, offline Hub: say why)
-            return _refused_edit(conv, language, panel_words("model_box", language, err=err))
+            return _refused_edit(conv, language, model_box_error(err, data["model"], language))
         if spec is not None:
             note = apply_model_config(data, spec)
             shown = {**{k: v for k, v in shown.items() if k != "model"}, "params_b": data["params_b"]}
@@ -564,8 +565,9 @@ def build_demo():
                         again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
                         upload = gr.UploadButton("Model from config.json", file_types=[".json"],
                                                  type="filepath", elem_id="sw-config")
-                    gr.Markdown("The model box also takes a Hub id (`org/name`, config only; offline it must "
-                                "be cached) or pasted `config.json` text.", elem_id="sw-model-help")
+                    gr.Markdown("The model box also takes a Hub id (`org/name`: read from this machine's Hub "
+                                "cache only, the page does not go online) or pasted `config.json` text.",
+                                elem_id="sw-model-help")
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 

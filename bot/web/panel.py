@@ -94,7 +94,21 @@ PANEL_WORDS = {
     "invalid": ("设置里有无效的值：{problems}", "The setup has invalid values: {problems}"),
     "model_box": ("模型框：{err}", "model box: {err}"),
     "config_file": ("config.json：{err}", "config.json: {err}"),
+    "hub_offline": ("这台机器的 Hub 缓存里没有 {hub_id}，本页面也不联网：请把它的 config.json 粘贴到模型框，"
+                    "或用“Model from config.json”上传。",
+                    "{hub_id} is not in this machine's Hub cache, and this page does not go online: paste its "
+                    "config.json into the model box, or upload it with “Model from config.json”."),
 }
+
+
+def model_box_error(err: Exception, text: str, language: str) -> str:
+    """What the chat says when the model box cannot be read: a Hub id missing from the local
+    cache (offline) said as such, anything else with the reader's reason."""
+    from bot.catalog.hf_config import OFFLINE_MESSAGE
+
+    if str(err).startswith(OFFLINE_MESSAGE) and _HUB_ID.match((text or "").strip()):
+        return panel_words("hub_offline", language, hub_id=text.strip())
+    return panel_words("model_box", language, err=err)
 
 
 def panel_words(key: str, language: str, **values: Any) -> str:

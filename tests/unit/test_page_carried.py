@@ -47,3 +47,17 @@ def test_no_provenance_no_carried_line():
     answer = _answer("stated")
     assert "sw-carried-line" not in view.answer_html(answer)
     assert panel.carried_fields(view.field_sources(answer)) == []
+
+
+@pytest.mark.parametrize(("hub_id", "language", "words"), [
+    ("meta-llama/Llama-3.1-8B", "en", "not in this machine's Hub cache"),
+    ("Qwen/Qwen2.5-7B", "zh", "Hub 缓存里没有"),
+    ("mistralai/Mistral-7B-v0.3", "en", "paste its config.json"),
+])
+def test_a_hub_id_missing_offline_says_where_it_looked(hub_id, language, words):
+    from bot.catalog.hf_config import OFFLINE_MESSAGE, ConfigError
+
+    message = panel.model_box_error(ConfigError(OFFLINE_MESSAGE), hub_id, language)
+    assert words in message and hub_id in message and "--config" not in message
+    other = panel.model_box_error(ValueError("that is not a config.json (over 2 MB)"), "{...}", language)
+    assert "over 2 MB" in other
