@@ -25,10 +25,8 @@ lighter per request by ``lighten_sessions``.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -56,6 +54,7 @@ from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other 
     memory_figure,
     plotly_figure,
 )
+from bot.web.compare import compare_setups  # noqa: E402
 from bot.web.conversation import Conversation, Exchange, Store, store  # noqa: E402,F401
 from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     ASSUMED_MARK,
@@ -93,6 +92,7 @@ from bot.web.text import (  # noqa: E402,F401
     echo,
     inert,
     inert_markdown,
+    lang_tagged,
     prepare_message,
     user_message_html,
 )
@@ -148,14 +148,6 @@ def _skip_outputs() -> list[Any]:
     """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
     downloads)."""
     return [gr.skip()] * (2 + N_PANEL + 7)
-
-
-def lang_tagged(markdown: str, language: str) -> str:
-    """Markdown for a panel note, tagged zh-CN when Chinese (the page itself is tagged en, so
-    screen readers and fonts would treat the Chinese as English or Japanese)."""
-    if not markdown or language != "zh":
-        return markdown
-    return f'<div lang="zh-CN">\n\n{markdown}\n\n</div>'
 
 
 def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
@@ -217,6 +209,8 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
         with conv.lock:
             ex.answer_html = view.error_html(language, message, ex.id)
         return None
+    if conv.answer is not None and answer.numbers:
+        conv.previous, conv.previous_id = conv.answer, conv.answer_id
     conv.answer = answer.model_dump()
     conv.answer_id = ex.id
     conv.carried = carried_fields(view.field_sources(answer))
@@ -421,7 +415,7 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
     if not conv.answer:
         return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
     answer = Answer.model_validate(conv.answer)
-    answer_id, question = conv.answer_id, _question_of(conv, conv.answer_id)
+    answer_id, question = conv.answer_id, conv.question_of(conv.answer_id)
     zh = answer.language == "zh"
     cfg, why_not, skipped = sim.simulation_config(answer)
     if cfg is None:
@@ -474,16 +468,6 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
     finally:
         with conv.lock:
             conv.simulating = False
-
-
-def _question_of(conv: Conversation, exchange_id: str | None) -> str:
-    """The words of the message an answer replied to (a question as typed, an edit as shown)."""
-    for ex in conv.exchanges:
-        if ex.id == exchange_id:
-            if ex.raw:
-                return ex.raw
-            return html.unescape(re.sub(r"<[^>]+>", " ", ex.user_html)).strip()
-    return ""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -556,7 +540,10 @@ def build_demo():
                 chart_note = gr.Markdown("", elem_id="sw-chart-note")
                 sim = gr.Button("Simulate exact memory", elem_id="sw-simulate", interactive=False)
                 sim_note = gr.Markdown("", elem_id="sw-sim-note")
-                compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
+                with gr.Row():
+                    compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
+                    compare_two = gr.Button("Compare with the previous setup", elem_id="sw-compare-setups",
+                                            size="sm")
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
                 drop = gr.Button("Drop carried settings", elem_id="sw-drop-carried", size="sm", visible=False)
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
@@ -591,6 +578,7 @@ def build_demo():
         answered(again.click(submit_edit_button, fields, [chat], **fast))
         answered(upload.upload(upload_config, [upload], [chat], **fast))
         answered(drop.click(drop_carried, None, [chat], **fast))
+        compare_two.click(compare_setups, None, [plot, chart_note], **fast)
         compare.click(compare_precisions, None, [chat], api_visibility="private", concurrency_id="answer",
                       concurrency_limit=CHAT_CONCURRENCY)
         # A choice re-answers once it is made (Gradio's ``input``: an option clicked, or picked

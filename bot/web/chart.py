@@ -239,3 +239,75 @@ def memory_figure(answer: Answer):
     fig.legend(loc="outside lower center", ncol=4, frameon=False,
                prop={"family": rc["family"], "size": 9} if rc else {"size": 9})
     return fig
+
+
+def compare_rows(before: Answer, after: Answer, names: tuple[str, str]) -> list[dict[str, Any]]:
+    """Both answers' table rows, each named after its setup (``names``), for one chart."""
+    rows = []
+    for name, answer in zip(names, (before, after), strict=True):
+        capacity = answer.setup.get("gpu_memory_gb")
+        for row in chart_rows(answer):
+            rows.append({**row, "label": f"{name}: {row['label']}", "capacity": float(capacity) if capacity else None})
+    return rows
+
+
+def compare_summary(before: Answer, after: Answer, names: tuple[str, str]) -> str:
+    """The comparison chart in words."""
+    zh = after.language == "zh"
+    mark = "（推荐）" if zh else " (recommended)"
+    parts = []
+    for name, answer in zip(names, (before, after), strict=True):
+        rows = chart_rows(answer)
+        cap = answer.setup.get("gpu_memory_gb")
+        text = ("；" if zh else "; ").join(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in rows)
+        card = (f"（显存 {cap:g} GiB）" if zh else f" (a {cap:g} GiB card)") if cap else ""
+        parts.append(f"{name}{card}{'：' if zh else ': '}{text}")
+    return ("两个设置的每卡显存。" if zh else "Per-GPU memory of two setups. ") + ("\n\n" if zh else "\n\n").join(parts)
+
+
+def compare_figure(before: Answer, after: Answer, names: tuple[str, str]):
+    """Two setups side by side on one chart: each one's rows (its recommended one starred),
+    the bars of the first above those of the second, each row's own GPU capacity marked on it
+    (the two setups may use different cards)."""
+    import plotly.graph_objects as go
+
+    rows = compare_rows(before, after, names)
+    if not rows:
+        return None
+    lang = "zh" if after.language == "zh" else "en"
+    ticks = []
+    for r in rows:
+        tick = f"{_name(r, '<br>')}<br>{r['total']:.1f} GiB"
+        while tick in ticks:
+            tick += "\u200b"
+        ticks.append(tick)
+    groups = [r["label"].split(":")[0] for r in rows]
+    data: list[dict[str, Any]] = [
+        {"type": "bar", "orientation": "h", "y": ticks, "x": [r["comps"][comp] for r in rows], "name": name,
+         "marker": {"color": color}, "hovertemplate": f"%{{y}}<br>{name}: %{{x:.2f}} GiB<extra></extra>"}
+        for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True)]
+    caps = [r["capacity"] for r in rows]
+    if any(caps):
+        data.append({"type": "scatter", "mode": "markers", "y": ticks, "x": caps, "hoverinfo": "skip",
+                     "marker": {"symbol": "line-ns-open", "size": 26, "color": CAPACITY_COLOR, "line": {"width": 3}},
+                     "name": "显存容量" if lang == "zh" else "GPU capacity"})
+    shapes = []
+    split = next((i for i in range(1, len(groups)) if groups[i] != groups[i - 1]), None)
+    if split is not None:
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": split - 0.5,
+                       "y1": split - 0.5, "line": {"color": "#94a3b8", "width": 1}})
+    top = max([r["total"] for r in rows] + [c for c in caps if c])
+    title = "两个设置对比（★ 各自推荐）" if lang == "zh" else "Two setups compared (★ each one's pick)"
+    layout = {
+        "barmode": "stack", "height": 150 + 62 * len(ticks),
+        "title": {"text": title, "font": {"size": 15}, "x": 0, "xref": "container", "xanchor": "left",
+                  "pad": {"l": 8}},
+        "modebar": {"orientation": "v"}, "margin": {"l": 10, "r": 36, "t": 44, "b": 10},
+        "font": {"size": 13, "color": "#1f2937", "family": "Noto Sans CJK SC, DejaVu Sans, sans-serif"},
+        "xaxis": {"title": {"text": "每卡 GiB" if lang == "zh" else "GiB per GPU"}, "range": [0, top * 1.08],
+                  "tickfont": {"size": 12}},
+        "yaxis": {"tickfont": {"size": 12}, "autorange": "reversed", "automargin": True},
+        "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 12}},
+        "plot_bgcolor": "white", "paper_bgcolor": "white", "shapes": shapes,
+    }
+    return go.Figure({"data": data, "layout": layout}, _validate=False)

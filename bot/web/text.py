@@ -76,3 +76,11 @@ def user_message_html(text: str, exchange_id: str, note: str | None = None, kind
     shown = text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
     # Gradio's sanitizer drops data-* attributes; the message id rides in a class.
     return view.user_html(shown, note=note, kind=kind).replace('class="sw-user ', f'class="sw-user sw-q-{exchange_id} ', 1)
+
+
+def lang_tagged(markdown: str, language: str) -> str:
+    """Markdown for a panel note, tagged zh-CN when Chinese (the page itself is tagged en, so
+    screen readers and fonts would treat the Chinese as English or Japanese)."""
+    if not markdown or language != "zh":
+        return markdown
+    return f'<div lang="zh-CN">\n\n{markdown}\n\n</div>'

@@ -324,3 +324,22 @@ def test_carried_settings_are_marked_and_one_click_drops_them(desktop):
     assert "sw-carried" not in tab.classes("seq_len")
     assert not page.locator("#sw-drop-carried").is_visible()
     tab.assert_clean()
+
+
+# -- 10. two setups on one chart ----------------------------------------------------------------
+
+
+def test_two_setups_side_by_side_on_one_chart(desktop):
+    tab, page = desktop, desktop.page
+    tab.ask(LLAMA)
+    tab.ask(CKPT)
+    page.click("#sw-compare-setups")
+    page.wait_for_function("() => document.querySelector('#sw-chart-note').innerText.includes('two setups')",
+                           timeout=20_000)
+    bars = _chart_bars(page)
+    assert any(b.startswith("A:") for b in bars) and any(b.startswith("B:") for b in bars), bars
+    assert sum("★" in b for b in bars) == 2, bars
+    note = page.inner_text("#sw-chart-note")
+    assert "Llama-2-7B on 8x A100 80GB" in note and "Llama-2-13B" in note, note
+    tab.shot("compare-two-setups")
+    tab.assert_clean()

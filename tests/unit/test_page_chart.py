@@ -88,3 +88,14 @@ def test_the_downloaded_chart_draws_the_same_rows():
 def test_chinese_text_uses_the_table_labels():
     answer = _answer("ckpt", language="zh")
     assert "FSDP full + checkpointing（推荐） 30.0 GiB" in chart.chart_summary(answer)
+
+
+def test_two_setups_compared_on_one_chart():
+    before, after = _answer("ckpt"), _answer("mixed")
+    fig = chart.compare_figure(before, after, ("A", "B"))
+    names = list(fig.data[0].y)
+    assert len(names) == 6 and all(n.startswith("A: ") for n in names[:3]) and all(n.startswith("B: ") for n in names[3:])
+    assert sum("★" in n for n in names) == 2  # each setup's own pick
+    text = chart.compare_summary(before, after, ("A", "B"))
+    assert "A (a 40 GiB card): " in text and "FSDP full + checkpointing (recommended) 30.0 GiB" in text
+    assert "FSDP grad-op (recommended)" in text
