@@ -4,6 +4,19 @@ markers, ARIA fixes for Gradio's own markup)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+
+def plotly_chunk() -> str:
+    """The file name of Gradio's Plotly chunk (``PlotlyPlot-<hash>.js``), '' if not found."""
+    try:
+        import gradio
+
+        folder = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+        return next((f.name for f in sorted(folder.glob("PlotlyPlot-*.js"))), "")
+    except Exception:  # noqa: BLE001  (only a speed-up)
+        return ""
+
 # Colours chosen for >= 4.5:1 contrast on white (WCAG AA): blue-700 button, gray-600 placeholder.
 CSS = """
 .sw-missing input, .sw-missing textarea {
@@ -45,6 +58,7 @@ textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 
 :lang(zh-CN) { font-family: "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "PingFang SC",
   "Microsoft YaHei", "WenQuanYi Zen Hei", sans-serif; }
 textarea::placeholder, input::placeholder { font-style: italic; }
+#sw-msg textarea.sw-long { height: 12em !important; overflow-y: scroll !important; }
 .sw-table tr.sw-chosen td { font-weight: 700; }
 #sw-chat code, #sw-chat pre, #sw-howto-code code, #sw-howto-code pre { color: #111827 !important; }
 #sw-chat pre .token, #sw-howto-code pre .token { color: #111827 !important; }
@@ -113,6 +127,23 @@ PAGE_JS = """
     document.querySelectorAll('pre:not([tabindex])').forEach((el) => el.setAttribute('tabindex', '0'));
   };
   fixAria();
+  // A long paste (a 50 KB log): Gradio sizes the message box to its text on every input by
+  // setting its height to 1px and reading it back, a layout of the whole text each time (5 s
+  // for 50 KB). A long text gets a fixed height instead (CSS .sw-long), set before Gradio looks.
+  document.addEventListener('input', (e) => {
+    const box = e.target;
+    if (box.matches && box.matches('#sw-msg textarea')) box.classList.toggle('sw-long', box.value.length > 4000);
+  }, true);
+  // Plotly (3.5 MB) is compiled the first time a chart arrives: a ~1-2 s main-thread freeze in
+  // the middle of the first answer. Loaded here when the browser is idle, the first answer's
+  // chart draws without it (the same URL, so Gradio's own import then finds it loaded).
+  const chunk = '__PLOTLY_CHUNK__';
+  const preload = () => {
+    const index = performance.getEntriesByType('resource').map((e) => e.name)
+      .find((n) => n.includes('/assets/index-') && n.endsWith('.js'));
+    if (chunk && index) import(index.replace(/[^/]+$/, chunk)).catch(() => {});
+  };
+  (window.requestIdleCallback || ((f) => setTimeout(f, 1500)))(preload, {timeout: 4000});
   new MutationObserver(() => requestAnimationFrame(() => { fixAria(); check(); }))
     .observe(document.body, {childList: true, subtree: true});
   window.__swSeen = seen;
@@ -170,3 +201,6 @@ PAGE_JS = """
   }, true);
 }
 """
+
+
+PAGE_JS = PAGE_JS.replace("__PLOTLY_CHUNK__", plotly_chunk())
