@@ -162,7 +162,7 @@ def plotly_figure(answer: Answer):
                          "hoverinfo": "skip", "line": {"dash": "dot", "color": CAPACITY_COLOR, "width": 1.5},
                          "name": f"可用 {usable:.1f} GiB" if lang == "zh" else f"usable {usable:.1f} GiB"})
         top = max(top, cap)
-    title = "每卡显存（★ 推荐）" if lang == "zh" else "Per-GPU memory (★ recommended)"
+    title = "每卡显存 GiB（★ 推荐）" if lang == "zh" else "Per-GPU memory, GiB (★ recommended)"
     layout = {
         "barmode": "stack", "height": 150 + 62 * len(ticks),
         # Left-aligned above the plot, the toolbar stacked vertically at the right: a phone's
@@ -172,7 +172,9 @@ def plotly_figure(answer: Answer):
         "modebar": {"orientation": "v"},
         "margin": {"l": 10, "r": 36, "t": 44, "b": 10},
         "font": {"size": 13, "color": "#1f2937", "family": "Noto Sans CJK SC, DejaVu Sans, sans-serif"},
-        "xaxis": {"title": {"text": "每卡 GiB" if lang == "zh" else "GiB per GPU"}, "range": [0, top * 1.08],
+        # (no axis title: the unit is in the chart's title and on every bar; a title there sat
+        # under the legend on a short chart)
+        "xaxis": {"range": [0, top * 1.08],
                   "rangemode": "tozero", "tickfont": {"size": 12}},
         "yaxis": {"tickfont": {"size": 12}, "autorange": "reversed", "automargin": True},
         "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 12}},
@@ -297,14 +299,16 @@ def compare_figure(before: Answer, after: Answer, names: tuple[str, str]):
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": split - 0.5,
                        "y1": split - 0.5, "line": {"color": "#94a3b8", "width": 1}})
     top = max([r["total"] for r in rows] + [c for c in caps if c])
-    title = "两个设置对比（★ 各自推荐）" if lang == "zh" else "Two setups compared (★ each one's pick)"
+    title = "两个设置对比，每卡 GiB（★ 各自推荐）" if lang == "zh" else "Two setups, per-GPU GiB (★ each one's pick)"
     layout = {
         "barmode": "stack", "height": 150 + 62 * len(ticks),
         "title": {"text": title, "font": {"size": 15}, "x": 0, "xref": "container", "xanchor": "left",
                   "pad": {"l": 8}},
         "modebar": {"orientation": "v"}, "margin": {"l": 10, "r": 36, "t": 44, "b": 10},
         "font": {"size": 13, "color": "#1f2937", "family": "Noto Sans CJK SC, DejaVu Sans, sans-serif"},
-        "xaxis": {"title": {"text": "每卡 GiB" if lang == "zh" else "GiB per GPU"}, "range": [0, top * 1.08],
+        # (no axis title: the unit is in the chart's title and on every bar; a title there sat
+        # under the legend on a short chart)
+        "xaxis": {"range": [0, top * 1.08],
                   "tickfont": {"size": 12}},
         "yaxis": {"tickfont": {"size": 12}, "autorange": "reversed", "automargin": True},
         "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 12}},

@@ -143,7 +143,10 @@ def expected_seconds(cfg, store) -> tuple[float, float] | None:
     else:
         quartiles = statistics.quantiles(rates, n=4)
         low, high = quartiles[0], quartiles[2]
-    return max(1.0, low * size), max(2.0, high * size)
+    low, high = max(1.0, low * size), max(2.0, high * size)
+    if high >= 60:  # minutes away: tens of seconds are precise enough
+        low, high = 10 * (low // 10), 10 * -(-high // 10)
+    return low, high
 
 
 def wait_note(answer: Answer, cfg, skipped: list[str], store) -> str:
