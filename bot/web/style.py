@@ -69,12 +69,12 @@ textarea::placeholder, input::placeholder { font-style: italic; }
 #sw-hint p { color: #92400e; margin: 0; }
 #sw-chart-note p { font-size: 0.9em; color: #374151; margin: 0.2em 0; }
 .sw-narrow { display: none; }
-#sw-intro h1 { font-size: 1.5em; margin: 0.3em 0; }
+#sw-intro h1 { font-size: 1.5em !important; margin: 0.3em 0 !important; }
 footer .show-api, footer a, footer button { color: #374151 !important; }
 @media (max-width: 760px) {
   .sw-wide { display: none; }
   .sw-narrow { display: inline; }
-  #sw-intro h1 { font-size: 1.25em; margin: 0.2em 0; }
+  #sw-intro h1 { font-size: 1.2em !important; margin: 0.2em 0 !important; }
   #sw-intro p { font-size: 0.92em; margin: 0.2em 0; }
   #sw-chat { height: calc(100svh - 300px) !important; min-height: 300px; }
 }
