@@ -2,12 +2,10 @@
 shareable link and downloads.
 
 This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
-return; it computes no figure of its own. Its parts live in ``bot/web/``: ``answer_view`` (each
-message as one inert HTML block; the answer from ``answer.sections``, long parts collapsed),
-``chart`` (Plotly chart, matplotlib for the PNG/SVG download, the chart in words),
-``conversation`` (the per-tab message queue kept on the server), ``share`` (setup <-> link),
-``downloads`` (the answer's files, made when a link is followed), ``assets`` (Gradio's front-end
-files from memory, compressed once) and ``pool`` (the answering worker processes).
+return and wires the events; its parts live in ``bot/web/``: ``answer_view`` (each message as one
+inert HTML block), ``chart``, ``panel`` (the setup fields), ``simulation`` (what Simulate
+measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conversation``,
+``share``, ``downloads``, ``assets``, ``guard`` (request bounds), ``serving`` and ``pool``.
 
 Messages: every submitted message is appended to the tab's conversation at once (no queue,
 milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled
@@ -27,10 +25,8 @@ lighter per request by ``lighten_sessions``.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -43,11 +39,13 @@ configure_offline()  # before gradio reads its analytics and hub switches
 
 import gradio as gr  # noqa: E402
 
-from bot.answer import Answer, Citation  # noqa: E402
-from bot.setup import SetupError, TrainingSetup, resolve_setup  # noqa: E402
-from bot.strategies import TRAINING_STRATEGIES, label  # noqa: E402
+from bot.answer import Answer  # noqa: E402
+from bot.bench.store import ResultStore  # noqa: E402
+from bot.setup import SetupError, TrainingSetup  # noqa: E402
+from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
 from bot.web import answer_view as view  # noqa: E402
 from bot.web import downloads, pool  # noqa: E402
+from bot.web import simulation as sim  # noqa: E402
 from bot.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
 from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     chart_strategies,
@@ -56,22 +54,57 @@ from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other 
     memory_figure,
     plotly_figure,
 )
-from bot.web.conversation import Conversation, Exchange, Store  # noqa: E402
+from bot.web.compare import compare_setups  # noqa: E402
+from bot.web.conversation import Conversation, Exchange, Store, store  # noqa: E402,F401
+from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
+    ASSUMED_MARK,
+    BOOL_FIELDS,
+    FIELD_LABELS,
+    MAX_CONFIG_BYTES,
+    MISSING_MARK,
+    NUMBER_FIELDS,
+    PANEL_FIELDS,
+    _panel_components,
+    apply_model_config,
+    carried_fields,
+    display_value,
+    edited_setup,
+    model_box_error,
+    model_from_box,
+    panel_note,
+    panel_updates,
+    panel_values,
+    panel_words,
+    read_panel,
+    setup_from_panel,
+    setup_summary,
+)
+from bot.web.precision import PRECISIONS, compare_precisions, precision_table  # noqa: E402,F401
+from bot.web.serving import QUEUE_POLL_SECONDS, lighten_sessions, prepare_server  # noqa: E402,F401
 from bot.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
+from bot.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
+from bot.web.style import CSS, PAGE_JS  # noqa: E402
+from bot.web.text import (  # noqa: E402,F401
+    ECHO_CHARS,
+    MAX_MESSAGE_CHARS,
+    answer_markdown,
+    answer_plain_markdown,
+    echo,
+    inert,
+    inert_markdown,
+    lang_tagged,
+    prepare_message,
+    user_message_html,
+)
 
 log = logging.getLogger(__name__)
 
-# Longer messages are cut: no real question is this long, and the parser should not chew 100 KB.
-MAX_MESSAGE_CHARS = 4000
-# How much of a long message the chat shows back to its author.
-ECHO_CHARS = 600
 # Answers handed on at once (the rest wait in Gradio's queue): a full batch per answering process
 # (``pool.MAX_BATCH``), so that under load a worker takes several waiting questions together and
 # embeds them in one pass; simulations run one at a time because each one keeps a core busy for
 # tens of seconds.
 CHAT_CONCURRENCY = max(4, pool.MAX_BATCH * pool.default_workers())
 SIMULATE_CONCURRENCY = 1
-QUEUE_POLL_SECONDS = 0.005  # how often Gradio's queue looks for work (its default: 1 ms; see lighten_sessions)
 
 EXAMPLES = [
     "MCP里用PyTorch做分布式训练，DDP和FSDP到底怎么选？ 7B模型",
@@ -80,136 +113,7 @@ EXAMPLES = [
     "Can I train GPT-2 XL on 4x RTX 4090 24GB with plain DDP?",
 ]
 
-# The panel's fields, in display order (DESIGN.md setup field names).
-PANEL_FIELDS = (
-    "model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes", "intra_node_link",
-    "inter_node_link", "precision", "optimizer", "finetune", "seq_len", "micro_batch",
-    "activation_checkpointing",
-    # run options (issue 14), under "Run options"; empty or off = PyTorch's defaults
-    "optimizer_impl", "loss_impl", "grad_accum_steps", "torch_compile", "ddp_bucket_view",
-)
-INT_FIELDS = {"gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
-NUMBER_FIELDS = {"params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
-CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precision", "optimizer", "finetune",
-                 "optimizer_impl", "loss_impl"}
-BOOL_FIELDS = {"activation_checkpointing", "torch_compile", "ddp_bucket_view"}
 
-FIELD_LABELS = {
-    "model": ("Model", "模型"),
-    "params_b": ("Model size (billion params, if no model)", "参数量（十亿，未选模型时）"),
-    "gpu": ("GPU", "GPU"),
-    "gpu_memory_gb": ("GPU memory GB (if no GPU)", "单卡显存 GB（未选 GPU 时）"),
-    "gpu_count": ("GPUs in total", "GPU 总数"),
-    "nodes": ("Nodes", "节点数"),
-    "intra_node_link": ("Link inside a node", "节点内互联"),
-    "inter_node_link": ("Link between nodes", "节点间互联"),
-    "precision": ("Precision", "精度"),
-    "optimizer": ("Optimizer", "优化器"),
-    "finetune": ("Fine-tune mode", "微调方式"),
-    "seq_len": ("Sequence length", "序列长度"),
-    "micro_batch": ("Micro-batch per GPU", "每卡 micro-batch"),
-    "activation_checkpointing": ("Activation checkpointing", "激活检查点"),
-    "optimizer_impl": ("AdamW implementation", "AdamW 实现"),
-    "loss_impl": ("Cross-entropy", "交叉熵实现"),
-    "grad_accum_steps": ("Gradient accumulation steps", "梯度累积步数"),
-    "torch_compile": ("torch.compile", "torch.compile"),
-    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
-}
-ASSUMED_MARK = " · assumed"
-MISSING_MARK = " ⚠"
-
-# Colours chosen for >= 4.5:1 contrast on white (WCAG AA): blue-700 button, gray-600 placeholder.
-CSS = """
-.sw-missing input, .sw-missing textarea {
-  outline: 2px solid #b45309 !important; background: #fffbeb !important;
-}
-.sw-assumed input, .sw-assumed textarea {
-  outline: 2px dashed #b45309 !important; background: #fff7ed !important;
-}
-.sw-missing label span, .sw-assumed label span, .sw-missing span[data-testid="block-info"],
-.sw-assumed span[data-testid="block-info"] { color: #92400e !important; }
-#sw-send, #sw-send.primary { background: #1d4ed8 !important; color: #fff !important; border-color: #1d4ed8 !important; }
-#sw-send:hover { background: #1e40af !important; }
-textarea::placeholder, input::placeholder { color: #4b5563 !important; opacity: 1 !important; }
-.sw-sources { margin-top: 0.6em; font-size: 0.92em; }
-.sw-sources details { border-left: 3px solid #94a3b8; padding: 0.1em 0.6em; margin: 0.25em 0; }
-.sw-more { border: 1px solid #cbd5e1; border-radius: 6px; padding: 0.2em 0.6em; margin: 0.4em 0; }
-.sw-more > summary, .sw-sources summary { cursor: pointer; font-weight: 600; }
-.sw-sources blockquote { margin: 0.3em 0; color: #334155; }
-.sw-kind { font-size: 0.8em; padding: 0 0.4em; border-radius: 4px; background: #e2e8f0; color: #1e293b; }
-.sw-headline { font-size: 1.08em; font-weight: 700; }
-.sw-answer table { font-size: 0.92em; }
-.sw-chip { display: inline-block; border: 1px dashed #b45309; background: #fff7ed; color: #7c2d12;
-  border-radius: 4px; padding: 0 0.35em; margin: 0.1em 0.2em 0.1em 0; font-size: 0.92em; }
-.sw-assumed-line { margin: 0.3em 0 0.5em 0; }
-.sw-assumed-options { display: inline; }
-.sw-assumed-options > summary { display: inline; cursor: pointer; font-size: 0.92em; color: #7c2d12; }
-.sw-notice { color: #7c2d12; }
-.sw-user .sw-note { display: block; font-size: 0.85em; color: #374151; }
-.sw-answer table td, .sw-answer table th { padding: 0.15em 0.5em; white-space: nowrap; }
-.sw-answer .sw-scroll { overflow-x: auto; max-width: 100%; }
-textarea::placeholder, input::placeholder { font-style: italic; }
-.sw-table tr.sw-chosen td { font-weight: 700; }
-#sw-chat code, #sw-chat pre, #sw-howto-code code, #sw-howto-code pre { color: #111827 !important; }
-#sw-chat pre .token, #sw-howto-code pre .token { color: #111827 !important; }
-#sw-chat pre .token.keyword, #sw-howto-code pre .token.keyword { color: #1d4ed8 !important; }
-#sw-chat pre .token.string, #sw-howto-code pre .token.string { color: #166534 !important; }
-#sw-chat pre .token.comment, #sw-howto-code pre .token.comment { color: #4b5563 !important; }
-#sw-missing-note, #sw-hint, #sw-sim-note, #sw-chart-note, #sw-share { min-height: 0; }
-#sw-hint p { color: #92400e; margin: 0; }
-#sw-chart-note p { font-size: 0.9em; color: #374151; margin: 0.2em 0; }
-.sw-narrow { display: none; }
-footer .show-api, footer a, footer button { color: #374151 !important; }
-@media (max-width: 760px) {
-  .sw-wide { display: none; }
-  .sw-narrow { display: inline; }
-  #sw-intro h2 { font-size: 1.25em; margin: 0.2em 0; }
-  #sw-intro p { font-size: 0.92em; margin: 0.2em 0; }
-  #sw-chat { height: calc(100svh - 300px) !important; min-height: 300px; }
-}
-"""
-
-# The page's script: scroll to the start of each new answer (headline and table in view, not the
-# bottom of a long answer), to the bottom when the user's own message appears, and keep the
-# address bar's link in step with the answer shown.
-PAGE_JS = """
-() => {
-  const seen = new Set();
-  const scroller = (el) => {
-    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-      const s = getComputedStyle(p);
-      if ((s.overflowY === 'auto' || s.overflowY === 'scroll') && p.scrollHeight > p.clientHeight) return p;
-    }
-    return null;
-  };
-  const show = (el, atBottom) => {
-    const box = scroller(el);
-    const target = el.closest('.message') || el;
-    if (box) {
-      if (atBottom) { box.scrollTop = box.scrollHeight; }
-      else { box.scrollTop += target.getBoundingClientRect().top - box.getBoundingClientRect().top - 12; }
-    }
-    const r = target.getBoundingClientRect();
-    if (!atBottom && (r.top < 0 || r.top > window.innerHeight - 80)) target.scrollIntoView({block: 'start'});
-  };
-  const check = () => {
-    const chat = document.querySelector('#sw-chat');
-    if (!chat) return;
-    let answer = null, asked = null;
-    chat.querySelectorAll('.sw-answer, .sw-user').forEach((el) => {
-      const m = el.className.match(/sw-([aq])-(x\\d+)/);
-      if (!m || seen.has(m[1] + m[2])) return;
-      seen.add(m[1] + m[2]);
-      if (m[1] === 'a') answer = el; else asked = el;
-    });
-    if (answer) show(answer, false); else if (asked) show(asked, true);
-  };
-  new MutationObserver(() => requestAnimationFrame(check)).observe(document.body, {childList: true, subtree: true});
-  window.__swSeen = seen;
-}
-"""
-
-store = Store()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,240 +121,9 @@ store = Store()
 # ----------------------------------------------------------------------------------------------
 
 
-def prepare_message(text: str | None) -> tuple[str, str | None]:
-    """The message to answer (stripped, cut to MAX_MESSAGE_CHARS) and a notice if it was cut.
-
-    Returns ``("", notice)`` for an empty message: the caller shows the notice and asks nothing.
-    """
-    text = (text or "").strip()
-    if not text:
-        return "", "Please type a question first, e.g. the model, the GPUs and how many. / 请先输入问题（模型、GPU 型号和数量）。"
-    if len(text) <= MAX_MESSAGE_CHARS:
-        return text, None
-    if looks_chinese(text[:MAX_MESSAGE_CHARS]):
-        notice = f"你的消息有 {len(text):,} 个字符，只读取了前 {MAX_MESSAGE_CHARS:,} 个。"
-    else:
-        notice = f"Your message was {len(text):,} characters long; only the first {MAX_MESSAGE_CHARS:,} were read."
-    return text[:MAX_MESSAGE_CHARS], notice
-
-
-def inert(text: str) -> str:
-    """User text made safe to show as HTML: tags become visible text, never elements."""
-    return html.escape(text, quote=False)
-
-
-_CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
-
-
-def inert_markdown(markdown: str) -> str:
-    """Markdown with every raw HTML tag made visible text (code spans and blocks left as they are)."""
-    parts = _CODE.split(markdown)
-    return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
-
-
-def echo(text: str) -> str:
-    """How the user's own message is shown back (escaped text, long pastes shortened)."""
-    if len(text) > ECHO_CHARS:
-        text = text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
-    return inert(text)
-
-
-def answer_markdown(answer: Answer, notice: str | None = None) -> str:
-    """The answer as markdown with the sources as HTML entries (kept for other callers)."""
-    parts = [f"> {inert(notice)}"] if notice else []
-    parts.append(inert_markdown(answer.text))
-    sources = sources_html(answer.citations, answer.language)
-    if sources:
-        parts.append(sources)
-    return "\n\n".join(parts)
-
-
-def answer_plain_markdown(answer: Answer, notice: str | None = None) -> str:
-    """The ``/chat`` API result: plain markdown (no HTML), sources as a numbered list."""
-    return view.plain_markdown(answer, notice)
-
-
-def user_message_html(text: str, exchange_id: str, note: str | None = None, kind: str = "ask") -> str:
-    shown = text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f" … [{len(text):,} chars]"
-    # Gradio's sanitizer drops data-* attributes; the message id rides in a class.
-    return view.user_html(shown, note=note, kind=kind).replace('class="sw-user ', f'class="sw-user sw-q-{exchange_id} ', 1)
-
-
 # ----------------------------------------------------------------------------------------------
 # The setup panel
 # ----------------------------------------------------------------------------------------------
-
-
-def display_value(name: str, value: Any) -> Any:
-    """A setup value as its panel component shows it ('' for unknown numbers)."""
-    if name in BOOL_FIELDS:
-        return bool(value)
-    if name in NUMBER_FIELDS:
-        if value is None or value == "":
-            return ""
-        return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
-    return value
-
-
-def panel_values(setup: dict) -> list[Any]:
-    """Panel component values for an answer's setup dict."""
-    return [display_value(f, setup.get(f)) for f in PANEL_FIELDS]
-
-
-def read_panel(values: list[Any]) -> tuple[dict[str, Any], list[str]]:
-    """Panel values -> typed values (None = unknown) and a message per unreadable number."""
-    out: dict[str, Any] = {}
-    problems = []
-    for name, value in zip(PANEL_FIELDS, values, strict=True):
-        if isinstance(value, str):
-            value = value.strip()
-        if value is None or value == "":
-            out[name] = None
-            continue
-        if name in NUMBER_FIELDS:
-            try:
-                number = float(str(value).replace(",", ""))
-            except ValueError:
-                problems.append(f"{FIELD_LABELS[name][0]}: {value!r} is not a number")
-                out[name] = None
-                continue
-            if name in INT_FIELDS:
-                if not number.is_integer():
-                    problems.append(f"{FIELD_LABELS[name][0]}: {value!r} is not a whole number")
-                    out[name] = None
-                    continue
-                number = int(number)
-            out[name] = number
-        elif name in BOOL_FIELDS:
-            out[name] = bool(value)
-        else:
-            out[name] = value
-    return out, problems
-
-
-def _same(name: str, a: Any, b: Any) -> bool:
-    return display_value(name, a) == display_value(name, b)
-
-
-def edited_setup(values: list[Any], stated: dict, shown: dict) -> tuple[dict, list[str], list[str]]:
-    """The setup to answer after a panel edit: what the user stated before, updated with the
-    fields changed since the panel last showed an answer. Returns (setup dict, changed fields,
-    problems). Assumed values the user left alone are not sent: they are assumed again for the
-    new setup (two nodes then get an inter-node link, a model its own sequence limit)."""
-    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-
-    current, problems = read_panel(values)
-    changed = [f for f in PANEL_FIELDS if not _same(f, current[f], shown.get(f))
-               and not (f in problems and current[f] is None)]
-    data = dict(stated)
-    for name in changed:
-        if current[name] is None:
-            data.pop(name, None)
-        else:
-            data[name] = current[name]
-    # A catalog model or GPU defines its own size: choosing one drops the old size (unless the
-    # same edit changed the size too), else the two would contradict.
-    if "model" in changed and data.get("model") and "params_b" not in changed:
-        try:
-            if not lookup_model(data["model"]).approximate:
-                data.pop("params_b", None)
-        except UnknownNameError:
-            pass
-    if "gpu" in changed and data.get("gpu"):
-        try:
-            lookup_gpu(data["gpu"])
-            for follows in ("gpu_memory_gb", "intra_node_link"):
-                if follows not in changed:
-                    data.pop(follows, None)
-        except UnknownNameError:
-            pass
-    if {"gpu_count", "nodes"} & set(changed):
-        data.pop("gpus_per_node", None)  # derived again from count / nodes
-    nodes = data.get("nodes")
-    if nodes == 1:
-        data.pop("inter_node_link", None)
-    elif data.get("inter_node_link") == "none" and (nodes or 0) > 1 and "inter_node_link" not in changed:
-        data.pop("inter_node_link", None)  # "none" was the one-node value; several nodes need a link
-    return data, changed, problems
-
-
-MAX_CONFIG_BYTES = 2_000_000  # a config.json is a few KB
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-
-
-def model_from_box(value: str | dict, name: str | None = None):
-    """The ``ModelSpec`` for what the model box holds when it is not a catalog name: a Hub id
-    (``org/name``, config only; offline it must be cached) or pasted ``config.json`` text, or an
-    uploaded config (a dict). ``None`` for a catalog name or plain text (the answer then says the
-    model is unknown). Raises ``ValueError`` with a message for a config it cannot read.
-    Never reads a server path: a web user's text is not a file name."""
-    from bot.catalog import UnknownNameError, lookup_model
-    from bot.catalog.hf_config import fetch_hub_config, model_from_hf_config
-
-    if isinstance(value, dict):
-        return model_from_hf_config(value, name)
-    text = (value or "").strip()
-    try:
-        lookup_model(text)
-        return None
-    except UnknownNameError:
-        pass
-    if text.startswith("{"):
-        if len(text) > MAX_CONFIG_BYTES:
-            raise ValueError("that is not a config.json (over 2 MB)")
-        return model_from_hf_config(json.loads(text), name)
-    if _HUB_ID.match(text):
-        return model_from_hf_config(fetch_hub_config(text), name or text)
-    return None
-
-
-def apply_model_config(data: dict, spec) -> str:
-    """Use a config's model: its parameter count (the calculator then takes a model of that size);
-    returns the line that says so."""
-    data.pop("model", None)
-    data["params_b"] = round(float(spec.params_b), 3)
-    return f"model from config: {spec.name}, {spec.params_b:.2f}B parameters"
-
-
-def setup_from_panel(values: list[Any]) -> TrainingSetup:
-    """The panel's values as a whole setup (every non-empty field; a catalog model or GPU drops
-    the size it defines). Raises pydantic's ValidationError for values of the wrong type."""
-    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-
-    current, _ = read_panel(values)
-    data = {k: v for k, v in current.items() if v is not None}
-    try:
-        if data.get("model") and not lookup_model(data["model"]).approximate:
-            data.pop("params_b", None)
-    except UnknownNameError:
-        pass
-    try:
-        if data.get("gpu"):
-            lookup_gpu(data["gpu"])
-            data.pop("gpu_memory_gb", None)
-    except UnknownNameError:
-        pass
-    if data.get("nodes") == 1:
-        data.pop("inter_node_link", None)
-    return TrainingSetup(**data)
-
-
-def setup_summary(setup: TrainingSetup | dict) -> str:
-    """One line naming what was set, for the chat's record of an edit."""
-    data = setup.model_dump() if isinstance(setup, TrainingSetup) else setup
-    parts = [f"{k}={display_value(k, v) if k in NUMBER_FIELDS else v}" for k, v in data.items()
-             if v is not None]
-    return ", ".join(parts) or "(empty setup)"
-
-
-def resolved_for(answer: Answer):
-    """The answer's setup resolved (catalog looked up), or ``None`` when fields are still missing."""
-    fields = TrainingSetup.model_fields
-    try:
-        setup = TrainingSetup(**{k: v for k, v in answer.setup.items() if k in fields and v is not None})
-        return resolve_setup(setup)
-    except (SetupError, ValueError):
-        return None
 
 
 def howto_code(answer: Answer) -> str:
@@ -461,23 +134,6 @@ def howto_code(answer: Answer) -> str:
     if answer.recommendation.strategy not in TRAINING_STRATEGIES:
         return "*Ask about a training setup first: the snippet follows the recommended strategy.*"
     return "*Fill in the highlighted setup fields to get a runnable snippet.*"
-
-
-def simulation_config(answer: Answer):
-    """(SimConfig, None) for the answer's setup and recommended strategy, or (None, why not)."""
-    from bot.bench.simulate import SimConfig, SimError
-
-    zh = answer.language == "zh"
-    strategy = answer.recommendation.strategy
-    if strategy not in TRAINING_STRATEGIES:
-        return None, ("没有可模拟的推荐策略。" if zh else "No training strategy to simulate for this answer.")
-    resolved = resolved_for(answer)
-    if resolved is None:
-        return None, ("请先补全设置（高亮字段）。" if zh else "Complete the setup (the highlighted fields) to simulate it.")
-    try:
-        return SimConfig.from_resolved(resolved, strategy).normalized(), None
-    except SimError as err:
-        return None, (f"无法模拟：{err}" if zh else f"Simulate is not available here: {err}.")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -491,58 +147,22 @@ N_PANEL = len(PANEL_FIELDS)
 def _skip_outputs() -> list[Any]:
     """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
     downloads)."""
-    return [gr.skip()] * (2 + N_PANEL + 6)
-
-
-def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
-    missing = set(answer.missing) | set(answer.questions)
-    if {"gpu", "gpu_memory_gb"} & missing:
-        missing |= {"gpu", "gpu_memory_gb"}
-    if {"model", "params_b"} & missing:
-        missing |= {"model", "params_b"}
-    updates = []
-    for name, value in zip(PANEL_FIELDS, panel_values(answer.setup), strict=True):
-        if name in missing:
-            classes, mark = ["sw-missing"], MISSING_MARK
-        elif sources.get(name) == "assumed":
-            classes, mark = ["sw-assumed"], ASSUMED_MARK
-        else:
-            classes, mark = [], ""
-        updates.append(gr.update(value=value, elem_classes=classes, label=FIELD_LABELS[name][0] + mark))
-    return updates
-
-
-def panel_note(answer: Answer, sources: dict[str, str]) -> str:
-    zh = answer.language == "zh"
-    missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
-    assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
-    lines = []
-    if missing:
-        names = "、".join(FIELD_LABELS[f][1] for f in missing) if zh else ", ".join(FIELD_LABELS[f][0] for f in missing)
-        lines.append(f"**⚠ 需要补充：** {names}。" if zh else f"**⚠ Needed:** {names}.")
-    if assumed:
-        names = "、".join(FIELD_LABELS[f][1] for f in assumed) if zh else ", ".join(FIELD_LABELS[f][0] for f in assumed)
-        lines.append(f"**假设（虚线框）：** {names}。改了就按你的值重新回答。" if zh else
-                     f"**Assumed (dashed):** {names}. Change any to re-answer with your value.")
-    return "\n\n".join(lines)
+    return [gr.skip()] * (2 + N_PANEL + 7)
 
 
 def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
     """Chart, chart text, panel, notes, how-to, simulate button and note, share query, download links."""
     sources = view.field_sources(answer, set(conv.stated))
-    config, why_not = simulation_config(answer)
-    sim_note = "" if config is not None else why_not
-    return [plotly_figure(answer), chart_summary(answer), *panel_updates(answer, sources),
-            panel_note(answer, sources), howto_code(answer),
-            gr.update(interactive=config is not None and not conv.simulating), sim_note,
+    config, why_not, skipped = sim.simulation_config(answer)
+    sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, ResultStore())
+    lang = answer.language
+    return [plotly_figure(answer), lang_tagged(chart_summary(answer), lang), *panel_updates(answer, sources),
+            lang_tagged(panel_note(answer, sources), lang), howto_code(answer),
+            gr.update(interactive=config is not None and not conv.simulating), lang_tagged(sim_note, lang),
             setup_query(conv.stated, answer.language,
                         conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
-            downloads.links_markdown(conv.key, conv.answer_id or "", answer)]
-
-
-def _error_html(language: str, message: str, exchange_id: str) -> str:
-    return (f'<div class="sw-answer sw-error sw-a-{exchange_id}" lang="{view.html_lang(language)}">'
-            f"<p>{html.escape(message)}</p></div>")
+            downloads.links_markdown(conv.key, conv.answer_id or "", answer),
+            gr.update(visible=bool(conv.carried))]
 
 
 def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
@@ -582,15 +202,18 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
                 problems = "; ".join(str(p) for p in err.problems)
             else:
                 problems = str(err)
-            message = f"The setup has invalid values: {problems}"
+            message = panel_words("invalid", language, problems=problems)
         else:
             log.exception("answering failed")
             message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
         with conv.lock:
-            ex.answer_html = _error_html(language, message, ex.id)
+            ex.answer_html = view.error_html(language, message, ex.id)
         return None
+    if conv.answer is not None and answer.numbers:
+        conv.previous, conv.previous_id = conv.answer, conv.answer_id
     conv.answer = answer.model_dump()
     conv.answer_id = ex.id
+    conv.carried = carried_fields(view.field_sources(answer))
     conv.shown = {name: answer.setup.get(name) for name in PANEL_FIELDS}
     with conv.lock:
         ex.answer_html = view.answer_html(answer, stated=set(conv.stated), notice=notice, answer_id=ex.id)
@@ -661,8 +284,8 @@ def submit_edit_button(request: gr.Request, *values):
 
 def _submit_edit(request: gr.Request, values: list, force: bool):
     conv = store.get(request.session_hash if request else None)
-    data, changed, problems = edited_setup(list(values), conv.stated, conv.shown)
     language = conv.answer["language"] if conv.answer else "en"
+    data, changed, problems = edited_setup(list(values), conv.stated, conv.shown, language)
     if problems:
         return _refused_edit(conv, language, "; ".join(problems))
     if not changed and not force:
@@ -675,7 +298,7 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
         try:
             spec = model_from_box(data["model"])
         except Exception as err:  # noqa: BLE001  (ConfigError, JSON errors, offline Hub: say why)
-            return _refused_edit(conv, language, f"model box: {err}")
+            return _refused_edit(conv, language, model_box_error(err, data["model"], language))
         if spec is not None:
             note = apply_model_config(data, spec)
             shown = {**{k: v for k, v in shown.items() if k != "model"}, "params_b": data["params_b"]}
@@ -685,8 +308,11 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
 def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: str | None = None,
               kind: str = "edit"):
     zh = language == "zh"
-    ex = Exchange(kind=kind, user_html="", payload={"setup": data, "language": language})
-    ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown), ex.id,
+    # ``raw`` makes the same edit sent twice at once one message (a clicked option fires
+    # Gradio's input event, then again as the box loses focus).
+    ex = Exchange(kind=kind, user_html="", payload={"setup": data, "language": language},
+                  raw=f"{kind}:{json.dumps(data, sort_keys=True, default=str)}")
+    ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown, language), ex.id,
                                      kind=kind, note=note)
     conv.add(ex)
     return conv.messages()
@@ -695,7 +321,24 @@ def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: 
 def _refused_edit(conv: Conversation, language: str, message: str):
     ex = Exchange(kind="edit", user_html="", payload=None)
     ex.user_html = user_message_html("（修改设置）" if language == "zh" else "(edited setup)", ex.id, kind="edit")
-    ex.answer_html = _error_html(language, message, ex.id)
+    ex.answer_html = view.error_html(language, message, ex.id)
+    conv.add(ex)
+    return conv.messages()
+
+
+def drop_carried(request: gr.Request):
+    """Answer the last setup again without the settings taken from earlier messages (they are
+    then assumed, or asked for, like any unstated field)."""
+    conv = store.get(request.session_hash if request else None)
+    if not conv.carried:
+        return gr.skip()
+    language = conv.answer["language"] if conv.answer else "en"
+    zh = language == "zh"
+    data = {k: v for k, v in conv.stated.items() if k not in conv.carried}
+    names = ("、" if zh else ", ").join(FIELD_LABELS.get(f, (f, f))[1 if zh else 0] for f in conv.carried)
+    ex = Exchange(kind="edit", user_html="", payload={"setup": data, "language": language}, raw=f"drop:{names}")
+    ex.user_html = user_message_html(("（去掉沿用的设置）" if zh else "(without the carried settings) ") + names,
+                                     ex.id, kind="edit")
     conv.add(ex)
     return conv.messages()
 
@@ -713,7 +356,7 @@ def upload_config(request: gr.Request, path: str | None):
         spec = model_from_box(json.loads(file.read_text(encoding="utf-8", errors="replace")),
                               name=None)
     except Exception as err:  # noqa: BLE001
-        return _refused_edit(conv, language, f"config.json: {err}")
+        return _refused_edit(conv, language, panel_words("config_file", language, err=err))
     data = dict(conv.stated)
     note = apply_model_config(data, spec)
     return _add_edit(conv, data, language, {"params_b": data["params_b"]}, note)
@@ -736,7 +379,7 @@ def open_link(query: str | None, request: gr.Request):
         conv.framework = framework_from_query(params)
         ex = Exchange(kind="share", user_html="", payload={"setup": data, "language": language})
         ex.user_html = user_message_html(("（分享的设置）" if language == "zh" else "(shared setup) ")
-                                         + setup_summary(data), ex.id, kind="share")
+                                         + setup_summary(data, language), ex.id, kind="share")
         conv.add(ex)
     return conv.messages()
 
@@ -746,7 +389,7 @@ def new_conversation(request: gr.Request) -> list[Any]:
     store.reset(request.session_hash if request else None)
     panel = [gr.update(value=display_value(name, None), elem_classes=[], label=FIELD_LABELS[name][0])
              for name in PANEL_FIELDS]
-    return [None, "", *panel, "", "", gr.update(interactive=False), "", "", ""]
+    return [None, "", *panel, "", "", gr.update(interactive=False), "", "", "", gr.update(visible=False)]
 
 
 def close_tab(request: gr.Request) -> None:
@@ -758,64 +401,23 @@ def close_tab(request: gr.Request) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: int, *,
-                       cached: bool = False, elapsed: float | None = None, setup_line: str = "") -> tuple[str, Citation]:
-    """The chat entry for a finished simulation and the ``bench`` citation behind its figures."""
-    zh = answer.language == "zh"
-    name = label(strategy, answer.language)
-    calc_total = answer.numbers.get(f"memory.{strategy}.total_gib")
-    rows = [("params_gib", "参数" if zh else "parameters"), ("grads_gib", "梯度" if zh else "gradients"),
-            ("optimizer_gib", "优化器状态" if zh else "optimizer state"),
-            ("activations_gib", "激活值" if zh else "activations"), ("buffers_gib", "缓冲区" if zh else "buffers")]
-    detail = ", ".join(f"{lbl} {getattr(result, key):.2f}" for key, lbl in rows if hasattr(result, key))
-    if zh:
-        when = (f"取自已存的模拟结果（当初用时 {result.seconds:.0f} 秒）" if cached
-                else f"模拟用时 {(elapsed or result.seconds):.0f} 秒")
-        text = f"**模拟结果（{name}）**：每卡峰值显存 **{result.peak_gib:.2f} GiB** [{n}]（{detail} GiB），{when}。"
-        if calc_total is not None:
-            text += f" 公式估算为 {float(calc_total):.2f} GiB。"
-        if setup_line:
-            text += f"\n\n模拟的设置：{setup_line}"
-    else:
-        when = (f"from the stored run (simulated earlier in {result.seconds:.0f} s)" if cached
-                else f"simulated in {(elapsed or result.seconds):.0f} s")
-        text = (f"**Simulated {name}**: peak per-GPU memory **{result.peak_gib:.2f} GiB** [{n}] "
-                f"({detail} GiB), {when}.")
-        if calc_total is not None:
-            text += f" The formula estimated {float(calc_total):.2f} GiB."
-        if setup_line:
-            text += f"\n\nSetup measured: {setup_line}"
-    citation = Citation(
-        n=n, id=run_id, kind="bench",
-        title=("模拟运行 " if zh else "Simulated run ") + run_id,
-        quote=f"FakeTensorMode + FSDP2/DDP + MemTracker, strategy={strategy}, setup: {setup_line}",
-    )
-    return text, citation
-
-
-def _sim_setup_line(cfg) -> str:
-    return (f"{cfg.model}, {cfg.gpu_count} GPUs"
-            + (f" ({cfg.gpus_per_node} per node)" if cfg.gpus_per_node else "")
-            + f", {cfg.precision}, {cfg.optimizer}, seq {cfg.seq_len}, micro-batch {cfg.micro_batch}, "
-            + f"checkpointing {'on' if cfg.activation_checkpointing else 'off'}")
-
-
 def simulate_start():
     return gr.update(interactive=False)
 
 
 def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B008
-    """Simulate the last answer's setup and recommended strategy; says which setup it measured
-    and whether the figure came from the store (Gradio injects ``progress``)."""
+    """Simulate the last answer's recommended configuration (its variant included); says which
+    setup it measured, whether the figure came from the store, and, when another answer landed
+    while it ran, which question it belongs to (Gradio injects ``progress``)."""
     from bot.bench.simulate import simulate_cached
-    from bot.bench.store import ResultStore
 
     conv = store.get(request.session_hash if request else None)
     if not conv.answer:
         return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
     answer = Answer.model_validate(conv.answer)
+    answer_id, question = conv.answer_id, conv.question_of(conv.answer_id)
     zh = answer.language == "zh"
-    cfg, why_not = simulation_config(answer)
+    cfg, why_not, skipped = sim.simulation_config(answer)
     if cfg is None:
         return conv.messages(), gr.update(interactive=False), why_not
     with conv.lock:
@@ -823,38 +425,46 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
             return gr.skip(), gr.skip(), gr.skip()
         conv.simulating = True
     try:
-        setup_line = _sim_setup_line(cfg)
+        results = ResultStore()
+        setup_line = sim.setup_line(cfg, answer.language)
         pending_edit = bool(values) and edited_setup(list(values), conv.stated, conv.shown)[1]
         note = None
         if pending_edit:
             note = ("面板里的修改还没回答；这里模拟的是上一条回答的设置。" if zh else
                     "The panel has edits not answered yet; this simulates the last answer's setup.")
         ex = Exchange(kind="simulate", user_html="", payload=None)
-        ex.user_html = user_message_html(("模拟精确显存：" if zh else "Simulate exact memory: ") + setup_line,
+        ex.user_html = user_message_html(("模拟精确显存：" if zh else "Simulate exact memory: ")
+                                         + sim.chosen_label(answer) + " · " + setup_line,
                                          ex.id, note=note, kind="simulate")
         conv.add(ex)
-        cached = ResultStore().find_simulation(cfg) is not None
-        progress(0.0, desc="starting simulation")
+        cached = results.find_simulation(cfg) is not None
+        wait = sim.wait_note(answer, cfg, skipped, results) if not cached else sim.words("wait_stored", answer.language)
+        progress(0.0, desc=sim.words("running", answer.language, name=sim.chosen_label(answer), wait=wait))
         started = time.monotonic()
         try:
             run_id, result = simulate_cached(cfg, progress=lambda m, f: progress(f, desc=m))
         except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
             log.exception("simulation failed")
             with conv.lock:
-                ex.answer_html = _error_html(answer.language, f"Simulation failed: {err}", ex.id)
+                ex.answer_html = view.error_html(answer.language, ("模拟失败：" if zh else "Simulation failed: ")
+                                             + str(err), ex.id)
             return conv.messages(), gr.update(interactive=True), ""
         elapsed = time.monotonic() - started
-        latest = Answer.model_validate(conv.answer)
-        n = max((c.n for c in latest.citations), default=0) + 1
-        text, citation = simulation_message(latest, cfg.strategy, run_id, result, n, cached=cached,
-                                            elapsed=elapsed, setup_line=setup_line)
-        latest.citations.append(citation)
-        conv.answer = latest.model_dump()
-        body = view.md_html(text) + view.sources_html([citation], latest.language)
+        # The figures and the [n] are those of the answer it started from; another answer that
+        # landed meanwhile is not the one it measured (the result names its own question).
+        moved_on = conv.answer_id != answer_id
+        n = max((c.n for c in answer.citations), default=0) + 1
+        text, citation = sim.simulation_message(answer, cfg.strategy, run_id, result, n, cached=cached,
+                                                elapsed=elapsed, setup=setup_line,
+                                                question=question if moved_on else None)
+        if not moved_on:
+            answer.citations.append(citation)
+            conv.answer = answer.model_dump()
+        body = view.md_html(text) + view.sources_html([citation], answer.language)
         with conv.lock:
             ex.answer_html = (f'<div class="sw-answer sw-sim sw-a-{ex.id}" '
-                              f'lang="{view.html_lang(latest.language)}">{body}</div>')
-        return conv.messages(), gr.update(interactive=True), ""
+                              f'lang="{view.html_lang(answer.language)}">{body}</div>')
+        return conv.messages(), gr.update(interactive=True), "" if not moved_on else gr.skip()
     finally:
         with conv.lock:
             conv.simulating = False
@@ -863,78 +473,6 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
 # ----------------------------------------------------------------------------------------------
 # Strategy x precision
 # ----------------------------------------------------------------------------------------------
-
-PRECISIONS = ("bf16-mixed", "fp16-mixed", "bf16", "fp32")
-
-
-def precision_table(answer: Answer) -> tuple[str, str] | None:
-    """Per-GPU GiB for every strategy (rows) x precision (columns) of the answer's setup, from the
-    calculator (``bot.calc.estimate``, one run per precision), as an HTML table and the calc
-    citation's quote; ``None`` when the setup cannot be computed. The page asks for this
-    explicitly: it is a new calculation, not a re-rendering of the answer."""
-    from bot.calc import estimate
-
-    fields = TrainingSetup.model_fields
-    base = {k: v for k, v in answer.setup.items() if k in fields and v is not None}
-    columns: dict[str, dict] = {}
-    for precision in PRECISIONS:
-        try:
-            numbers = estimate(resolve_setup(TrainingSetup(**{**base, "precision": precision}))).numbers()
-        except (SetupError, ValueError):
-            continue  # e.g. bf16 on a card without bf16: that column is left out, said below
-        columns[precision] = numbers
-    if not columns:
-        return None
-    zh = answer.language == "zh"
-    strategies = [s for s in TRAINING_STRATEGIES if any(f"memory.{s}.total_gib" in n for n in columns.values())]
-    head = "".join(f"<th>{html.escape(p)}</th>" for p in columns)
-    rows = []
-    for strategy in strategies:
-        cells = []
-        for numbers in columns.values():
-            total, fits = numbers.get(f"memory.{strategy}.total_gib"), numbers.get(f"memory.{strategy}.fits")
-            mark = "" if fits is None else (" ✓" if fits else " ✗")
-            cells.append("<td>–</td>" if total is None else f"<td>{float(total):.1f}{mark}</td>")
-        rows.append(f"<tr><td>{html.escape(label(strategy, answer.language))}</td>{''.join(cells)}</tr>")
-    skipped = [p for p in PRECISIONS if p not in columns]
-    caption = ("每卡显存 GiB（✓ 放得下，✗ 放不下）" if zh else "Per-GPU GiB (✓ fits, ✗ does not fit)")
-    if skipped:
-        caption += ("；此卡不支持：" if zh else "; not possible on this card: ") + ", ".join(skipped)
-    table = (f"<p><b>{caption}</b></p>" + view._SCROLL
-             + f"<table><thead><tr><th>{'策略' if zh else 'strategy'}</th>{head}</tr></thead>"
-             + f"<tbody>{''.join(rows)}</tbody></table></div>")
-    quote = "precision in " + ", ".join(columns) + "; other inputs as the answer: " + setup_summary(base)
-    return table, quote
-
-
-def compare_precisions(request: gr.Request):
-    """The strategy x precision table for the last answer's setup, as its own chat entry."""
-    conv = store.get(request.session_hash if request else None)
-    if not conv.answer:
-        return gr.skip()
-    answer = Answer.model_validate(conv.answer)
-    zh = answer.language == "zh"
-    ex = Exchange(kind="simulate", user_html="", payload=None)  # answered here, not by the worker
-    ex.user_html = user_message_html("按精度比较各策略" if zh else "Compare strategies across precisions", ex.id,
-                                     kind="compare")
-    conv.add(ex)
-    try:
-        result = precision_table(answer)
-    except Exception:  # noqa: BLE001
-        log.exception("precision table failed")
-        result = None
-    if result is None:
-        body = "<p>" + ("这个设置还算不出来。" if zh else "This setup cannot be computed yet.") + "</p>"
-    else:
-        table, quote = result
-        n = max((c.n for c in answer.citations), default=0) + 1
-        citation = Citation(n=n, id="calc", kind="calc", title=("shardwise 显存计算器" if zh else
-                                                                  "shardwise memory calculator"), quote=quote)
-        body = table + f"<p>[{n}]</p>" + view.sources_html([citation], answer.language)
-    with conv.lock:
-        ex.answer_html = (f'<div class="sw-answer sw-compare sw-a-{ex.id}" lang="{view.html_lang(answer.language)}">'
-                          f"{body}</div>")
-    return conv.messages()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -956,7 +494,7 @@ def chat_api(message: str) -> str:
 # ----------------------------------------------------------------------------------------------
 
 INTRO = (
-    "## shardwise — DDP or FSDP for my setup?\n"
+    "# shardwise — DDP or FSDP for my setup?\n"
     "Ask in English or 中文. Every figure is computed for your setup or cited. "
     '<span class="sw-wide">Edit the setup on the right to re-answer, or simulate it for exact memory.</span>'
     '<span class="sw-narrow">The setup, chart and simulate are below the chat.</span>'
@@ -1002,20 +540,25 @@ def build_demo():
                 chart_note = gr.Markdown("", elem_id="sw-chart-note")
                 sim = gr.Button("Simulate exact memory", elem_id="sw-simulate", interactive=False)
                 sim_note = gr.Markdown("", elem_id="sw-sim-note")
-                compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
+                with gr.Row():
+                    compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
+                    compare_two = gr.Button("Compare with the previous setup", elem_id="sw-compare-setups",
+                                            size="sm")
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
+                drop = gr.Button("Drop carried settings", elem_id="sw-drop-carried", size="sm", visible=False)
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
                     fields = _panel_components(list_models(), list_gpus())
                     with gr.Row():
                         again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
                         upload = gr.UploadButton("Model from config.json", file_types=[".json"],
                                                  type="filepath", elem_id="sw-config")
-                    gr.Markdown("The model box also takes a Hub id (`org/name`, config only; offline it must "
-                                "be cached) or pasted `config.json` text.", elem_id="sw-model-help")
+                    gr.Markdown("The model box also takes a Hub id (`org/name`: read from this machine's Hub "
+                                "cache only, the page does not go online) or pasted `config.json` text.",
+                                elem_id="sw-model-help")
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
-        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links]
+        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
         # No progress overlays: one over the message box or the panel would swallow the next click
         # or keystroke while an answer is pending (the chat shows its own pending dots).
         work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
@@ -1034,15 +577,22 @@ def build_demo():
         answered(chat.example_select(pick_example, None, [chat, hint], **fast))
         answered(again.click(submit_edit_button, fields, [chat], **fast))
         answered(upload.upload(upload_config, [upload], [chat], **fast))
+        answered(drop.click(drop_carried, None, [chat], **fast))
+        compare_two.click(compare_setups, None, [plot, chart_note], **fast)
         compare.click(compare_precisions, None, [chat], api_visibility="private", concurrency_id="answer",
                       concurrency_limit=CHAT_CONCURRENCY)
-        for comp in fields:  # choices re-answer at once; numbers on Enter or the button
+        # A choice re-answers once it is made (Gradio's ``input``: an option clicked, or picked
+        # with the keys and the box left); leaving a dropdown without changing it sends nothing
+        # (PAGE_JS stops that blur). Numbers and a typed model (a Hub id, config text) on Enter
+        # or the button.
+        for comp in fields:
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
             answered(event(submit_edit, fields, [chat], **fast))
         share.change(lambda q: f"[Link to this answer]({share_href(q)})" if q else "",
                      [share], [share_link], queue=False, api_visibility="private")
         # The chat's trash button starts a new conversation: earlier questions no longer apply.
-        chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
+        (chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
+         .then(None, None, None, js="() => { history.replaceState(null, '', location.pathname); }"))
         (sim.click(simulate_start, None, [sim], queue=False, api_visibility="private")
          .then(simulate, fields, [chat, sim, sim_note], api_visibility="private",
                concurrency_id="simulate", concurrency_limit=SIMULATE_CONCURRENCY))
@@ -1064,108 +614,9 @@ def build_demo():
     return demo
 
 
-def _panel_components(models, gpus) -> list:
-    """The editable setup fields, in PANEL_FIELDS order. Numbers are text boxes: empty means
-    unknown (a number box would show 0 and send it)."""
-    choice = {
-        "intra_node_link": ["nvlink", "pcie"],
-        "inter_node_link": ["infiniband", "ethernet", "none"],
-        "precision": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"],
-        "optimizer": ["adamw", "sgd", "adam8bit"],
-        "finetune": ["full", "lora", "qlora"],
-        "optimizer_impl": ["foreach", "fused", "forloop"],
-        "loss_impl": ["standard", "fused", "chunked"],
-        "model": [m.name for m in models],
-        "gpu": [g.name for g in gpus],
-    }
-
-    def number(name: str):
-        return gr.Textbox("", label=FIELD_LABELS[name][0], placeholder="unknown", max_lines=1,
-                          elem_id=f"sw-f-{name}")
-
-    def dropdown(name: str, custom: bool = False):
-        return gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], allow_custom_value=custom,
-                           elem_id=f"sw-f-{name}")
-
-    comps = []
-    with gr.Row():
-        comps += [dropdown("model", custom=True), number("params_b")]
-    with gr.Row():
-        comps += [dropdown("gpu", custom=True), number("gpu_memory_gb")]
-    with gr.Row():
-        comps += [number("gpu_count"), number("nodes")]
-    with gr.Row():
-        comps += [dropdown("intra_node_link"), dropdown("inter_node_link")]
-    with gr.Row():
-        comps += [dropdown("precision"), dropdown("optimizer"), dropdown("finetune")]
-    with gr.Row():
-        comps += [number("seq_len"), number("micro_batch")]
-        comps.append(gr.Checkbox(False, label=FIELD_LABELS["activation_checkpointing"][0],
-                                 elem_id="sw-f-activation_checkpointing"))
-    with gr.Accordion("Run options (empty: PyTorch's defaults)", open=False, elem_id="sw-run-options"):
-        with gr.Row():
-            comps += [dropdown("optimizer_impl"), dropdown("loss_impl"), number("grad_accum_steps")]
-        with gr.Row():
-            comps += [gr.Checkbox(False, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}")
-                      for name in ("torch_compile", "ddp_bucket_view")]
-    return comps
-
-
 # ----------------------------------------------------------------------------------------------
 # Serving
 # ----------------------------------------------------------------------------------------------
-
-
-def prepare_server() -> None:
-    """One torch thread (cores are shared), logging with secrets redacted, the index built."""
-    from bot import env
-
-    if hasattr(env, "configure_runtime"):
-        env.configure_runtime(threads=1)
-    else:  # pragma: no cover  (older bot.env)
-        try:
-            import torch
-
-            torch.set_num_threads(1)
-        except ImportError:
-            pass
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from bot.knowledge.index import ensure_index
-
-    ensure_index()
-
-
-def lighten_sessions(demo) -> None:
-    """Cut Gradio's per-request work in the server's process (it is the serial part once answers
-    run in workers; measured with cProfile on the event loop under 50 clients):
-
-    - every new session (each ``/chat`` call, each tab) copies the config of all ~60 blocks, and
-      for the upload/download buttons that means a pydantic JSON schema each time (about a third
-      of that copy). Their schema is fixed once the page is built, so it is computed once here;
-      each call gets its own copy;
-    - after every event the queue rebuilt a pandas table of up to 10,000 past events for the
-      monitoring dashboard, which this page turns off (``enable_monitoring=False``);
-    - the queue looks for work every 1 ms, idle or full (about 5% of a core doing nothing, the
-      same share taken from answers under load); every 5 ms adds at most 5 ms to an answer that
-      takes 60 ms or more.
-    """
-    import functools
-
-    import orjson  # a JSON round trip copies a schema ~10x faster than copy.deepcopy
-
-    for block in demo.blocks.values():
-        if not isinstance(block, gr.UploadButton | gr.DownloadButton):
-            continue
-        for name in ("api_info", "api_info_as_input", "api_info_as_output"):
-            method = getattr(block, name, None)
-            if method is None:
-                continue
-            setattr(block, name, functools.partial(orjson.loads, orjson.dumps(method())))
-    queue = getattr(demo, "_queue", None)
-    if queue is not None and hasattr(queue, "ANAYLTICS_CACHE_FREQUENCY"):  # gradio's spelling
-        queue.ANAYLTICS_CACHE_FREQUENCY = 2**62  # never rebuilt: the dashboard is off
-    if queue is not None and getattr(queue, "sleep_when_free", 1.0) < QUEUE_POLL_SECONDS:
-        queue.sleep_when_free = QUEUE_POLL_SECONDS
 
 
 def page_routes() -> list:
@@ -1190,11 +641,19 @@ def serve(host: str = "127.0.0.1", port: int = 7860, workers: int | None = None)
     if answer_pool is not None:
         print(f"answering in {answer_pool.workers} worker processes (warming up)", flush=True)
     print(f"shardwise page on http://{host}:{port}", flush=True)
+    from starlette.middleware import Middleware
+
+    from bot.web.guard import MAX_UPLOAD_BYTES, BodyLimit, guarded_uvicorn
+
     try:
-        demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
-                    theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
-                    ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False,
-                    app_kwargs={"routes": page_routes()})
+        # Bounded bodies, heads and slow connections (bot/web/guard.py, issue 30).
+        with guarded_uvicorn():
+            demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
+                        theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],
+                        ssr_mode=False, pwa=False, mcp_server=False, enable_monitoring=False,
+                        max_file_size=MAX_UPLOAD_BYTES, prevent_thread_lock=True,
+                        app_kwargs={"routes": page_routes(), "middleware": [Middleware(BodyLimit)]})
+        demo.block_thread()
     finally:
         pool.stop()  # (a killed server's workers leave by themselves: they watch their parent)
 

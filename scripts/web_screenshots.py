@@ -3,9 +3,10 @@
     .venv/bin/python scripts/web_screenshots.py                 # starts app.py on a free port
     .venv/bin/python scripts/web_screenshots.py --url http://127.0.0.1:7860/
 
-Debian's Chromium through Playwright (never ``playwright install``), kept off the network. Four
-shots: desktop 1440x900 after the page's own GPT-2 XL example (at 0.75 scale), the Chinese answer's
-full page (0.6), and the phone at 390x844 before and after a question.
+Debian's Chromium through Playwright (never ``playwright install``), kept off the network. Five
+shots: desktop 1440x900 after the page's own GPT-2 XL example (at 0.75 scale) and after comparing
+it with a second setup, the Chinese answer's full page (0.6), and the phone at 390x844 before and
+after a question.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def shoot(url: str, out: Path) -> list[Path]:
             ask(page, EN_QUESTION)
             page.evaluate("window.scrollTo(0, 0)")
             shots.append(out / "web-desktop-answer.png")
+            page.screenshot(path=str(shots[-1]))
+            # two setups on one chart: the GPT-2 XL question, then a proposal for a bigger model
+            ask(page, "Full fine-tune Llama-2-13B on 8x A100 40GB, seq 4096, micro-batch 2: DDP or FSDP?")
+            page.click("#sw-compare-setups")
+            page.wait_for_timeout(2000)
+            page.locator("#sw-chart").scroll_into_view_if_needed()
+            shots.append(out / "web-desktop-compare.png")
             page.screenshot(path=str(shots[-1]))
             desk.close()
 

@@ -45,6 +45,18 @@ FIELD_NAMES = {
     "float8": ("float8", "float8"), "mfu": ("MFU", "MFU"),
 }
 
+# A forum claim's verdict in words (the codes are the pipeline's, not the reader's).
+VERDICT_WORDS = {
+    "supported": ("成立", "holds"),
+    "holds_only_when": ("仅在条件满足时成立", "holds only under a condition"),
+    "misleading": ("有误导性", "misleading"),
+    "contradicted": ("与计算结果相反", "contradicted by the figures"),
+    "unverifiable": ("无法核实", "cannot be checked here"),
+}
+# A citation's kind in words.
+KIND_WORDS = {"forum": ("论坛", "forum"), "doc": ("文档", "docs"), "calc": ("计算", "calculation"),
+              "bench": ("实测/模拟", "measured")}
+
 # Headings of the markdown fallback whose parts are long and go into <details>.
 _COLLAPSED_HEADINGS = ("What the forum said", "论坛里怎么说", "How to run it", "怎么跑", "Background",
                        "背景", "From the docs", "文档")
@@ -71,7 +83,7 @@ def one_line(markup: str) -> str:
 def md_html(markdown: str) -> str:
     """Markdown (from our renderer or quoting the user) as safe one-line HTML; wide tables scroll
     sideways on a phone instead of squeezing each column to a letter."""
-    out = one_line(_MD.render(markdown or ""))
+    out = one_line(_MD.render(markdown or "")).replace("<pre>", '<pre tabindex="0">')
     return out.replace("<table>", _SCROLL + "<table>").replace("</table>", "</table></div>")
 
 
@@ -105,10 +117,12 @@ def sources_html(citations: list[Citation], language: str = "en", *, open_: bool
         quote = ""
         if c.quote:
             quote = "<blockquote>" + html.escape(c.quote).replace("\n", "<br>") + "</blockquote>"
+        kind = KIND_WORDS.get(c.kind, (c.kind, c.kind))[1 if language != "zh" else 0]
+        where = f"<div>{link.removeprefix(' · ')}</div>" if link else ""
         parts.append(
-            f'<details data-citation="{c.n}"{" open" if open_ else ""}><summary>[{c.n}] {html.escape(c.title)} '
-            f'<span class="sw-kind">{html.escape(c.kind)}</span></summary>'
-            f"<div>id: <code>{html.escape(c.id)}</code>{link}</div>{quote}</details>"
+            f'<details class="sw-src sw-src-{c.n}"{" open" if open_ else ""}><summary>[{c.n}] {html.escape(c.title)} '
+            f'<span class="sw-kind">{html.escape(kind)}</span></summary>'
+            f"{where}{quote}</details>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -171,7 +185,7 @@ _LORA_ONLY = ("lora_rank", "lora_targets", "base_dtype")
 def stated_html(answer: Answer) -> str:
     """The setup as the user gave it (stated, from a config, a log or earlier turns)."""
     zh = answer.language == "zh"
-    given = {i.field: i for i in answer.sections.setup_read if i.source != "assumed"}
+    given = {i.field: i for i in answer.sections.setup_read if i.source not in ("assumed", *CARRIED)}
     multi_node = (answer.setup.get("nodes") or 1) > 1
     # The fields a reader checks first; sizes a named model/GPU defines and run options the
     # answer only reports are left out (the table and the sources carry them).
@@ -185,6 +199,28 @@ def stated_html(answer: Answer) -> str:
     shown = text(f"{FIELD_NAMES.get(f, (f, f))[1 if zh else 0]} {html.escape(_show_value(given[f].value))}"
                  for f in order)
     return f'<p class="sw-setup-line">{"设置：" if zh else "Setup:"} {shown}</p>'
+
+
+# Provenance values of a field taken from an earlier message (see bot/web/panel.py).
+CARRIED = ("history", "carried")
+
+
+def carried_html(answer: Answer, sources: dict[str, str]) -> str:
+    """The line that names every setting taken from an earlier message, marked (the panel's
+    "Drop carried settings" button answers without them)."""
+    zh = answer.language == "zh"
+    items = [i for i in answer.sections.setup_read if i.source in CARRIED]
+    if not items:
+        items = [SetupItem(field=f, value=answer.setup[f], source="history") for f, s in sources.items()
+                 if s in CARRIED and answer.setup.get(f) is not None
+                 and not isinstance(answer.setup.get(f), dict | list)]
+    if not items:
+        return ""
+    chips = "".join(
+        f'<span class="sw-chip sw-carried-chip">{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
+        f"{html.escape(_show_value(i.value))}</span>" for i in items)
+    label = "沿用前面消息的设置：" if zh else "Carried from earlier messages:"
+    return f'<div class="sw-carried-line"><span>{label}</span> {chips}</div>'
 
 
 def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
@@ -270,19 +306,23 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     for notice in s.notices:
         out.append(f'<p class="sw-notice">{inline_html(notice)}</p>')
     out.append(stated_html(answer))
+    out.append(carried_html(answer, sources))
     out.append(assumed_html(answer, sources))
     out.append(table_html(s, answer.language))
+    # Section titles are headings (screen readers list and jump between them).
     if s.reasons:
-        out.append(f"<p><b>{'为什么' if zh else 'Why'}</b></p>" + _list(s.reasons))
+        out.append(f'<h3 class="sw-h">{"为什么" if zh else "Why"}</h3>' + _list(s.reasons))
     if s.what_ifs:
-        out.append(f"<p><b>{'什么会改变结论' if zh else 'What would change it'}</b></p>" + _list(s.what_ifs))
+        out.append(f'<h3 class="sw-h">{"什么会改变结论" if zh else "What would change it"}</h3>' + _list(s.what_ifs))
     if s.questions:
-        out.append(f"<p><b>{'还需要知道' if zh else 'To be precise I need'}</b></p>" + _list(s.questions))
+        out.append(f'<h3 class="sw-h">{"还需要知道" if zh else "To be precise I need"}</h3>' + _list(s.questions))
     if s.passages:
         out.append(_collapsed("文档里怎么说" if zh else "From the docs", _list(s.passages), "sw-passages"))
     if s.forum:
-        items = [f"{f.forum_id}: “{f.quote}” — {f.verdict}" + (f" ({f.condition})" if f.condition else "")
-                 + (f" {f.text}" if f.text else "") for f in s.forum]
+        items = [f"“{f.quote}” — {VERDICT_WORDS.get(f.verdict, (f.verdict, f.verdict))[0 if zh else 1]}"
+                 + (f" ({f.condition})" if f.condition else "") + (f" {f.text}" if f.text else "")
+                 + (f" [{f.citation}]" if f.citation and f"[{f.citation}]" not in (f.text or "") else "")
+                 for f in s.forum]
         out.append(_collapsed("论坛里怎么说" if zh else "What the forum said", _list(items), "sw-forum"))
     if s.howto:
         out.append(_collapsed("怎么跑" if zh else "How to run it", howto_html(s.howto), "sw-howto-part"))
@@ -317,6 +357,23 @@ def text_html(answer: Answer, sources: dict[str, str]) -> str:
     return "".join(out)
 
 
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_NO_LINKS = re.compile(r"(<pre.*?</pre>|<code.*?</code>|<summary.*?</summary>|<a .*?</a>|<[^>]+>)", re.S)
+
+
+def linked_markers(markup: str, numbers: set[int]) -> str:
+    """Each ``[n]`` of a known source in the text becomes a link to that source's entry (the
+    page's script opens it); markers inside code, tags, links and the sources' own titles stay."""
+    def link(m: re.Match) -> str:
+        n = int(m.group(1))
+        if n not in numbers:
+            return m.group(0)
+        return f'<a class="sw-ref sw-ref-{n}" href="#sw-src-{n}" title="source {n}">[{n}]</a>'
+
+    parts = _NO_LINKS.split(markup)
+    return "".join(p if i % 2 else _MARKER.sub(link, p) for i, p in enumerate(parts))
+
+
 def answer_html(answer: Answer, *, stated: set[str] | None = None, notice: str | None = None,
                 answer_id: str = "") -> str:
     """The whole chat entry for an answer: one HTML block with the answer's language set."""
@@ -325,7 +382,7 @@ def answer_html(answer: Answer, *, stated: set[str] | None = None, notice: str |
     parts = []
     if notice:
         parts.append(f'<p class="sw-notice">{html.escape(notice)}</p>')
-    parts.append(body)
+    parts.append(linked_markers(body, {c.n for c in answer.citations}))
     if answer.citations:
         parts.append(_collapsed(("来源" if answer.language == "zh" else "Sources")
                                 + f" ({len(answer.citations)})",
@@ -346,3 +403,8 @@ def plain_markdown(answer: Answer, notice: str | None = None) -> str:
             lines.append(f"- [{c.n}] {c.title} ({c.kind}: {c.id})" + (f" {c.url}" if c.url else ""))
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def error_html(language: str, message: str, exchange_id: str) -> str:
+    return (f'<div class="sw-answer sw-error sw-a-{exchange_id}" lang="{html_lang(language)}">'
+            f"<p>{html.escape(message)}</p></div>")

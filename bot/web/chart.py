@@ -1,16 +1,18 @@
 """The per-GPU memory chart: an interactive Plotly figure for the page, a matplotlib one for the
 PNG/SVG downloads, and a one-paragraph text summary (the chart's accessible description).
 
-All three read the answer's ``numbers`` (``memory.<strategy>.<component>``) and the GPU capacity
-from its setup; nothing is computed here. Each bar's total is written under its name on the x
-axis, so no value label can sit on the capacity line.
+All three draw the rows of the answer's table (``sections.table``: each configuration the decision
+weighed, a checkpointing or offload variant included, the recommended one starred as the table
+stars it), each bar's breakdown read from the ``numbers`` keys its row is bound to; nothing is
+computed here. Each bar's total is written beside its name, so no value label can sit on the
+capacity line.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.answer import Answer
+from bot.answer import Answer, TableRow
 from bot.strategies import TRAINING_STRATEGIES
 
 COMPONENTS = ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
@@ -40,46 +42,90 @@ def _calc_source(answer: Answer) -> str:
     return f"[{calc.n}] {calc.title}" if calc else "calculator"
 
 
-def _data(answer: Answer) -> dict | None:
+def _prefix(row: TableRow) -> str:
+    """The ``numbers`` key prefix of a table row's breakdown (``ckpt.memory.fsdp_full_shard.``):
+    read from the key its total is bound to, so a variant's bar shows the variant's figures."""
+    key = row.keys.get("total_gib", "")
+    if key.endswith(".total_gib"):
+        return key[: -len("total_gib")]
+    return (f"{row.variant}." if row.variant else "") + f"memory.{row.strategy}."
+
+
+def chart_rows(answer: Answer) -> list[dict[str, Any]]:
+    """The bars: one per row of the answer's table (the configurations the decision weighed,
+    variants such as checkpointing included), the recommended one marked as the table marks it.
+    Answers without a table (older pipeline) get one bar per strategy in ``numbers``."""
     numbers = answer.numbers
-    strategies = chart_strategies(numbers)
-    if not strategies:
+    lang = "zh" if answer.language == "zh" else "en"
+    rows = []
+    for row in answer.sections.table:
+        prefix = _prefix(row)
+        if row.total_gib is None and f"{prefix}total_gib" not in numbers:
+            continue
+        comps = {c: float(numbers.get(f"{prefix}{c}", 0.0) or 0.0) for c in COMPONENTS}
+        total = row.total_gib if row.total_gib is not None else numbers.get(f"{prefix}total_gib")
+        usable = row.usable_gib if row.usable_gib is not None else numbers.get(f"{prefix}usable_gib")
+        rows.append({"strategy": row.strategy, "variant": row.variant, "label": row.label,
+                     "comps": comps, "total": float(total if total is not None else sum(comps.values())),
+                     "usable": float(usable) if usable else None, "fits": row.fits, "chosen": row.chosen})
+    if rows:
+        return rows
+    chosen = answer.recommendation.strategy
+    for s in chart_strategies(numbers):
+        comps = {c: float(numbers.get(f"memory.{s}.{c}", 0.0) or 0.0) for c in COMPONENTS}
+        usable = numbers.get(f"memory.{s}.usable_gib")
+        fits = numbers.get(f"memory.{s}.fits")
+        rows.append({"strategy": s, "variant": "", "label": SHORT_LABELS[lang].get(s, s).replace("\n", " "),
+                     "comps": comps, "total": float(numbers.get(f"memory.{s}.total_gib", sum(comps.values()))),
+                     "usable": float(usable) if usable else None,
+                     "fits": None if fits is None else bool(fits), "chosen": s == chosen})
+    return rows
+
+
+def _data(answer: Answer) -> dict | None:
+    rows = chart_rows(answer)
+    if not rows:
         return None
     lang = "zh" if answer.language == "zh" else "en"
-    comps = {c: [float(numbers.get(f"memory.{s}.{c}", 0.0) or 0.0) for s in strategies] for c in COMPONENTS}
-    totals = [float(numbers.get(f"memory.{s}.total_gib", sum(comps[c][i] for c in COMPONENTS)))
-              for i, s in enumerate(strategies)]
     capacity = answer.setup.get("gpu_memory_gb")
-    usable = numbers.get(f"memory.{strategies[0]}.usable_gib")
-    return {"lang": lang, "strategies": strategies, "comps": comps, "totals": totals,
-            "capacity": float(capacity) if capacity else None, "usable": float(usable) if usable else None,
-            "chosen": answer.recommendation.strategy}
+    usable = next((r["usable"] for r in rows if r["usable"]), None)
+    return {"lang": lang, "rows": rows, "strategies": [r["strategy"] for r in rows],
+            "comps": {c: [r["comps"][c] for r in rows] for c in COMPONENTS},
+            "totals": [r["total"] for r in rows],
+            "capacity": float(capacity) if capacity else None, "usable": usable}
+
+
+def _name(row: dict, sep: str) -> str:
+    """A bar's name on two or more lines: the table's label broken before each ``+``."""
+    return row["label"].replace(" + ", f"{sep}+ ")+ (" ★" if row["chosen"] else "")
 
 
 def _tick(d: dict, i: int, s: str, sep: str) -> str:
-    name = SHORT_LABELS[d["lang"]].get(s, s).replace("\n", sep) + (" ★" if s == d["chosen"] else "")
-    return f"{name}{sep}{d['totals'][i]:.1f} GiB"
+    row = d["rows"][i]
+    return f"{_name(row, sep)}{sep}{row['total']:.1f} GiB"
 
 
 def chart_summary(answer: Answer) -> str:
-    """The chart in words (its accessible description, shown under it)."""
+    """The chart in words (its accessible description, shown under it), from the same rows."""
     d = _data(answer)
     if d is None:
         return ""
     zh = d["lang"] == "zh"
-    bars = "; ".join(f"{SHORT_LABELS[d['lang']].get(s, s).replace(chr(10), ' ')}{' (推荐)' if zh and s == d['chosen'] else ''}"
-                     f"{' (recommended)' if not zh and s == d['chosen'] else ''} {t:.1f} GiB"
-                     for s, t in zip(d["strategies"], d["totals"], strict=True))
+    mark = "（推荐）" if zh else " (recommended)"
+    bars = "；".join if zh else "; ".join
+    text = bars(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in d["rows"])
     if zh:
         cap = f"；可用显存 {d['usable']:.1f} GiB（显存容量 {d['capacity']:g} GiB）" if d["usable"] and d["capacity"] else ""
-        return f"每卡显存：{bars}{cap}。"
+        return f"每卡显存：{text}{cap}。"
     cap = (f"; usable {d['usable']:.1f} GiB of the {d['capacity']:g} GiB card" if d["usable"] and d["capacity"]
            else "")
-    return f"Per-GPU memory: {bars}{cap}."
+    return f"Per-GPU memory: {text}{cap}."
 
 
 def plotly_figure(answer: Answer):
-    """Stacked bars per strategy with hover (component, GiB, source) and the capacity lines.
+    """Stacked horizontal bars, one per table row (top to bottom in the table's order), with
+    hover (component, GiB, source) and the capacity lines. Horizontal so that each bar's name
+    and total read on a phone as on a desktop (vertical bars' names overlapped at 390 px).
 
     Built as plain data and handed to Plotly unvalidated: every value here is ours, and Plotly's
     per-property validation cost ~13 ms per answer on the server (now ~1 ms)."""
@@ -90,34 +136,48 @@ def plotly_figure(answer: Answer):
 
     lang = d["lang"]
     source = _calc_source(answer)
-    ticks = [_tick(d, i, s, "<br>") for i, s in enumerate(d["strategies"])]
+    # Category names must be unique: two rows with the same name and total would share a bar.
+    ticks = []
+    for i, s in enumerate(d["strategies"]):
+        tick = _tick(d, i, s, "<br>")
+        while tick in ticks:
+            tick += "\u200b"
+        ticks.append(tick)
     data: list[dict[str, Any]] = [
-        {"type": "bar", "x": ticks, "y": d["comps"][comp], "name": name, "marker": {"color": color},
-         "hovertemplate": f"%{{x}}<br>{name}: %{{y:.2f}} GiB<br>source: {source}<extra></extra>"}
+        {"type": "bar", "orientation": "h", "y": ticks, "x": d["comps"][comp], "name": name,
+         "marker": {"color": color},
+         "hovertemplate": f"%{{y}}<br>{name}: %{{x:.2f}} GiB<br>source: {source}<extra></extra>"}
         for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True)]
     shapes: list[dict[str, Any]] = []
     top = max(d["totals"])
     cap, usable = d["capacity"], d["usable"]
     if cap and cap <= OFF_SCALE_FACTOR * top:
-        shapes.append({"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": cap, "y1": cap,
+        shapes.append({"type": "line", "yref": "y domain", "y0": 0, "y1": 1, "xref": "x", "x0": cap, "x1": cap,
                        "line": {"color": CAPACITY_COLOR, "dash": "dash", "width": 2}})
-        data.append({"type": "scatter", "x": ticks, "y": [cap] * len(ticks), "mode": "lines", "hoverinfo": "skip",
+        data.append({"type": "scatter", "y": ticks, "x": [cap] * len(ticks), "mode": "lines", "hoverinfo": "skip",
                      "line": {"dash": "dash", "color": CAPACITY_COLOR, "width": 2},
                      "name": f"显存容量 {cap:g} GiB" if lang == "zh" else f"GPU capacity {cap:g} GiB"})
         if usable and usable < cap:
-            data.append({"type": "scatter", "x": ticks, "y": [usable] * len(ticks), "mode": "lines",
+            data.append({"type": "scatter", "y": ticks, "x": [usable] * len(ticks), "mode": "lines",
                          "hoverinfo": "skip", "line": {"dash": "dot", "color": CAPACITY_COLOR, "width": 1.5},
                          "name": f"可用 {usable:.1f} GiB" if lang == "zh" else f"usable {usable:.1f} GiB"})
         top = max(top, cap)
-    title = "每卡显存（★ 推荐）" if lang == "zh" else "Per-GPU memory by strategy (★ recommended)"
+    title = "每卡显存 GiB（★ 推荐）" if lang == "zh" else "Per-GPU memory, GiB (★ recommended)"
     layout = {
-        "barmode": "stack", "title": {"text": title, "font": {"size": 16}}, "height": 430,
-        "margin": {"l": 60, "r": 10, "t": 50, "b": 10},
+        "barmode": "stack", "height": 150 + 62 * len(ticks),
+        # Left-aligned above the plot, the toolbar stacked vertically at the right: a phone's
+        # narrow chart no longer puts the toolbar over the title.
+        "title": {"text": title, "font": {"size": 15}, "x": 0, "xref": "container", "xanchor": "left",
+                  "pad": {"l": 8}},
+        "modebar": {"orientation": "v"},
+        "margin": {"l": 10, "r": 36, "t": 44, "b": 10},
         "font": {"size": 13, "color": "#1f2937", "family": "Noto Sans CJK SC, DejaVu Sans, sans-serif"},
-        "yaxis": {"title": {"text": "每卡 GiB" if lang == "zh" else "GiB per GPU"}, "range": [0, top * 1.12],
-                  "rangemode": "tozero"},
-        "xaxis": {"tickfont": {"size": 12}, "tickangle": 0},
-        "legend": {"orientation": "h", "y": -0.22, "x": 0, "font": {"size": 12}},
+        # (no axis title: the unit is in the chart's title and on every bar; a title there sat
+        # under the legend on a short chart)
+        "xaxis": {"range": [0, top * 1.08],
+                  "rangemode": "tozero", "tickfont": {"size": 12}},
+        "yaxis": {"tickfont": {"size": 12}, "autorange": "reversed", "automargin": True},
+        "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 12}},
         "plot_bgcolor": "white", "paper_bgcolor": "white",
     }
     if shapes:
@@ -175,9 +235,83 @@ def memory_figure(answer: Answer):
     ax.tick_params(axis="y", labelsize=10)
     ax.set_ylim(0, top)  # axis from zero: bar heights compare honestly
     ax.set_ylabel("GiB per GPU" if lang == "en" else "每卡 GiB", fontdict=rc, fontsize=11)
-    title = "每卡显存（★ 推荐）" if lang == "zh" else "Per-GPU memory by strategy (★ recommended)"
+    title = "每卡显存（★ 推荐）" if lang == "zh" else "Per-GPU memory (★ recommended)"
     ax.set_title(title, fontsize=12, fontdict=rc)
     ax.spines[["top", "right"]].set_visible(False)
     fig.legend(loc="outside lower center", ncol=4, frameon=False,
                prop={"family": rc["family"], "size": 9} if rc else {"size": 9})
     return fig
+
+
+def compare_rows(before: Answer, after: Answer, names: tuple[str, str]) -> list[dict[str, Any]]:
+    """Both answers' table rows, each named after its setup (``names``), for one chart."""
+    rows = []
+    for name, answer in zip(names, (before, after), strict=True):
+        capacity = answer.setup.get("gpu_memory_gb")
+        for row in chart_rows(answer):
+            rows.append({**row, "label": f"{name}: {row['label']}", "capacity": float(capacity) if capacity else None})
+    return rows
+
+
+def compare_summary(before: Answer, after: Answer, names: tuple[str, str]) -> str:
+    """The comparison chart in words."""
+    zh = after.language == "zh"
+    mark = "（推荐）" if zh else " (recommended)"
+    parts = []
+    for name, answer in zip(names, (before, after), strict=True):
+        rows = chart_rows(answer)
+        cap = answer.setup.get("gpu_memory_gb")
+        text = ("；" if zh else "; ").join(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in rows)
+        card = (f"（显存 {cap:g} GiB）" if zh else f" (a {cap:g} GiB card)") if cap else ""
+        parts.append(f"{name}{card}{'：' if zh else ': '}{text}")
+    return ("两个设置的每卡显存。" if zh else "Per-GPU memory of two setups. ") + ("\n\n" if zh else "\n\n").join(parts)
+
+
+def compare_figure(before: Answer, after: Answer, names: tuple[str, str]):
+    """Two setups side by side on one chart: each one's rows (its recommended one starred),
+    the bars of the first above those of the second, each row's own GPU capacity marked on it
+    (the two setups may use different cards)."""
+    import plotly.graph_objects as go
+
+    rows = compare_rows(before, after, names)
+    if not rows:
+        return None
+    lang = "zh" if after.language == "zh" else "en"
+    ticks = []
+    for r in rows:
+        tick = f"{_name(r, '<br>')}<br>{r['total']:.1f} GiB"
+        while tick in ticks:
+            tick += "\u200b"
+        ticks.append(tick)
+    groups = [r["label"].split(":")[0] for r in rows]
+    data: list[dict[str, Any]] = [
+        {"type": "bar", "orientation": "h", "y": ticks, "x": [r["comps"][comp] for r in rows], "name": name,
+         "marker": {"color": color}, "hovertemplate": f"%{{y}}<br>{name}: %{{x:.2f}} GiB<extra></extra>"}
+        for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True)]
+    caps = [r["capacity"] for r in rows]
+    if any(caps):
+        data.append({"type": "scatter", "mode": "markers", "y": ticks, "x": caps, "hoverinfo": "skip",
+                     "marker": {"symbol": "line-ns-open", "size": 26, "color": CAPACITY_COLOR, "line": {"width": 3}},
+                     "name": "显存容量" if lang == "zh" else "GPU capacity"})
+    shapes = []
+    split = next((i for i in range(1, len(groups)) if groups[i] != groups[i - 1]), None)
+    if split is not None:
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": split - 0.5,
+                       "y1": split - 0.5, "line": {"color": "#94a3b8", "width": 1}})
+    top = max([r["total"] for r in rows] + [c for c in caps if c])
+    title = "两个设置对比，每卡 GiB（★ 各自推荐）" if lang == "zh" else "Two setups, per-GPU GiB (★ each one's pick)"
+    layout = {
+        "barmode": "stack", "height": 150 + 62 * len(ticks),
+        "title": {"text": title, "font": {"size": 15}, "x": 0, "xref": "container", "xanchor": "left",
+                  "pad": {"l": 8}},
+        "modebar": {"orientation": "v"}, "margin": {"l": 10, "r": 36, "t": 44, "b": 10},
+        "font": {"size": 13, "color": "#1f2937", "family": "Noto Sans CJK SC, DejaVu Sans, sans-serif"},
+        # (no axis title: the unit is in the chart's title and on every bar; a title there sat
+        # under the legend on a short chart)
+        "xaxis": {"range": [0, top * 1.08],
+                  "tickfont": {"size": 12}},
+        "yaxis": {"tickfont": {"size": 12}, "autorange": "reversed", "automargin": True},
+        "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 12}},
+        "plot_bgcolor": "white", "paper_bgcolor": "white", "shapes": shapes,
+    }
+    return go.Figure({"data": data, "layout": layout}, _validate=False)

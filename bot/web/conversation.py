@@ -9,7 +9,9 @@ and the answer of the first cannot overwrite it (Gradio's per-event state copies
 
 from __future__ import annotations
 
+import html
 import itertools
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -46,6 +48,9 @@ class Conversation:
     framework: str | None = None  # the framework the user's run uses ("llamafactory"): edits keep its defaults
     worker: object | None = None  # the token of the worker answering this tab's exchanges
     simulating: bool = False
+    previous: dict | None = None  # the answer before the last one (to compare two setups)
+    previous_id: str | None = None
+    carried: list = field(default_factory=list)  # fields the last answer took from earlier messages
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, exchange: Exchange) -> bool:
@@ -88,6 +93,15 @@ class Conversation:
                     ex.taken = False
             if self.worker is token:
                 self.worker = None
+
+    def question_of(self, exchange_id: str | None) -> str:
+        """The words of the message an answer replied to (a question as typed, an edit as shown)."""
+        for ex in self.exchanges:
+            if ex.id == exchange_id:
+                if ex.raw and ex.kind == "ask":
+                    return ex.raw
+                return html.unescape(re.sub(r"<[^>]+>", " ", ex.user_html)).strip()
+        return ""
 
     def messages(self) -> list[dict]:
         """The chat, in order: each message followed by its own answer once it has one."""
@@ -133,3 +147,7 @@ class Store:
     def drop(self, key: str | None) -> None:
         with self._lock:
             self._items.pop(key or "anonymous", None)
+
+
+# The server's conversations (one per tab), shared by the page's event handlers.
+store = Store()

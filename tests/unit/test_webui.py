@@ -79,7 +79,8 @@ def test_answer_text_markup_is_inert_but_code_is_kept():
 def test_sources_are_details_entries_with_every_field_escaped():
     html = webui.sources_html(_answer().citations)
     assert html.count("<details") == 1 and "<summary>[1] Answer &lt;6&gt;" in html
-    assert "forum-06" in html and "&lt;b&gt;FSDP&lt;/b&gt;" in html and "<b>FSDP" not in html
+    assert "&lt;b&gt;FSDP&lt;/b&gt;" in html and "<b>FSDP" not in html
+    assert "forum-06" not in html and ">forum<" in html  # no internal id; the kind in words
     assert 'href="https://example.org/t?a=1&amp;b=2"' in html
     assert "\n" not in html  # a blank line would break markdown's raw-HTML block
 
@@ -308,8 +309,8 @@ def test_plotly_chart_has_hover_with_gib_and_source_and_readable_ticks():
     fig = webui.plotly_figure(_answer())
     assert len(fig.data) >= 5
     assert "GiB" in fig.data[0].hovertemplate and "source" in fig.data[0].hovertemplate
-    assert fig.layout.xaxis.tickfont.size >= 12
-    assert "82.9 GiB" in fig.data[0].x[0]  # each total sits under its bar, not on the capacity line
+    assert fig.layout.xaxis.tickfont.size >= 12 and fig.layout.yaxis.tickfont.size >= 12
+    assert "82.9 GiB" in fig.data[0].y[0]  # each total sits beside its bar's name, not on the capacity line
     assert "recommended" in webui.chart_summary(_answer())
 
 

@@ -1,0 +1,374 @@
+"""The setup panel: its fields (DESIGN.md setup field names) with labels in both languages,
+reading what the user typed (empty = unknown; unreadable numbers named in the chat's
+language), the setup to answer after an edit, the model box (a catalog name, a Hub id or
+pasted config.json), each field's mark (stated, assumed, missing) and the Gradio components.
+
+Nothing here computes a figure: the catalog is looked up only to drop a size that a chosen
+model or GPU defines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import gradio as gr
+
+from bot.answer import Answer
+from bot.setup import TrainingSetup
+from bot.web import answer_view as view
+
+# The panel's fields, in display order (DESIGN.md setup field names).
+PANEL_FIELDS = (
+    "model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "nodes", "intra_node_link",
+    "inter_node_link", "precision", "optimizer", "finetune", "seq_len", "micro_batch",
+    "activation_checkpointing",
+    # run options (issue 14), under "Run options"; empty or off = PyTorch's defaults
+    "optimizer_impl", "loss_impl", "grad_accum_steps", "torch_compile", "ddp_bucket_view",
+)
+
+
+INT_FIELDS = {"gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
+
+
+NUMBER_FIELDS = {"params_b", "gpu_memory_gb", "gpu_count", "nodes", "seq_len", "micro_batch", "grad_accum_steps"}
+
+
+CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precision", "optimizer", "finetune",
+                 "optimizer_impl", "loss_impl"}
+
+
+BOOL_FIELDS = {"activation_checkpointing", "torch_compile", "ddp_bucket_view"}
+
+
+FIELD_LABELS = {
+    "model": ("Model", "模型"),
+    "params_b": ("Model size (billion params, if no model)", "参数量（十亿，未选模型时）"),
+    "gpu": ("GPU", "GPU"),
+    "gpu_memory_gb": ("GPU memory GB (if no GPU)", "单卡显存 GB（未选 GPU 时）"),
+    "gpu_count": ("GPUs in total", "GPU 总数"),
+    "nodes": ("Nodes", "节点数"),
+    "intra_node_link": ("Link inside a node", "节点内互联"),
+    "inter_node_link": ("Link between nodes", "节点间互联"),
+    "precision": ("Precision", "精度"),
+    "optimizer": ("Optimizer", "优化器"),
+    "finetune": ("Fine-tune mode", "微调方式"),
+    "seq_len": ("Sequence length", "序列长度"),
+    "micro_batch": ("Micro-batch per GPU", "每卡 micro-batch"),
+    "activation_checkpointing": ("Activation checkpointing", "激活检查点"),
+    "optimizer_impl": ("AdamW implementation", "AdamW 实现"),
+    "loss_impl": ("Cross-entropy", "交叉熵实现"),
+    "grad_accum_steps": ("Gradient accumulation steps", "梯度累积步数"),
+    "torch_compile": ("torch.compile", "torch.compile"),
+    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
+}
+
+
+ASSUMED_MARK = " · assumed"
+
+
+MISSING_MARK = " ⚠"
+
+
+def display_value(name: str, value: Any) -> Any:
+    """A setup value as its panel component shows it ('' for unknown numbers)."""
+    if name in BOOL_FIELDS:
+        return bool(value)
+    if name in NUMBER_FIELDS:
+        if value is None or value == "":
+            return ""
+        return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
+    return value
+
+
+def panel_values(setup: dict) -> list[Any]:
+    """Panel component values for an answer's setup dict."""
+    return [display_value(f, setup.get(f)) for f in PANEL_FIELDS]
+
+
+# The panel's own messages, in the chat's language (zh, en).
+PANEL_WORDS = {
+    "not_number": ("{label}：{value!r} 不是数字", "{label}: {value!r} is not a number"),
+    "not_whole": ("{label}：{value!r} 不是整数", "{label}: {value!r} is not a whole number"),
+    "invalid": ("设置里有无效的值：{problems}", "The setup has invalid values: {problems}"),
+    "model_box": ("模型框：{err}", "model box: {err}"),
+    "config_file": ("config.json：{err}", "config.json: {err}"),
+    "hub_offline": ("这台机器的 Hub 缓存里没有 {hub_id}，本页面也不联网：请把它的 config.json 粘贴到模型框，"
+                    "或用“Model from config.json”上传。",
+                    "{hub_id} is not in this machine's Hub cache, and this page does not go online: paste its "
+                    "config.json into the model box, or upload it with “Model from config.json”."),
+}
+
+
+def model_box_error(err: Exception, text: str, language: str) -> str:
+    """What the chat says when the model box cannot be read: a Hub id missing from the local
+    cache (offline) said as such, anything else with the reader's reason."""
+    from bot.catalog.hf_config import OFFLINE_MESSAGE
+
+    if str(err).startswith(OFFLINE_MESSAGE) and _HUB_ID.match((text or "").strip()):
+        return panel_words("hub_offline", language, hub_id=text.strip())
+    return panel_words("model_box", language, err=err)
+
+
+def panel_words(key: str, language: str, **values: Any) -> str:
+    return PANEL_WORDS[key][0 if language == "zh" else 1].format(**values)
+
+
+def read_panel(values: list[Any], language: str = "en") -> tuple[dict[str, Any], list[str]]:
+    """Panel values -> typed values (None = unknown) and a message per unreadable number (in
+    ``language``)."""
+    col = 1 if language == "zh" else 0
+    out: dict[str, Any] = {}
+    problems = []
+    for name, value in zip(PANEL_FIELDS, values, strict=True):
+        if isinstance(value, str):
+            value = value.strip()
+        if value is None or value == "":
+            out[name] = None
+            continue
+        if name in NUMBER_FIELDS:
+            try:
+                number = float(str(value).replace(",", ""))
+            except ValueError:
+                problems.append(panel_words("not_number", language, label=FIELD_LABELS[name][col], value=value))
+                out[name] = None
+                continue
+            if name in INT_FIELDS:
+                if not number.is_integer():
+                    problems.append(panel_words("not_whole", language, label=FIELD_LABELS[name][col], value=value))
+                    out[name] = None
+                    continue
+                number = int(number)
+            out[name] = number
+        elif name in BOOL_FIELDS:
+            out[name] = bool(value)
+        else:
+            out[name] = value
+    return out, problems
+
+
+def _same(name: str, a: Any, b: Any) -> bool:
+    return display_value(name, a) == display_value(name, b)
+
+
+def edited_setup(values: list[Any], stated: dict, shown: dict, language: str = "en") -> tuple[dict, list[str], list[str]]:
+    """The setup to answer after a panel edit: what the user stated before, updated with the
+    fields changed since the panel last showed an answer. Returns (setup dict, changed fields,
+    problems). Assumed values the user left alone are not sent: they are assumed again for the
+    new setup (two nodes then get an inter-node link, a model its own sequence limit)."""
+    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
+
+    current, problems = read_panel(values, language)
+    changed = [f for f in PANEL_FIELDS if not _same(f, current[f], shown.get(f))
+               and not (f in problems and current[f] is None)]
+    data = dict(stated)
+    for name in changed:
+        if current[name] is None:
+            data.pop(name, None)
+        else:
+            data[name] = current[name]
+    # A catalog model or GPU defines its own size: choosing one drops the old size (unless the
+    # same edit changed the size too), else the two would contradict.
+    if "model" in changed and data.get("model") and "params_b" not in changed:
+        try:
+            if not lookup_model(data["model"]).approximate:
+                data.pop("params_b", None)
+        except UnknownNameError:
+            pass
+    if "gpu" in changed and data.get("gpu"):
+        try:
+            lookup_gpu(data["gpu"])
+            for follows in ("gpu_memory_gb", "intra_node_link"):
+                if follows not in changed:
+                    data.pop(follows, None)
+        except UnknownNameError:
+            pass
+    if {"gpu_count", "nodes"} & set(changed):
+        data.pop("gpus_per_node", None)  # derived again from count / nodes
+    nodes = data.get("nodes")
+    if nodes == 1:
+        data.pop("inter_node_link", None)
+    elif data.get("inter_node_link") == "none" and (nodes or 0) > 1 and "inter_node_link" not in changed:
+        data.pop("inter_node_link", None)  # "none" was the one-node value; several nodes need a link
+    return data, changed, problems
+
+
+MAX_CONFIG_BYTES = 2_000_000  # a config.json is a few KB
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def model_from_box(value: str | dict, name: str | None = None):
+    """The ``ModelSpec`` for what the model box holds when it is not a catalog name: a Hub id
+    (``org/name``, config only; offline it must be cached) or pasted ``config.json`` text, or an
+    uploaded config (a dict). ``None`` for a catalog name or plain text (the answer then says the
+    model is unknown). Raises ``ValueError`` with a message for a config it cannot read.
+    Never reads a server path: a web user's text is not a file name."""
+    from bot.catalog import UnknownNameError, lookup_model
+    from bot.catalog.hf_config import fetch_hub_config, model_from_hf_config
+
+    if isinstance(value, dict):
+        return model_from_hf_config(value, name)
+    text = (value or "").strip()
+    try:
+        lookup_model(text)
+        return None
+    except UnknownNameError:
+        pass
+    if text.startswith("{"):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ValueError("that is not a config.json (over 2 MB)")
+        return model_from_hf_config(json.loads(text), name)
+    if _HUB_ID.match(text):
+        return model_from_hf_config(fetch_hub_config(text), name or text)
+    return None
+
+
+def apply_model_config(data: dict, spec) -> str:
+    """Use a config's model: its parameter count (the calculator then takes a model of that size);
+    returns the line that says so."""
+    data.pop("model", None)
+    data["params_b"] = round(float(spec.params_b), 3)
+    return f"model from config: {spec.name}, {spec.params_b:.2f}B parameters"
+
+
+def setup_from_panel(values: list[Any]) -> TrainingSetup:
+    """The panel's values as a whole setup (every non-empty field; a catalog model or GPU drops
+    the size it defines). Raises pydantic's ValidationError for values of the wrong type."""
+    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
+
+    current, _ = read_panel(values)
+    data = {k: v for k, v in current.items() if v is not None}
+    try:
+        if data.get("model") and not lookup_model(data["model"]).approximate:
+            data.pop("params_b", None)
+    except UnknownNameError:
+        pass
+    try:
+        if data.get("gpu"):
+            lookup_gpu(data["gpu"])
+            data.pop("gpu_memory_gb", None)
+    except UnknownNameError:
+        pass
+    if data.get("nodes") == 1:
+        data.pop("inter_node_link", None)
+    return TrainingSetup(**data)
+
+
+def setup_summary(setup: TrainingSetup | dict, language: str = "en") -> str:
+    """What was set, in words ("GPU count 16, link between nodes ethernet"), for the chat's
+    record of an edit or a shared link."""
+    data = setup.model_dump() if isinstance(setup, TrainingSetup) else setup
+    zh = language == "zh"
+    on_off = {True: ("开", "on"), False: ("关", "off")}
+    parts = []
+    for k, v in data.items():
+        if v is None:
+            continue
+        name = view.FIELD_NAMES.get(k, FIELD_LABELS.get(k, (k, k)))[1 if zh else 0]
+        shown = on_off[v][0 if zh else 1] if isinstance(v, bool) else (display_value(k, v) if k in NUMBER_FIELDS else v)
+        parts.append(f"{name} {shown}")
+    return ("，" if zh else ", ").join(parts) or ("（空设置）" if zh else "(empty setup)")
+
+
+# Provenance values of a field the reader took from an earlier message ("history"; the reader
+# may call it "carried"): shown marked, and dropped with one click.
+CARRIED_SOURCES = ("history", "carried")
+CARRIED_MARK = " · from earlier"
+
+
+def carried_fields(sources: dict[str, str]) -> list[str]:
+    """The fields the answer took from earlier messages, panel fields first."""
+    carried = [f for f, s in sources.items() if s in CARRIED_SOURCES]
+    return sorted(carried, key=lambda f: PANEL_FIELDS.index(f) if f in PANEL_FIELDS else len(PANEL_FIELDS))
+
+
+def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
+    missing = set(answer.missing) | set(answer.questions)
+    if {"gpu", "gpu_memory_gb"} & missing:
+        missing |= {"gpu", "gpu_memory_gb"}
+    if {"model", "params_b"} & missing:
+        missing |= {"model", "params_b"}
+    updates = []
+    for name, value in zip(PANEL_FIELDS, panel_values(answer.setup), strict=True):
+        if name in missing:
+            classes, mark = ["sw-missing"], MISSING_MARK
+        elif sources.get(name) == "assumed":
+            classes, mark = ["sw-assumed"], ASSUMED_MARK
+        elif sources.get(name) in CARRIED_SOURCES:
+            classes, mark = ["sw-carried"], CARRIED_MARK
+        else:
+            classes, mark = [], ""
+        updates.append(gr.update(value=value, elem_classes=classes, label=FIELD_LABELS[name][0] + mark))
+    return updates
+
+
+def panel_note(answer: Answer, sources: dict[str, str]) -> str:
+    zh = answer.language == "zh"
+    missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
+    assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
+    carried = carried_fields(sources)
+    lines = []
+    if carried:
+        names = "、".join(FIELD_LABELS.get(f, (f, f))[1] for f in carried) if zh else \
+            ", ".join(FIELD_LABELS.get(f, (f, f))[0] for f in carried)
+        lines.append(f"**沿用前面消息的设置（点线框）：** {names}。不适用就按“去掉沿用的设置”。" if zh else
+                     f"**Carried from earlier messages (dotted):** {names}. Not meant? Press "
+                     "“Drop carried settings”.")
+    if missing:
+        names = "、".join(FIELD_LABELS[f][1] for f in missing) if zh else ", ".join(FIELD_LABELS[f][0] for f in missing)
+        lines.append(f"**⚠ 需要补充：** {names}。" if zh else f"**⚠ Needed:** {names}.")
+    if assumed:
+        names = "、".join(FIELD_LABELS[f][1] for f in assumed) if zh else ", ".join(FIELD_LABELS[f][0] for f in assumed)
+        lines.append(f"**假设（虚线框）：** {names}。改了就按你的值重新回答。" if zh else
+                     f"**Assumed (dashed):** {names}. Change any to re-answer with your value.")
+    return "\n\n".join(lines)
+
+
+def _panel_components(models, gpus) -> list:
+    """The editable setup fields, in PANEL_FIELDS order. Numbers are text boxes: empty means
+    unknown (a number box would show 0 and send it)."""
+    choice = {
+        "intra_node_link": ["nvlink", "pcie"],
+        "inter_node_link": ["infiniband", "ethernet", "none"],
+        "precision": ["bf16-mixed", "fp16-mixed", "bf16", "fp32"],
+        "optimizer": ["adamw", "sgd", "adam8bit"],
+        "finetune": ["full", "lora", "qlora"],
+        "optimizer_impl": ["foreach", "fused", "forloop"],
+        "loss_impl": ["standard", "fused", "chunked"],
+        "model": [m.name for m in models],
+        "gpu": [g.name for g in gpus],
+    }
+
+    def number(name: str):
+        return gr.Textbox("", label=FIELD_LABELS[name][0], placeholder="unknown", max_lines=1,
+                          elem_id=f"sw-f-{name}")
+
+    def dropdown(name: str, custom: bool = False):
+        return gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], allow_custom_value=custom,
+                           elem_id=f"sw-f-{name}")
+
+    comps = []
+    with gr.Row():
+        comps += [dropdown("model", custom=True), number("params_b")]
+    with gr.Row():
+        comps += [dropdown("gpu", custom=True), number("gpu_memory_gb")]
+    with gr.Row():
+        comps += [number("gpu_count"), number("nodes")]
+    with gr.Row():
+        comps += [dropdown("intra_node_link"), dropdown("inter_node_link")]
+    with gr.Row():
+        comps += [dropdown("precision"), dropdown("optimizer"), dropdown("finetune")]
+    with gr.Row():
+        comps += [number("seq_len"), number("micro_batch")]
+        comps.append(gr.Checkbox(False, label=FIELD_LABELS["activation_checkpointing"][0],
+                                 elem_id="sw-f-activation_checkpointing"))
+    with gr.Accordion("Run options (empty: PyTorch's defaults)", open=False, elem_id="sw-run-options"):
+        with gr.Row():
+            comps += [dropdown("optimizer_impl"), dropdown("loss_impl"), number("grad_accum_steps")]
+        with gr.Row():
+            comps += [gr.Checkbox(False, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}")
+                      for name in ("torch_compile", "ddp_bucket_view")]
+    return comps

@@ -1,0 +1,215 @@
+"""What the page's Simulate button measures and how its result is told: the recommended
+configuration as recommended (the table's starred row, its checkpointing or bucket/fused variant
+included), the expected wait said before it starts, and a result that names the answer it
+belongs to when another answer has landed meanwhile.
+
+The setup is read from the answer (``setup``, the starred ``sections.table`` row and its
+``numbers`` keys); the simulator (``bot.bench.simulate``) does the measuring. Wording is the
+tables below, in both languages.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from bot.answer import Answer, Citation, TableRow
+from bot.strategies import TRAINING_STRATEGIES, label
+
+# What each part of a table row's variant ("bucket_fused+ckpt") changes in the simulated setup.
+# ``ckpt`` flips activation checkpointing (on when the question had it off, off when on).
+VARIANT_SETTINGS: dict[str, dict[str, Any]] = {
+    "ckpt": {"flip": "activation_checkpointing"},
+    "bucket_fused": {"ddp_bucket_view": True, "optimizer_impl": "fused"},
+    "quantized_adam": {"optimizer": "adam8bit"},
+}
+# Parts the simulator cannot apply: the result then says it measures the configuration without them.
+VARIANT_NAMES = {
+    "single_node": ("单节点", "one node"), "lora": ("LoRA", "LoRA"), "qlora": ("QLoRA", "QLoRA"),
+}
+WORDS = {
+    "no_strategy": ("没有可模拟的推荐策略。", "No training strategy to simulate for this answer."),
+    "incomplete": ("请先补全设置（高亮字段）。", "Complete the setup (the highlighted fields) to simulate it."),
+    "unavailable": ("无法模拟：{err}", "Simulate is not available here: {err}."),
+    "not_simulated": ("模拟不包含：{parts}；测的是不含它们的同一配置。",
+                      "The simulation cannot apply {parts}; it measures the same configuration without it."),
+    "wait_estimate": ("预计约 {low:.0f}–{high:.0f} 秒（按此机器上已存模拟的用时估算）。",
+                      "Expected wait: about {low:.0f}–{high:.0f} s (from the stored simulations on this machine)."),
+    "wait_unknown": ("这台机器上还没有可参考的模拟用时；数十亿参数的模型可能要几分钟。",
+                     "No stored simulation to time this by; a multi-billion-parameter model can take minutes."),
+    "wait_stored": ("已模拟过：结果直接取自存储。", "Simulated before: the stored result is shown at once."),
+    "running": ("正在模拟 {name}，{wait}", "Simulating {name}. {wait}"),
+    "measures": ("模拟：{name}（{setup}）。", "Simulates {name} ({setup})."),
+    "belongs_to": ("（此结果属于问题“{question}”，不是最新的回答。）",
+                   "(This result belongs to “{question}”, not to the latest answer.)"),
+}
+
+
+def words(key: str, language: str, **values: Any) -> str:
+    return WORDS[key][0 if language == "zh" else 1].format(**values)
+
+
+def chosen_row(answer: Answer) -> TableRow | None:
+    return next((r for r in answer.sections.table if r.chosen), None)
+
+
+def chosen_label(answer: Answer) -> str:
+    row = chosen_row(answer)
+    return row.label if row is not None else label(answer.recommendation.strategy, answer.language)
+
+
+def simulated_setup(answer: Answer) -> tuple[dict[str, Any], list[str]]:
+    """The answer's setup with the recommended row's variant applied, and the variant parts the
+    simulator cannot apply (named in the result)."""
+    from bot.setup import TrainingSetup
+
+    fields = TrainingSetup.model_fields
+    data = {k: v for k, v in answer.setup.items() if k in fields and v is not None}
+    row = chosen_row(answer)
+    skipped: list[str] = []
+    for part in (row.variant.split("+") if row is not None and row.variant else []):
+        settings = VARIANT_SETTINGS.get(part)
+        if settings is None:
+            skipped.append(VARIANT_NAMES.get(part, (part, part))[0 if answer.language == "zh" else 1])
+            continue
+        for name, value in settings.items():
+            if name == "flip":
+                data[value] = not bool(data.get(value))
+            else:
+                data[name] = value
+    return data, skipped
+
+
+def simulation_config(answer: Answer):
+    """(SimConfig, None, skipped parts) for the recommended configuration, or (None, why not, [])."""
+    from bot.bench.simulate import SimConfig, SimError
+    from bot.setup import SetupError, TrainingSetup, resolve_setup
+
+    lang = answer.language
+    strategy = answer.recommendation.strategy
+    if strategy not in TRAINING_STRATEGIES:
+        return None, words("no_strategy", lang), []
+    data, skipped = simulated_setup(answer)
+    try:
+        resolved = resolve_setup(TrainingSetup(**data))
+    except (SetupError, ValueError):
+        return None, words("incomplete", lang), []
+    try:
+        return SimConfig.from_resolved(resolved, strategy).normalized(), None, skipped
+    except SimError as err:
+        return None, words("unavailable", lang, err=str(err).rstrip(".")), []
+
+
+def setup_line(cfg, language: str = "en") -> str:
+    """The setup a simulation measures, in words."""
+    zh = language == "zh"
+    on = ("开" if cfg.activation_checkpointing else "关") if zh else ("on" if cfg.activation_checkpointing else "off")
+    if zh:
+        return (f"{cfg.model}，{cfg.gpu_count} 卡" + (f"（每节点 {cfg.gpus_per_node}）" if cfg.gpus_per_node else "")
+                + f"，{cfg.precision}，{cfg.optimizer}，序列 {cfg.seq_len}，micro-batch {cfg.micro_batch}，激活检查点{on}")
+    return (f"{cfg.model}, {cfg.gpu_count} GPUs" + (f" ({cfg.gpus_per_node} per node)" if cfg.gpus_per_node else "")
+            + f", {cfg.precision}, {cfg.optimizer}, seq {cfg.seq_len}, micro-batch {cfg.micro_batch}, "
+            + f"checkpointing {on}")
+
+
+def _params_b(config) -> float | None:
+    try:
+        return float(config.spec().params_b)
+    except Exception:  # noqa: BLE001  (an old stored config the catalog no longer knows)
+        return None
+
+
+def expected_seconds(cfg, store) -> tuple[float, float] | None:
+    """A range for how long simulating ``cfg`` takes here: the stored simulations' seconds per
+    billion parameters (their spread, quartiles), times this model's size. ``None`` when the
+    store has none to go by."""
+    from bot.bench.simulate import SimConfig
+
+    size = _params_b(cfg)
+    rates = []
+    for run in store.list(kind="simulate", limit=200):
+        if run.status != "ok" or not run.started_at or not run.finished_at:
+            continue
+        try:
+            params = _params_b(SimConfig.from_dict(run.config))
+        except Exception:  # noqa: BLE001
+            continue
+        if params:
+            rates.append((run.finished_at - run.started_at) / params)
+    if not rates or not size:
+        return None
+    if len(rates) == 1:
+        low = high = rates[0]
+    else:
+        quartiles = statistics.quantiles(rates, n=4)
+        low, high = quartiles[0], quartiles[2]
+    low, high = max(1.0, low * size), max(2.0, high * size)
+    if high >= 60:  # minutes away: tens of seconds are precise enough
+        low, high = 10 * (low // 10), 10 * -(-high // 10)
+    return low, high
+
+
+def wait_note(answer: Answer, cfg, skipped: list[str], store) -> str:
+    """What the button will measure and how long it should take, shown before it is pressed."""
+    lang = answer.language
+    parts = [words("measures", lang, name=chosen_label(answer), setup=setup_line(cfg, lang))]
+    if skipped:
+        parts.append(words("not_simulated", lang, parts=", ".join(skipped)))
+    # (Whether it is stored is looked up on the press: the lookup imports torch, which the
+    # page's process should not load for every answer.)
+    if (span := expected_seconds(cfg, store)) is not None:
+        parts.append(words("wait_estimate", lang, low=span[0], high=max(span[1], span[0] + 1)))
+    else:
+        parts.append(words("wait_unknown", lang))
+    return " ".join(parts)
+
+
+def formula_total(answer: Answer) -> float | None:
+    """The estimate of the configuration simulated: the starred row's total (its variant's)."""
+    row = chosen_row(answer)
+    if row is not None and row.total_gib is not None:
+        return float(row.total_gib)
+    value = answer.numbers.get(f"memory.{answer.recommendation.strategy}.total_gib")
+    return None if value is None else float(value)
+
+
+def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: int, *,
+                       cached: bool = False, elapsed: float | None = None, setup: str = "",
+                       question: str | None = None) -> tuple[str, Citation]:
+    """The chat entry for a finished simulation and the ``bench`` citation behind its figures.
+    ``answer`` is the answer the simulation was started from; ``question`` is set when another
+    answer has landed since (the result then says which question it belongs to)."""
+    zh = answer.language == "zh"
+    name = chosen_label(answer)
+    calc_total = formula_total(answer)
+    rows = [("params_gib", "参数" if zh else "parameters"), ("grads_gib", "梯度" if zh else "gradients"),
+            ("optimizer_gib", "优化器状态" if zh else "optimizer state"),
+            ("activations_gib", "激活值" if zh else "activations"), ("buffers_gib", "缓冲区" if zh else "buffers")]
+    detail = ", ".join(f"{lbl} {getattr(result, key):.2f}" for key, lbl in rows if hasattr(result, key))
+    if zh:
+        when = (f"取自已存的模拟结果（当初用时 {result.seconds:.0f} 秒）" if cached
+                else f"模拟用时 {(elapsed or result.seconds):.0f} 秒")
+        text = f"**模拟结果（{name}）**：每卡峰值显存 **{result.peak_gib:.2f} GiB** [{n}]（{detail} GiB），{when}。"
+        if calc_total is not None:
+            text += f" 公式估算为 {calc_total:.2f} GiB。"
+        if setup:
+            text += f"\n\n模拟的设置：{setup}"
+    else:
+        when = (f"from the stored run (simulated earlier in {result.seconds:.0f} s)" if cached
+                else f"simulated in {(elapsed or result.seconds):.0f} s")
+        text = (f"**Simulated {name}**: peak per-GPU memory **{result.peak_gib:.2f} GiB** [{n}] "
+                f"({detail} GiB), {when}.")
+        if calc_total is not None:
+            text += f" The formula estimated {calc_total:.2f} GiB."
+        if setup:
+            text += f"\n\nSetup measured: {setup}"
+    if question:
+        shown = question if len(question) <= 120 else question[:117] + "…"
+        text = words("belongs_to", answer.language, question=shown) + "\n\n" + text
+    citation = Citation(
+        n=n, id=run_id, kind="bench",
+        title=("模拟运行 " if zh else "Simulated run ") + run_id,
+        quote=f"FakeTensorMode + FSDP2/DDP + MemTracker, strategy={strategy}, setup: {setup}",
+    )
+    return text, citation
+
