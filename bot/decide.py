@@ -629,8 +629,15 @@ def _causes(ev: Evidence) -> list[Reason]:
 
 
 def _direct(ev: Evidence, d: Decision) -> list[Reason]:
+    """The answer to what was asked: this setup's own figures first (a computed diagnosis names
+    the cause with numbers), then the playbook's causes for the symptoms."""
+    out = _direct_for_setup(ev, d)
+    return out + _causes(ev)
+
+
+def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
     topics = set(ev.parsed.topics)
-    out: list[Reason] = _causes(ev)
+    out: list[Reason] = []
     compare = tuple(s for s in ev.parsed.compare if s in GPU_RESIDENT + ("fsdp_full_shard_offload",))
     if len(compare) == 2:
         if d.strategy in ("fsdp_shard_grad_op", "fsdp_hybrid_shard") and "fsdp_full_shard" in compare \

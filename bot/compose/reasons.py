@@ -368,16 +368,14 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
     """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
     and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
     The figures in an entry's words are the entry's own, bound to its citation."""
-    from bot.knowledge.playbook import playbook_quote  # data only: the entry's own words
-
     lang = say.lang
 
     def cite(m: Any) -> int:
-        return cites.add(m.id, "doc", m.text("title", lang), m.entry.sources[0], playbook_quote(m.entry, lang))
+        return cites.add(m.id, "doc", m.text("title", lang), m.entry.sources[0], m.quote(lang))
 
     first, *others = r.values["matches"]
     n = cite(first)
-    quote = playbook_quote(first.entry, lang)  # verbatim: cause, then how to check it and the fix
+    quote = first.quote(lang)  # verbatim: cause, then how to check it and the fix
     keys = [f"cite.{n}"] * figure_count(quote)
     named = []
     for m in others:

@@ -233,9 +233,9 @@ def _passage(entry_id: str, quote: str, score: float, rel: float) -> Passage:
 RELEVANCE_THRESHOLD: dict[str, float] = {"en": 0.25, "zh": 0.2}
 # The retriever's best admissible passage needs only this floor: relevance is the share of the
 # question's words a quote covers, so a long real question covers a smaller share of the right doc
-# (the gold threads' answering docs measure 0.06-0.18, the short labelled queries 0.25+); a quote
+# (the gold threads' answering docs measure 0.09-0.18, the short labelled queries 0.25+); a quote
 # sharing almost none of the question's words is still dropped.
-TOP_PASSAGE_FLOOR = 0.05
+TOP_PASSAGE_FLOOR = 0.08
 # Corpus topics that mark a doc as serving/inference text (doc-serving-large-models and its twin).
 SERVING_TOPICS = frozenset({"serving", "inference"})
 # Without parsed topics, a question is about serving when it says so and not about training.
@@ -307,7 +307,10 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
                 if not quote:
                     continue
                 p = _passage(twin, quote, p.score, entry_relevance(own or (), twin, quote))
-        if p.id in seen or p.relevance < (cut if out else min(cut, TOP_PASSAGE_FLOOR)):
+        # the best passage sets the bar for the others: half its relevance (a long question's
+        # share is low for every doc), never above the language's threshold nor below the floor
+        bar = min(cut, TOP_PASSAGE_FLOOR) if not out else min(cut, max(TOP_PASSAGE_FLOOR, 0.5 * out[0].relevance))
+        if p.id in seen or p.relevance < bar:
             continue
         seen.add(p.id)
         out.append(p)

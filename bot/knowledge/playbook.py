@@ -123,6 +123,10 @@ class PlaybookMatch:
     def text(self, name: str, language: str = "en") -> str:
         return self.entry.text(name, language)
 
+    def quote(self, language: str = "en") -> str:
+        """What an answer quotes from the entry: its cause, check and fix in one line."""
+        return playbook_quote(self.entry, language)
+
 
 # --------------------------------------------------------------------------------------------
 # Loading

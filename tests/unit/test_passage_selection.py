@@ -93,11 +93,22 @@ def test_twin_ids():
     assert twin_id("forum-09", "en") is None
 
 
-@pytest.mark.parametrize("rel,kept", [(0.1, False), (0.24, False), (0.25, True), (0.8, True)])
-def test_the_threshold_applies_per_language(rel, kept):
+@pytest.mark.parametrize("rel,kept", [(0.02, False), (0.07, False), (0.08, True), (0.25, True), (0.8, True)])
+def test_the_best_passage_needs_the_floor(rel, kept):
+    """The retriever's best admissible passage needs TOP_PASSAGE_FLOOR (a long question covers a
+    small share of the right doc's words); a quote sharing almost none of them is dropped."""
     cand = _cand("doc-zero-stages", "Stages 1 and 2 move the same volume.", rel)
     picked = select_passages([cand], question="what are ZeRO stages", language="en")
     assert bool(picked) == kept
+
+
+@pytest.mark.parametrize("first,second,kept", [(0.8, 0.3, True), (0.8, 0.24, False), (0.3, 0.16, True),
+                                               (0.3, 0.14, False), (0.12, 0.08, True), (0.12, 0.07, False)])
+def test_the_others_need_half_the_best_and_at_most_the_threshold(first, second, kept):
+    a = _cand("doc-zero-stages", "Stages 1 and 2 move the same volume.", first)
+    b = _cand("doc-hsdp", "HSDP shards inside a node and replicates across nodes.", second)
+    picked = select_passages([a, b], question="what are ZeRO stages", language="en")
+    assert ("doc-hsdp" in [p.id for p in picked]) == kept
 
 
 def test_relevance_is_the_covered_share_of_the_question():

@@ -273,3 +273,16 @@ def test_a_bad_file_names_itself(tmp_path):
     with pytest.raises(PlaybookError, match="bad regex"):
         load_playbook(tmp_path)
     clear_caches()
+
+
+@pytest.mark.parametrize("text", [
+    "Training on 4 GPUs is slower than on a single GPU, what is wrong?",
+    "my multi-gpu run is slower, than with one gpu",
+    "DDP on 8 cards: same speed as with a single GPU, why?",
+    "为什么 8 卡比单卡还慢？",
+])
+def test_more_gpus_not_faster_matches_the_per_device_entry(text):
+    from bot.knowledge.playbook import PlaybookQuery, match_playbook
+
+    ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot", gpu_count=4))]
+    assert "pb-throughput-per-device" in ids, ids
