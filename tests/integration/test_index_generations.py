@@ -1,6 +1,6 @@
 """Which index generations a new build removes first (issue 30: five killed ``ingest --rebuild``
 runs left five half-built generations): those whose writer is gone, never the live one, never
-one a running process is still writing. Plain folders here; no chromadb."""
+one a running process is still writing. Plain folders here, but bot.knowledge.index imports chromadb: an integration test."""
 
 from __future__ import annotations
 
