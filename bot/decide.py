@@ -46,6 +46,9 @@ COMM_HEAVY = 0.3  # communication above this share of the step is worth a what-i
 UNSTATED_HOST_RAM_GIB = 256.0
 # DDP's memory knobs (bucket view + fused AdamW) are named only when they save at least this share
 KNOB_MIN_SAVING = 0.01
+# A troubleshooting answer names another playbook cause only when it scores at least this share of
+# the best one (a cause matched by one stray word is not worth the reader's time)
+RIVAL_CAUSE = 0.75
 
 # Simpler first: the order the ladder prefers among equally fast configurations.
 _STRATEGY_RANK = {"ddp": 0, "fsdp_shard_grad_op": 2, "fsdp_full_shard": 3, "fsdp_hybrid_shard": 4,
@@ -622,17 +625,27 @@ def deepspeed_user(ev: Evidence) -> bool:
         or obs.zero_stage is not None or "zero_vs_fsdp" in ev.parsed.topics
 
 
+# direct answers that name the failed allocation itself: no generic causes after them
+_EXPLAINS_OOM = frozenset({"log_zero2_step"})
+
+
 def _causes(ev: Evidence) -> list[Reason]:
     """A troubleshooting question is answered with the causes its symptoms match, ranked (the
     diagnosis playbook, bot.knowledge.playbook), before any figure."""
-    return [Reason(Code.PLAYBOOK, {"matches": list(ev.playbook)})] if ev.playbook else []
+    if not ev.playbook:
+        return []
+    best = ev.playbook[0].score  # the others only when they fit the symptoms nearly as well
+    return [Reason(Code.PLAYBOOK, {"matches": [m for m in ev.playbook if m.score >= RIVAL_CAUSE * best]})]
 
 
 def _direct(ev: Evidence, d: Decision) -> list[Reason]:
-    """The answer to what was asked: this setup's own figures first (a computed diagnosis names
-    the cause with numbers), then the playbook's causes for the symptoms."""
+    """The answer to what was asked: this setup's own figures (a computed diagnosis names the
+    cause with numbers); where they say nothing about it, the playbook's causes for the symptoms."""
     out = _direct_for_setup(ev, d)
-    return out + _causes(ev)
+    explained = any(r.code in _EXPLAINS_OOM for r in out)
+    if ev.parsed.intent == "troubleshoot" and not explained:  # "why slow / what is wrong?": causes follow the figures
+        return out + _causes(ev)
+    return out or _causes(ev)  # after an OOM, a computed diagnosis is the cause with its numbers
 
 
 def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
@@ -653,7 +666,8 @@ def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
         if ev.capacity is not None:
             out.append(Reason(Code.CAPACITY_ANSWER, {"capacity": ev.capacity}))
     obs = ev.parsed.observed
-    ran_ddp = obs.fsdp_strategy in (None, "ddp") and obs.zero_stage in (None, 0)  # a ZeRO-2 run is not DDP
+    # a ZeRO-2 run is not DDP, nor is a DeepSpeed run whose stage the question does not show
+    ran_ddp = obs.fsdp_strategy in (None, "ddp") and obs.zero_stage in (None, 0) and not deepspeed_user(ev)
     if "ddp_memory_knobs" in topics or (obs.oom and d.strategy != "ddp" and ran_ddp):
         knob, base = ev.config("ddp", BUCKET_FUSED), ev.config("ddp")
         # said only when the knobs change the figure (at long context the peak is the activations,
