@@ -172,7 +172,7 @@ def _protocol_class():
             self._stop_waiting()
             super().connection_lost(exc)
 
-    GuardedHttpToolsProtocol.waiting = waiting  # type: ignore[attr-defined]  (for tests)
+    GuardedHttpToolsProtocol.waiting = waiting  # type: ignore[attr-defined]  # for tests
     return GuardedHttpToolsProtocol
 
 
