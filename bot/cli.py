@@ -8,6 +8,7 @@ import importlib
 import click
 
 import bot  # noqa: F401  (sets the offline environment first)
+from bot.core.errors import UserError
 
 # name -> "module:attribute" of a click command or group
 SUBCOMMANDS = {
@@ -51,6 +52,13 @@ class LazyGroup(click.Group):
                 return _unavailable(name, module_name)
             raise
         return getattr(module, attr)
+
+    def invoke(self, ctx):
+        """A ``UserError`` from any subcommand is one clean line (exit 1), caught here once."""
+        try:
+            return super().invoke(ctx)
+        except UserError as err:
+            raise click.ClickException(str(err)) from None
 
     def format_commands(self, ctx, formatter):
         rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]

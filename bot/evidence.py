@@ -173,6 +173,9 @@ class Evidence:
     claim_docs: dict[str, ClaimDocs] = field(default_factory=dict)  # claim id -> doc sentences it may quote
     # troubleshooting: the diagnosis playbook's entries that match the symptoms, best first
     playbook: list[Any] = field(default_factory=list)  # bot.knowledge.playbook.PlaybookMatch
+    # a damaged result store moved aside while reading the stored runs: said, so a missing
+    # citation of a stored run is explained (bot.bench.store.damage_notices)
+    store_notices: list[str] = field(default_factory=list)
 
     @property
     def asks_about_tpu(self) -> bool:
@@ -280,6 +283,7 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
                                                  and c.strategy != "fsdp_full_shard_offload"):
         ev.capacity = capacity_search(resolved)
     ev.stored = _stored(resolved)
+    ev.store_notices = _store_notices(ev.language)
 
 
 def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
@@ -460,6 +464,16 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
                                     tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
+
+
+def _store_notices(language: str) -> list[str]:
+    try:
+        from bot.bench.store import damage_notices
+
+        return list(damage_notices(language))
+    except Exception as err:  # noqa: BLE001  (a notice must never stop an answer)
+        log.debug("no store notices: %s", err)
+        return []
 
 
 def _stored(resolved: ResolvedSetup) -> list[StoredFigure]:

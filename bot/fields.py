@@ -23,6 +23,8 @@ from typing import Annotated, Any, NamedTuple, Optional, Union, cast, get_args
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
+from bot.core.errors import UserError
+
 # Longest accepted names: catalog names are short ("Llama-2-7B", "A100 40GB SXM"); anything longer
 # is not a name, and refusing it early keeps errors and logs short.
 MAX_NAME_CHARS = 200
@@ -151,7 +153,7 @@ def estimate_tool_fields(*, strict: bool = True) -> dict[str, tuple[Any, FieldIn
     return {**tool_fields(strict=strict), CONFIG_FIELD: config_field(strict=strict)}
 
 
-class ConfigInputError(ValueError):
+class ConfigInputError(UserError, ValueError):
     """An ``hf_config`` input that cannot be used; the message is one short line saying why."""
 
 

@@ -93,12 +93,13 @@ def _is_chinese(text: str) -> bool:
 
 
 def error_answer(question: str) -> Answer:
-    """``status="error"``: something failed inside; says so, recommends nothing."""
-    zh = _is_chinese(question)
-    text = ("出了点问题，暂时无法回答这个问题。请换个说法再试一次。" if zh
-            else "Something went wrong while answering; please try again or rephrase the question.")
-    return Answer(status="error", language="zh" if zh else "en",
-                  recommendation=Recommendation(strategy="none", confidence="low"), text=text)
+    """``status="error"``: something failed inside; says so, recommends nothing. One wording and
+    one language rule for every surface (``bot.assistant.error_answer``, ``bot.core.answer_language``)."""
+    from bot.assistant import error_answer as pipeline_error
+    from bot.core import answer_language
+
+    text = question if isinstance(question, str) else ""
+    return pipeline_error(answer_language(text[:2000]))
 
 
 def non_finite_paths(value, path: str = "") -> list[str]:

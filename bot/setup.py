@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.catalog import GPUSpec, ModelSpec, UnknownNameError, lookup_gpu, lookup_model
 from bot.catalog.accelerators import dgx_node_nic_gbps, memory_variant
+from bot.core.errors import UserError
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"]
 Optimizer = Literal["adamw", "sgd", "adam8bit"]
@@ -147,7 +148,7 @@ class Problem:
         return f"{self.field}: {self.message}"
 
 
-class SetupError(ValueError):
+class SetupError(UserError, ValueError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("; ".join(str(p) for p in problems))

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from bot.catalog import UnknownNameError, lookup_model
+from bot.core.errors import UserError
 
 GIB = 2**30
 # Bump when simulate's method changes so stored results from the old method are not served.
@@ -62,7 +63,7 @@ MAX_TOKENS = 4_194_304  # micro_batch * seq_len per GPU; beyond this the answer 
 ProgressFn = Callable[[str, float], None]
 
 
-class SimError(ValueError):
+class SimError(UserError, ValueError):
     """A configuration simulate refuses, or a failure inside the simulation; the message says why."""
 
 

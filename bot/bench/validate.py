@@ -36,6 +36,7 @@ from pathlib import Path
 
 from bot.bench.run import RunConfig, check_config, run_benchmark
 from bot.bench.store import ResultStore
+from bot.core.errors import UserError
 
 GRID_KEYS = {"model", "strategies", "nproc", "seq_len", "micro_batch", "activation_checkpointing",
              "precision", "steps", "warmup", "timeout", "simulate"}
@@ -44,7 +45,7 @@ LIST_KEYS = ("seq_len", "micro_batch", "activation_checkpointing")
 CPU_MEMORY_GB = 1024.0
 
 
-class GridError(ValueError):
+class GridError(UserError, ValueError):
     """A grid file that cannot be read or holds a bad value; the message names the key."""
 
 

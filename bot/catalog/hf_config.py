@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.catalog.models import Kind, ModelSpec, lookup_model
+from bot.core.errors import UserError
 
 OFFLINE_MESSAGE = "no network: paste the config.json or pass --config PATH"
 # Hub repo ids: "org/name" (or a bare legacy name like "gpt2"); no spaces, no path separators beyond one.
@@ -29,7 +30,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-
 MAX_CONFIG_BYTES = 2_000_000  # a config.json is a few KB; refuse anything that is clearly not one
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config that cannot be read or understood; the message says why and what to do."""
 
 

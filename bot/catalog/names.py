@@ -23,8 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from bot.core.errors import UserError
 
-class UnknownNameError(LookupError):
+
+class UnknownNameError(UserError, LookupError):
     """An unknown model or GPU name; ``suggestions`` holds the closest catalog names. ``family``
     is the model family the name belongs to when the family is known but the size is not (or not
     one the catalog has): the reader can then ask for the size, or read it from the name."""

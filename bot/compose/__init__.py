@@ -99,6 +99,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     # the DeepSpeed-layout notice describes the table's rows: none without a computed setup
     sec.notices = [notice_text(n, lang) for n in _notices(parsed) if n != "earlier_setup_kept"
                    and not (n == "deepspeed_layout" and ev.resolved is None)]
+    sec.notices += ev.store_notices
     if ev.resolved is not None and getattr(ev.resolved.model, "is_moe", False):
         sec.notices.append(notice_text("moe_expert_parallel", lang))
     if ev.resolved is not None and getattr(ev.resolved.model, "eager_attention", False):
