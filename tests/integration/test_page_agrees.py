@@ -17,10 +17,10 @@ import socket
 import time
 
 import pytest
-from tests.integration.test_webui_live import ARTIFACTS, AXE, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Tab
 
 from bot import webui  # noqa: F401  (importing it sets the offline switches)
 from bot.env import free_port
+from tests.integration.test_webui_live import ARTIFACTS, AXE, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Tab
 from tests.webserver import start_subprocess
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
