@@ -52,7 +52,7 @@ def test_renderers_import_no_calculator(path):
 
 def test_decision_is_pure():
     """bot.decide reads the evidence only: no calculator, no I/O modules."""
-    bad = sorted(m for m in imports(BOT / "decide.py") if m.startswith(("bot.calc", "bot.knowledge", "bot.bench",
+    bad = sorted(m for path in modules(["decide"]) for m in imports(path) if m.startswith(("bot.calc", "bot.knowledge", "bot.bench",
                                                                         "bot.parse", "os", "sqlite3")))
     assert not bad
 
