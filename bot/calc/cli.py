@@ -109,9 +109,9 @@ def _fail(problems: list[Problem]) -> NoReturn:
 @click.option("--attn-implementation", type=click.Choice(["eager", "sdpa", "flash_attention_2"]),
               help="Attention kernel (default: transformers' choice for the model, or the config's "
                    "attn_implementation; eager keeps the s x s scores).")
-@click.option("--tensor-parallel", type=int, help="TP degree (not modelled; named in the output).")
-@click.option("--pipeline-parallel", type=int, help="PP degree (not modelled; named in the output).")
-@click.option("--context-parallel", type=int, help="CP degree (not modelled; named in the output).")
+@click.option("--tensor-parallel", "--tp", type=int, help="TP degree: adds the plan's per-GPU memory (FSDP over the rest; docs/parallelism.md).")
+@click.option("--pipeline-parallel", "--pp", type=int, help="PP degree (1F1B schedule): adds the plan's per-GPU memory.")
+@click.option("--context-parallel", "--cp", type=int, help="CP degree (ring attention): adds the plan's per-GPU memory.")
 @click.option("--json", "as_json", is_flag=True, help="Print a flat JSON object instead of tables.")
 def calc(model: str | None, config_source: str | None, params_b: float | None, gpu: str | None,
          gpu_memory_gb: float | None, gpu_count: int | None, nodes: int | None, gpus_per_node: int | None,
@@ -176,8 +176,12 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
     except (ValueError, LookupError) as err:  # a catalog or formula refusing a value
         _fail([Problem("setup", str(err))])
 
+    plan = _parallel_plan(est.resolved) if any(x and x > 1 for x in (tensor_parallel, pipeline_parallel,
+                                                                       context_parallel)) else None
     if as_json:
         data: dict[str, Any] = dict(est.numbers())
+        if plan is not None:
+            data["parallel"] = plan
         data["setup"] = est.resolved.setup.model_dump()
         data["assumed"] = list(est.resolved.assumed)
         if spec is not None:  # the setup names no catalog model: say which shape was used
@@ -187,6 +191,35 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     _print_tables(est, config_source)
+    if plan is not None:
+        _print_plan(plan)
+
+
+def _parallel_plan(resolved: Any) -> dict[str, Any]:
+    """The stated TP/CP/PP degrees with FSDP over the rest (bot.calc.parallel, torchtitan's
+    ParallelDims): the mesh and one GPU's memory under it; an impossible plan is a clean error."""
+    from dataclasses import asdict
+
+    from bot.calc.parallel import PlanError, plan_from_setup, plan_memory
+
+    try:
+        plan = plan_from_setup(resolved)
+        mem = plan_memory(resolved, plan)
+    except PlanError as err:
+        _fail([Problem("parallelism", str(err))])
+    return {"mesh": dict(plan.degrees),
+            "memory": {k: (round(v, 2) if isinstance(v, float) else v) for k, v in asdict(mem).items()}}
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    mem = plan["memory"]
+    Console().print(f"[bold]Parallel plan[/bold] {plan['mesh']}: per GPU {mem['total_gib']} GiB "
+                    f"(params {mem['params_gib']}, grads {mem['grads_gib']}, optimizer {mem['optimizer_gib']}, "
+                    f"activations {mem['activations_gib']}, buffers {mem['buffers_gib']}), reserved "
+                    f"{mem['reserved_gib']} of {mem['usable_gib']} usable: "
+                    f"{'fits' if mem['fits'] else 'does not fit'} (docs/parallelism.md)")
 
 
 def model_from_config(source: str) -> tuple[ModelSpec, str | None]:

@@ -48,6 +48,7 @@ from bot.calc.memory import (
     selective_op_bytes_per_token,
     usable_gib,
 )
+from bot.core.errors import UserError
 
 if TYPE_CHECKING:
     from bot.catalog import ModelSpec
@@ -80,7 +81,7 @@ RING_KV_BUFFERS = 4
 LOSS_PARALLEL_EXTRA_BYTES_PER_LOGIT = 4.0
 
 
-class PlanError(ValueError):
+class PlanError(UserError, ValueError):
     """A parallel plan that cannot run: degrees that do not multiply to the world size, a degree
     the model's shape cannot be split by, an unknown pipeline schedule. The message says which."""
 
