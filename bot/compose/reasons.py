@@ -42,7 +42,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -386,3 +386,11 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
     if keys:
         say.figure_keys[line] = keys
     return line
+
+
+@words_for(Code.PARALLEL_PLAN)
+def _parallel_plan(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """The ladder past FSDP (bot.calc.parallel_ladder): the degrees it adds and the per-GPU memory."""
+    degrees = r.values["suggestion"].plan.degrees
+    return say.msg("what_if.parallel_plan", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
+                   pp=degrees.get("pp", 1) > 1, before="parallel.fsdp_only_gib" in say.numbers)

@@ -374,7 +374,8 @@ def _rows(ev: Evidence, d: Decision) -> list[Config]:
 def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     r = ev.resolved
     assert r is not None
-    out: list[Reason] = []
+    # a plan past FSDP + checkpointing (TP in a node, CP, PP) comes first where the ladder climbs there
+    out: list[Reason] = [Reason(Code.PARALLEL_PLAN, {"suggestion": ev.parallel})] if ev.parallel is not None else []
     chosen = d.chosen
     # A strategy the user ran out of memory with, checkpointing unknown, is not recommended with
     # or without it (observed_oom): no what-if offers it back.

@@ -36,6 +36,7 @@ class Code(StrEnum):
     HOST_RAM_SHORT = "host_ram_short"
     HSDP_IF_SLOW = "hsdp_if_slow"
     PLAYBOOK = "playbook"
+    PARALLEL_PLAN = "parallel_plan"
     KNOB_FLIPS = "knob_flips"
     LINK_ASSUMED = "link_assumed"
     LOG_ZERO2_STEP = "log_zero2_step"
@@ -85,6 +86,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
     Code.FROM_PASSAGES: frozenset({'passages'}),
     Code.PLAYBOOK: frozenset({'matches'}),
+    Code.PARALLEL_PLAN: frozenset({'suggestion'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),
     Code.HSDP_IF_SLOW: frozenset({'config'}),
     Code.KNOB_FLIPS: frozenset({'base', 'config'}),
