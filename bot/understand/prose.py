@@ -278,6 +278,23 @@ _GPU_COUNT = [
 _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
                          r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
                          r"one (?:single )?" + G + r"|on an? " + G + r"(?!\s*[x×*s]))", re.I | re.A)
+# "it uses only one GPU", "only use single GPU training", "only GPU 0 is busy", "只用了一张卡",
+# "只有一张卡在跑": what the run does (a symptom), not how many GPUs there are (first-contact batch b)
+_ONE_GPU_SYMPTOM_BEFORE = re.compile(
+    r"(?:\b(?:only|just)\s+(?:uses?|used|using|runs?|running|trains?|training|utili[sz]es?|utili[sz]ing|sees?|"
+    r"occupies|concentrates?\s+on|on)\b[^.,;。，；\n]{0,16}|\b(?:uses?|used|using|runs?|running|utili[sz]es?|trains?)\s+"
+    r"(?:on\s+)?(?:only|just)\s+[^.,;。，；\n]{0,8}|concentrates?\s+on\s+|(?:只|仅)(?:用了?|使用了?|在|跑了?|跑在)[^，。；\n]{0,6})$",
+    re.I)
+_ONE_GPU_SYMPTOM_AFTER = re.compile(r"^\s*(?:is|was|gets?)\s+(?:being\s+)?(?:used|busy|utili[sz]ed|working|occupied)|"
+                                    r"^\s*(?:[张块]?(?:卡|显卡|gpu))?\s*(?:在跑|在用|在工作|在训练|有负载|有占用|被占用|被使用)", re.I)
+
+
+def one_gpu_symptom(text: str, start: int, end: int) -> bool:
+    """The one GPU at ``text[start:end]`` is what the run does ("uses only one GPU"), not a count."""
+    return bool(_ONE_GPU_SYMPTOM_BEFORE.search(text[max(0, start - 40): start])
+                or _ONE_GPU_SYMPTOM_AFTER.search(text[end: end + 16]))
+
+
 _PER_NODE_CUE = re.compile(r"(?:each|per|every)\s+(?:node|machine|server|host|box)\s*(?:is|has|with|:|=)?\s*[(（]?\s*$|"
                            r"(?:每台(?:机器)?|每个?节点|每机)\s*[:：]?\s*[(（]?\s*$", re.I | re.A)
 # "和单卡训练时一致", "单卡和多卡内存消耗几乎一样": one GPU as the comparison, not the setup (LlamaFactory#350, #5972)
@@ -310,6 +327,8 @@ def _first(patterns: list[re.Pattern], text: str) -> tuple[int | None, tuple[int
             if value is not None:
                 if value == 1 and _NOT_MINE.search(text[max(0, m.start() - 16): m.start()]):
                     continue  # "slower than a single GPU", "fits on one GPU": a comparison, not the setup
+                if value == 1 and one_gpu_symptom(text, m.start(), m.end()):
+                    continue  # "it uses only one GPU": what the run does, not how many it has
                 if value == 1 and not m.group(1).strip().isdigit():
                     worded_one = worded_one or (value, m.span(), m.group(0))
                     continue
@@ -387,8 +406,8 @@ def read_counts(text: str, out: ProseReading) -> None:
             per_node, per_text, count = count, count_text, None
     single = next((m for m in _SINGLE_GPU.finditer(text) if not re.search(
         r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?\s*(?:an?\s*)?$",
-        text[max(0, m.start() - 16): m.start()], re.I | re.A) and not _LIKE_ONE_GPU.search(text, max(0, m.start() - 3), m.end() + 24)),
-                  None)
+        text[max(0, m.start() - 16): m.start()], re.I | re.A) and not _LIKE_ONE_GPU.search(text, max(0, m.start() - 3), m.end() + 24)
+        and not one_gpu_symptom(text, m.start(), m.end())), None)
     if count is None and single and nodes is None and per_node is None and "gpu_count" not in out.fields \
             and "gpus_per_node" not in out.fields and not (
                 # "on a 4090 and a 3090": two cards, so "on a" is not a count
@@ -397,7 +416,8 @@ def read_counts(text: str, out: ProseReading) -> None:
         count, count_text = 1, single.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
             and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
-            and (one := _ONE_CARD.search(text)) and not _MANY.search(text.replace(one.group(0), " ")):
+            and (one := _ONE_CARD.search(text)) and not _MANY.search(text.replace(one.group(0), " ")) \
+            and not one_gpu_symptom(text, one.start(), one.end()):
         count, count_text = 1, one.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields and \
             "gpus_per_node" not in out.fields:
