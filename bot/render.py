@@ -538,8 +538,14 @@ def render_markdown(answer: Answer) -> Answer:
         if sec.reasons[2:]:
             out.block(_items(out, sec.reasons[2:]))
     if sec.passages:
-        out.block(_t(lang, "**文档里怎么说**", "**From the docs**") + "\n" + _items(out, sec.passages),
-                  "short" if not table and not sec.reasons and not sec.direct_answer else "folded")
+        # a forum post is never labelled as a doc: the heading names the kinds the passages cite
+        cited = {c.kind for c in answer.citations if any(f"[{c.n}]" in p for p in sec.passages)}
+        heading = (_t(lang, "**文档和论坛里怎么说**", "**From the docs and the forum**") if "forum" in cited
+                   else _t(lang, "**文档里怎么说**", "**From the docs**"))
+        # the passages are the short answer only when nothing else answers (a concept from the docs);
+        # a troubleshooting answer leads with its causes and folds them
+        lead = not table and not sec.reasons and not sec.direct_answer and answer.intent != "troubleshoot"
+        out.block(heading + "\n" + _items(out, sec.passages), "short" if lead else "folded")
     if sec.forum:
         lines = []
         for item in sec.forum:

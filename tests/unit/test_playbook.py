@@ -286,3 +286,28 @@ def test_more_gpus_not_faster_matches_the_per_device_entry(text):
 
     ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot", gpu_count=4))]
     assert "pb-throughput-per-device" in ids, ids
+
+
+@pytest.mark.parametrize("text", [
+    "cuda OOM with 8*A100, any advice?",
+    "torch.cuda.OutOfMemoryError during training, how can I fix it?",
+    "My fine-tuning runs out of memory right at the start of training.",
+    "两张3090但是显存爆满，无法微调",
+    "训练的时候显存不够，怎么办？",
+    "一跑就 OOM，有什么办法？",
+])
+def test_a_bare_oom_gets_the_activation_causes(text):
+    from bot.knowledge.playbook import PlaybookQuery, match_playbook
+
+    ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot", oom=True))]
+    assert ids and ids[0] == "pb-oom-activations", ids
+
+
+def test_a_config_key_alone_is_no_symptom():
+    """A pasted LlamaFactory command mentions cutoff_len and per_device_train_batch_size: that is
+    no symptom of a long sample or of a changed global batch."""
+    from bot.knowledge.playbook import PlaybookQuery, match_playbook
+
+    text = "--cutoff_len 1536 --per_device_train_batch_size 1 --packing false --max_length 2048"
+    ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot"))]
+    assert "pb-oom-long-sample" not in ids and "pb-global-batch-convergence" not in ids
