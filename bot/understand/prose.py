@@ -354,7 +354,9 @@ _ONE_CARD = re.compile(r"(?:\b(?:an?|one|my)\s+(?:single\s+)?(?:nvidia\s+|amd\s+
                        r"machines?|cluster|instances?|box))", re.I | re.A)
 # Two cards said without a digit: "both of my GPUs", "dual A6000s", "a pair of 3090s", "双卡" (COUNT reads 双)
 _PAIR = re.compile(r"(?<![a-z])(?:dual|twin|a pair of|both(?: of)?(?: (?:my|our|the|these|those))?)[\s-]*(?:nvidia\s+|rtx\s+)?"
-                   r"(?:\d{1,3}\s*gi?b?\s+)?(?:" + G + r"|gpus?\b|cards?\b)", re.I | re.A)
+                   r"(?:\d{1,3}\s*gi?b?\s+)?(?:" + G + r"|gpus?\b|cards?\b)|"
+                   # "双3090", "双 4090 训练", "双路A100": 双 straight before a card is two of them
+                   r"双(?:路|块|张)?\s*(?:nvidia\s*|rtx\s*)?(?:" + G + r")", re.I | re.A)
 # One card said without a digit: "my 80G card", "my GPU runs out", "我的卡", "这张卡"
 _MY_CARD = re.compile(r"(?<![a-z])(?:my|our)\s+(?:only\s+|single\s+)?(?:\d{1,3}\s*gi?b?\s+)?(?:card|gpu)(?!s|\s*(?:count|memory|mem\b|"
                       r"util|usage|ram|vram|number))|(?<![a-z])(?:my|our)\s+single\s+(?!nodes?\b|machines?\b|servers?\b|hosts?\b)"
