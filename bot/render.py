@@ -544,8 +544,8 @@ def render_markdown(answer: Answer) -> Answer:
                    else _t(lang, "**文档里怎么说**", "**From the docs**"))
         # the passages are the short answer only when nothing else answers (a concept from the docs);
         # a troubleshooting answer leads with its causes and folds them
-        lead = not table and not sec.reasons and not sec.direct_answer and answer.intent != "troubleshoot"
-        out.block(heading + "\n" + _items(out, sec.passages), "short" if lead else "folded")
+        passages_lead = not table and not sec.reasons and not sec.direct_answer and answer.intent != "troubleshoot"
+        out.block(heading + "\n" + _items(out, sec.passages), "short" if passages_lead else "folded")
     if sec.forum:
         lines = []
         for item in sec.forum:
