@@ -6,9 +6,13 @@ at another git ref."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 from bot.env import repo_root, wait_until_served
 
@@ -29,3 +33,20 @@ def start_subprocess(port: int, host: str = "127.0.0.1", env: dict[str, str] | N
         proc.kill()
         raise
     return proc
+
+
+@contextlib.contextmanager
+def served_page(port: int, log_path: Path, artifact: Path) -> Iterator[subprocess.Popen]:
+    """``app.py`` on ``port`` for a test module: stopped afterwards (killed if it does not stop),
+    its log kept as ``artifact`` for a failing run's post-mortem."""
+    proc = start_subprocess(port, timeout=600, log_path=str(log_path))
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except Exception:  # noqa: BLE001
+            proc.kill()
+        artifact.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(log_path, artifact)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import time
 
@@ -21,7 +20,7 @@ import pytest
 from bot import webui  # noqa: F401  (importing it sets the offline switches)
 from bot.env import free_port
 from tests.integration.test_webui_live import ARTIFACTS, AXE, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Tab
-from tests.webserver import start_subprocess
+from tests.webserver import served_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -38,17 +37,8 @@ def served(tmp_path_factory):
         return
     port = free_port()
     log_path = tmp_path_factory.mktemp("page") / "server.log"
-    proc = start_subprocess(port, timeout=600, log_path=str(log_path))
-    try:
+    with served_page(port, log_path, ARTIFACTS / "page-server.log") as proc:
         yield f"http://127.0.0.1:{port}/", proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except Exception:  # noqa: BLE001
-            proc.kill()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(log_path, ARTIFACTS / "page-server.log")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 from bot import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
 from bot.env import free_port, repo_root
 from bot.strategies import LABELS_EN, LABELS_ZH, TRAINING_STRATEGIES
-from tests.webserver import start_subprocess
+from tests.webserver import served_page
 
 pytestmark = pytest.mark.slow
 
@@ -49,17 +48,8 @@ def server_url(tmp_path_factory):
         return
     port = free_port()
     log_path = tmp_path_factory.mktemp("webui") / "server.log"
-    proc = start_subprocess(port, timeout=600, log_path=str(log_path))
-    try:
+    with served_page(port, log_path, ARTIFACTS / "webui-server.log"):
         yield f"http://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except Exception:  # noqa: BLE001
-            proc.kill()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(log_path, ARTIFACTS / "webui-server.log")
 
 
 # ----------------------------------------------------------------------------------------------
