@@ -179,6 +179,9 @@ class Evidence:
     # a plan beyond FSDP (TP/CP/PP, bot.calc.parallel_ladder.suggest_plan) for a large multi-GPU
     # or long-context setup, when the ladder climbs past FSDP + checkpointing
     parallel: Any = None
+    # the ladder's result whenever it was computed (a large setup, or a question that asks about
+    # TP/CP/PP), also when it stays at FSDP: the direct answer to "should we add TP?" quotes it
+    parallel_checked: Any = None
 
     @property
     def asks_about_tpu(self) -> bool:
@@ -204,7 +207,7 @@ class Evidence:
             out[c.key("comm", "share_of_step_pct")] = round(100 * c.comm_share)
         if self.capacity is not None:
             out.update(self.capacity.numbers)
-        out.update(parallel_numbers(self.parallel))
+        out.update(parallel_numbers(self.parallel_checked, self.resolved))
         if self.inference is not None:
             out.update(self.inference.numbers())
         for dtype, est in self.inference_quantized.items():
@@ -288,7 +291,10 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
         ev.capacity = capacity_search(resolved)
     ev.stored = _stored(resolved)
     ev.store_notices = _store_notices(ev.language)
-    ev.parallel = _parallel(resolved)
+    checked = _parallel(resolved, asked=bool(ev.parsed.asked_axes))
+    ev.parallel = checked if past_fsdp(checked) else None
+    # kept (with its figures) only where an answer says something about it
+    ev.parallel_checked = checked if ev.parsed.asked_axes or ev.parallel is not None else None
 
 
 def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
@@ -479,32 +485,43 @@ PARALLEL_MIN_PARAMS_B = 30.0
 PARALLEL_MIN_SEQ = 32_768
 
 
-def _parallel(resolved: ResolvedSetup) -> Any:
-    """The ladder's plan when it goes past FSDP + checkpointing (else None)."""
+def _parallel(resolved: ResolvedSetup, *, asked: bool = False) -> Any:
+    """The ladder's plan (bot.calc.parallel_ladder.suggest_plan) for a large or long-context setup,
+    or for any multi-GPU setup whose question asks about TP/CP/PP; None where it is not computed."""
     s = resolved.setup
-    if resolved.gpu_count < PARALLEL_MIN_GPUS or (resolved.model.params_b < PARALLEL_MIN_PARAMS_B
-                                                  and (s.seq_len or 0) < PARALLEL_MIN_SEQ):
+    large = resolved.gpu_count >= PARALLEL_MIN_GPUS and (resolved.model.params_b >= PARALLEL_MIN_PARAMS_B
+                                                         or (s.seq_len or 0) >= PARALLEL_MIN_SEQ)
+    if not (large or (asked and resolved.gpu_count > 1)):
         return None
     try:
         from bot.calc.parallel_ladder import suggest_plan
 
-        suggestion = suggest_plan(resolved)
+        return suggest_plan(resolved)
     except Exception as err:  # noqa: BLE001  (a what-if must never stop an answer)
         log.debug("no parallel plan: %s", err)
         return None
-    plan = suggestion.plan
-    if plan is None or suggestion.memory is None or not (plan.degrees.get("tp", 1) > 1 or plan.degrees.get("cp", 1) > 1
-                                                         or plan.degrees.get("pp", 1) > 1):
-        return None
-    return suggestion
 
 
-def parallel_numbers(suggestion: Any) -> dict[str, float | int | bool]:
+def past_fsdp(suggestion: Any) -> bool:
+    """The plan fits and adds TP, CP or PP to FSDP."""
+    plan = getattr(suggestion, "plan", None)
+    return (plan is not None and suggestion.memory is not None
+            and any(plan.degrees.get(axis, 1) > 1 for axis in ("tp", "cp", "pp")))
+
+
+def parallel_numbers(suggestion: Any, resolved: ResolvedSetup | None = None) -> dict[str, float | int | bool]:
     """The plan's figures under ``parallel.*`` keys (what an answer may print about it)."""
     if suggestion is None or suggestion.plan is None or suggestion.memory is None:
         return {}
     d, mem = suggestion.plan.degrees, suggestion.memory
     out: dict[str, float | int | bool] = {f"parallel.{axis}": int(d.get(axis, 1)) for axis in ("tp", "cp", "pp", "dp_shard")}
+    out["parallel.dp"] = int(suggestion.plan.dp)
+    out["parallel.gpus"] = int(suggestion.plan.world_size)
+    if resolved is not None and resolved.setup.seq_len:
+        # the smallest global batch the plan runs: one micro-batch per data-parallel rank per step
+        # (TP, CP and PP ranks share a rank's samples; torchtitan's global batch = local x dp)
+        mb = resolved.setup.micro_batch or 1
+        out["parallel.tokens_per_step"] = int(suggestion.plan.dp * mb * resolved.setup.seq_len)
     out["parallel.total_gib"] = round(mem.total_gib, 2)
     out["parallel.usable_gib"] = round(mem.usable_gib, 2)
     forced = next((st for st in suggestion.steps if st.step in ("tensor_parallel", "context_parallel",

@@ -178,5 +178,35 @@ def snippets(spec: SnippetSpec, *, deepspeed: bool = False, language: str = "en"
     return out
 
 
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value))  # a TOML basic string: double quotes, JSON escapes
+
+
+def torchtitan_toml_text(sections: dict[str, dict[str, object]]) -> str:
+    """torchtitan's job config sections as TOML text (``[parallelism]``, ``[activation_checkpoint]``;
+    field names of torchtitan/config/job_config.py, values from bot.calc.parallel_ladder)."""
+    blocks = []
+    for name, fields in sections.items():
+        blocks.append("\n".join([f"[{name}]", *(f"{key} = {_toml_value(v)}" for key, v in fields.items())]))
+    return "\n\n".join(blocks)
+
+
+def torchtitan_items(sections: dict[str, dict[str, object]], launch: tuple[str, ...], *,
+                     language: str = "en") -> list[HowTo]:
+    """How to run a TP/CP/PP plan with torchtitan: the TOML sections to put in the job config and
+    the torchrun line (the degrees also as command-line overrides)."""
+    if not sections or not launch:
+        return []
+    zh = language == "zh"
+    return [HowTo(title="torchtitan 配置（[parallelism]）" if zh else "torchtitan config ([parallelism])",
+                  language="toml", code=torchtitan_toml_text(sections)),
+            HowTo(title="启动（torchtitan）" if zh else "Launch (torchtitan)", language="bash",
+                  code=" \\\n    ".join(launch))]
+
+
 def markdown(items: list[HowTo]) -> str:
     return "\n\n".join(f"```{h.language}\n{h.code}\n```" for h in items)

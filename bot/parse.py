@@ -19,6 +19,7 @@ from typing import Any
 from bot.catalog import list_gpus
 from bot.setup import DEFAULTS, Problem, TrainingSetup, check_setup
 from bot.understand import Contradiction, Intent, Observed, Provenance, ReadNote
+from bot.understand.asked_axes import asked_parallel_axes
 from bot.understand.condense import condense
 from bot.understand.intent import asked_strategy, asks_feasibility
 from bot.understand.reader import detect_language as _detect_language
@@ -51,6 +52,8 @@ class Parsed:
     observed: Observed = field(default_factory=Observed)
     compare: tuple[str, ...] = ()
     asked_strategy: str | None = None  # "Should I use HSDP?": the one strategy a yes/no question asks about
+    # "Should we add TP / is CP worth it?": the model-parallel axes a question asks about (tp, cp, pp)
+    asked_axes: tuple[str, ...] = ()
     asks_if_fits: bool = False  # "够吗?", "Can I train it on this?": whether the setup can train at all
     unknown_gpu: str | None = None  # a card the catalog lacks: the answer asks for its memory
     # A model read from a Hugging Face config.json pasted into the question (bot.catalog.hf_config):
@@ -413,6 +416,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
         provenance={k: v for k, v in provenance.items() if k in setup.model_dump() and getattr(setup, k) is not None},
         observed=observed_now, compare=flags.compare or compare,
         asked_strategy=asked_strategy(question), asks_if_fits=asks_feasibility(question),
+        asked_axes=asked_parallel_axes(question),
         unknown_gpu=unknown_gpu, model_spec=model_spec if "params_b" in turn_fields else None,
         notes=[*read_notes, *flags.notes], contradictions=list(flags.contradictions),
     )

@@ -271,7 +271,12 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
     sec.direct_answer = _joined(direct, say)
     conf = say.word(f"words.confidence.{d.confidence}")
-    if d.strategy == "none":
+    if d.strategy == "none" and d.plan is not None:
+        degrees = d.plan.plan.degrees
+        sec.headline = say.msg("headline.plan", conf=conf, tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
+                               pp=degrees.get("pp", 1) > 1,
+                               ckpt=say.word(f"words.ac.{d.plan.policy}") if d.plan.policy != "none" else "")
+    elif d.strategy == "none":
         sec.headline = say.word("headline.nothing_fits", conf=conf)
     else:  # the renderer prints the direct answer first, then this
         name = config_name(d.chosen, lang) if d.chosen is not None else label(d.strategy, lang)
@@ -295,16 +300,18 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
 
 
 def _howto(ev: Evidence, d: Decision) -> list[HowTo]:
-    from bot.howto import SnippetSpec, snippets
+    from bot.howto import SnippetSpec, snippets, torchtitan_items
 
     r = ev.resolved
+    # a plan past FSDP (TP/CP/PP) runs with torchtitan: its TOML degrees and launch line first
+    plan = torchtitan_items(ev.parallel.toml, ev.parallel.torchrun, language=ev.language) if ev.parallel else []
     if r is None or d.chosen is None:
-        return []
+        return plan
     spec = SnippetSpec(strategy=d.strategy, nodes=r.nodes, gpus_per_node=r.gpus_per_node,
                        precision=r.setup.precision, checkpointing=checkpointing_on(ev, d.chosen),
                        bucket_view=d.chosen.variant in (BUCKET_FUSED, BUCKET_FUSED_CKPT),
                        device_type=_device(r)[0], backend=_device(r)[1])
-    return snippets(spec, deepspeed=deepspeed_user(ev), language=ev.language)
+    return plan + snippets(spec, deepspeed=deepspeed_user(ev), language=ev.language)
 
 
 def howto_for(strategy: str, resolved: Any, *, deepspeed: bool = False, language: str = "en") -> list[HowTo]:

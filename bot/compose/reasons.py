@@ -42,7 +42,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -394,3 +394,16 @@ def _parallel_plan(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
     degrees = r.values["suggestion"].plan.degrees
     return say.msg("what_if.parallel_plan", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
                    pp=degrees.get("pp", 1) > 1, before="parallel.fsdp_only_gib" in say.numbers)
+
+
+@words_for(Code.ASKED_PARALLEL)
+def _asked_parallel(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """"Should we add TP?": yes/no per the ladder, with the per-GPU figure that decides it."""
+    v = r.values
+    axes = [say.word(f"words.axis.{axis}") for axis in v["axes"]]
+    added = set(v["added"])
+    return say.msg(f"direct.asked_parallel_{v['verdict']}", asked=say.word("words.axis_list", axes=axes),
+                   tp="tp" in added, cp="cp" in added, pp="pp" in added,
+                   ckpt=say.word(f"words.ac.{v['policy']}") if v["policy"] != "none" else "",
+                   before="parallel.fsdp_only_gib" in say.numbers, tp_asked="tp" in v["axes"],
+                   per_step="parallel.tokens_per_step" in say.numbers)

@@ -134,6 +134,10 @@ def decide(ev: Evidence) -> Decision:
                         direct=_direct_without_setup(ev))
     d = _ladder(ev)
     d.intent = intent
+    if d.strategy == "none" and ev.parallel is not None:
+        d.plan = ev.parallel  # FSDP alone does not fit; TP/CP/PP over it does
+        # the plan's memory model is checked against torchtitan's published rows only (docs/calc.md)
+        d.confidence = "medium"
     d.direct = _direct(ev, d)
     d.questions = _to_ask(parsed)
     for x in d.reasons:  # an OOM the estimate does not explain: ask what sizes the activations
@@ -375,7 +379,9 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     r = ev.resolved
     assert r is not None
     # a plan past FSDP + checkpointing (TP in a node, CP, PP) comes first where the ladder climbs there
-    out: list[Reason] = [Reason(Code.PARALLEL_PLAN, {"suggestion": ev.parallel})] if ev.parallel is not None else []
+    said = bool(ev.parsed.asked_axes)  # "should we add TP?" with a plan past FSDP: the direct answer states it
+    out: list[Reason] = ([Reason(Code.PARALLEL_PLAN, {"suggestion": ev.parallel})]
+                         if ev.parallel is not None and not said else [])
     chosen = d.chosen
     # A strategy the user ran out of memory with, checkpointing unknown, is not recommended with
     # or without it (observed_oom): no what-if offers it back.
@@ -516,6 +522,8 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
 def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
     topics = set(ev.parsed.topics)
     out: list[Reason] = []
+    if ev.parsed.asked_axes and ev.parallel_checked is not None:
+        out.append(_asked_parallel(ev))  # "should we add TP?": yes or no with the plan's figure, first
     compare = tuple(s for s in ev.parsed.compare if s in GPU_RESIDENT + ("fsdp_full_shard_offload",))
     if len(compare) == 2:
         if d.strategy in ("fsdp_shard_grad_op", "fsdp_hybrid_shard") and "fsdp_full_shard" in compare \
@@ -577,6 +585,26 @@ def _compare(ev: Evidence, pair: tuple[str, ...]) -> Reason:
         winner = min((a, b), key=lambda c: simplicity(ev, c)).strategy if near else faster.strategy
     return Reason(Code.COMPARE, {"pair": pair, "winner": winner, "a": a, "b": b,
                               "a_base": ev.config(pair[0]), "b_base": ev.config(pair[1])})
+
+
+def _asked_parallel(ev: Evidence) -> Reason:
+    """"Should we add TP / CP / PP?": the ladder's answer (bot.calc.parallel_ladder). ``verdict``:
+    yes (the plan adds an axis asked about), other (it adds another axis instead), no (FSDP with
+    checkpointing fits, no model-parallel axis needed) or nothing (no plan fits)."""
+    suggestion = ev.parallel_checked
+    asked = ev.parsed.asked_axes
+    plan = suggestion.plan
+    added = tuple(axis for axis in ("tp", "cp", "pp") if plan is not None and plan.degrees.get(axis, 1) > 1)
+    if plan is None:
+        verdict = "nothing"
+    elif set(added) & set(asked):
+        verdict = "yes"
+    elif added:
+        verdict = "other"
+    else:
+        verdict = "no"
+    return Reason(Code.ASKED_PARALLEL, {"axes": asked, "verdict": verdict, "added": added,
+                                        "policy": suggestion.policy, "suggestion": suggestion})
 
 
 def _asked_strategy(ev: Evidence, d: Decision, asked: str) -> Reason:

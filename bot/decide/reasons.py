@@ -16,6 +16,7 @@ class Code(StrEnum):
     catalogs. A StrEnum, so a code still compares equal to its string."""
 
     ACCUMULATE = "accumulate"
+    ASKED_PARALLEL = "asked_parallel"
     ASKED_STRATEGY = "asked_strategy"
     BUCKET_FUSED = "bucket_fused"
     CAPACITY = "capacity"
@@ -68,6 +69,7 @@ class Code(StrEnum):
 # The values each code may carry (bot.compose reads them); a Reason with any other key is refused.
 PAYLOAD: dict[Code, frozenset[str]] = {
     Code.ACCUMULATE: frozenset({'config'}),
+    Code.ASKED_PARALLEL: frozenset({'axes', 'verdict', 'added', 'policy', 'suggestion'}),
     Code.ASKED_STRATEGY: frozenset({'asked', 'best', 'base', 'chosen', 'verdict'}),
     Code.BUCKET_FUSED: frozenset({'base', 'config'}),
     Code.CAPACITY: frozenset({'capacity'}),
@@ -146,3 +148,6 @@ class Decision:
     what_ifs: list[Reason] = field(default_factory=list)
     direct: list[Reason] = field(default_factory=list)  # the answer to what was asked, first
     questions: list[str] = field(default_factory=list)
+    # no DDP/FSDP row fits but the parallelism ladder's plan does (TP/CP/PP with FSDP over the
+    # rest, bot.calc.parallel_ladder.PlanSuggestion): the recommendation is that plan
+    plan: Any = None

@@ -284,6 +284,11 @@ def sentences_of(text: str) -> list[str]:
     return out
 
 
+def is_question(sentence: str) -> bool:
+    """The sentence asks something (a question mark, a question word or particle, either language)."""
+    return bool(_QUESTION.search(sentence))
+
+
 # Two versions of one API asked about: the answer is about the APIs, whatever the setup
 _API_VERSIONS = re.compile(r"fsdp\s*-?\s*1\b.{0,40}?fsdp\s*-?\s*2\b|fsdp\s*-?\s*2\b.{0,40}?fsdp\s*-?\s*1\b|"
                            r"fully_shard\b.{0,40}?FullyShardedDataParallel|FullyShardedDataParallel.{0,40}?fully_shard\b|"

@@ -591,11 +591,15 @@ def read_training(text: str, out: ProseReading) -> None:
         elif m := _search(r"q_proj\s*,\s*v_proj|q_proj,?\s*k_proj,?\s*v_proj|attention only|only attention", low):
             _set(out, "lora_targets", "attention", m.group(0))
 
-    seq = _search(r"(?:seq(?:uence)?[_ -]?(?:len(?:gth)?)?|context(?: length| size)?|ctx|序列长度|序列|上下文(?:长度)?|"
+    seq = _search(r"(?:seq(?:uence)?s?[_ -]?(?:len(?:gth)?)?|context(?: length| size)?|ctx|序列长度|序列|上下文(?:长度)?|"
                   r"max_?len(?:gth)?|cutoff_len|max_seq_len(?:gth)?|block_size|长度)\s*(?:of|is|=|:|为|是|设为|设置为)?\s*"
                   r"(\d{1,7}(?:\.\d+)?)\s*(k)?(?!\d|\.\d)", low)
     if not seq:
-        seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?\s*(?:tokens?\s*)?(?:的\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
+        # "200k-token sequences", "32k token context", "8192 tokens 的序列"
+        seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?[\s-]*(?:tokens?[\s-]*)?(?:的\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
+    if not seq:  # "samples of 64k tokens", "每条样本 32k token", "单条数据 16k tokens"
+        seq = _search(r"(?:samples?|examples?|documents?|inputs?|样本|数据|文本)\s*(?:of|with|有|长|约)?\s*"
+                      r"(\d{1,7}(?:\.\d+)?)\s*(k)?[\s-]*tokens?", low)
     if not seq:
         seq = _search(r"(?<![A-Za-z0-9_.ǤḾ])\d+(?:\.\d+)?\s*b\s+(\d{1,3})\s*(k)\b", low)  # "32B 32K": model then context
     if not seq:
