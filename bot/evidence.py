@@ -182,6 +182,9 @@ class Evidence:
     # the ladder's result whenever it was computed (a large setup, or a question that asks about
     # TP/CP/PP), also when it stays at FSDP: the direct answer to "should we add TP?" quotes it
     parallel_checked: Any = None
+    # no model named, the cards known: the largest model each fine-tuning method fits on them
+    # (bot.sizing.size_limits), the answer to "what can I train on 2x 3090?"
+    sizes: Any = None
 
     @property
     def asks_about_tpu(self) -> bool:
@@ -208,6 +211,8 @@ class Evidence:
         if self.capacity is not None:
             out.update(self.capacity.numbers)
         out.update(parallel_numbers(self.parallel_checked, self.resolved))
+        if self.sizes is not None:
+            out.update(self.sizes.numbers())
         if self.inference is not None:
             out.update(self.inference.numbers())
         for dtype, est in self.inference_quantized.items():
@@ -238,6 +243,10 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         _knowledge(ev, parsed.setup)
     ev.playbook = _playbook(parsed, question)
     if "params_b" in parsed.missing:
+        if parsed.intent in ("capacity", "recommend") and not parsed.observed.oom:
+            from bot.sizing import size_limits
+
+            ev.sizes = size_limits(parsed.setup)
         return ev
 
     ev.gpu_unknown = "gpu_memory_gb" in parsed.missing

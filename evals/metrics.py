@@ -485,6 +485,13 @@ def check_calc_citations(case: Case, answer: Answer) -> MetricResult:
     calc = [c for c in answer.citations if c.kind == "calc"]
     if not calc:
         return _na("calc_citations", "no calc citation")
+    sized = [c for c in calc if c.title.startswith(SIZES_TITLE)]
+    if sized:  # "largest model on N x GPU" (bot.sizing): recomputed from the cards alone
+        problems = _sizes_problems(answer, sized)
+        calc = [c for c in calc if c not in sized]
+        if problems or not calc:
+            return MetricResult("calc_citations", not problems,
+                                "; ".join(problems[:6]) or f"{len(sized)} size citations recomputed")
     inference = any(k.startswith("inference.") for k in answer.numbers)
     # answer.setup may carry both a catalog model and its size; the model name is what was
     # resolved, so recomputing without the size is the same reading of the same setup
@@ -498,6 +505,34 @@ def check_calc_citations(case: Case, answer: Answer) -> MetricResult:
             return MetricResult("calc_citations", True, f"{len(calc)} calc citations recomputed")
         first_problems = first_problems or problems
     return MetricResult("calc_citations", False, "; ".join((first_problems or [])[:6]))
+
+
+SIZES_TITLE = "shardwise calculator: largest model on "
+
+
+def _sizes_problems(answer: Answer, cited: list[Any]) -> list[str]:
+    """Every ``sizes.*`` number and every figure of a sizes quote is bot.sizing's for the cards."""
+    from bot.setup import TrainingSetup
+    from bot.sizing import size_limits
+
+    fields = {k: v for k, v in answer.setup.items() if k in TrainingSetup.model_fields and v is not None}
+    try:
+        limits = size_limits(TrainingSetup(**fields))
+    except Exception as err:  # noqa: BLE001  (the citation cannot be verified)
+        return [f"cannot recompute the size limits for answer.setup: {err}"]
+    if limits is None:
+        return ["size limits cited, but answer.setup has no cards to compute them for"]
+    want = limits.numbers()
+    problems = [f"numbers[{k!r}] = {v} but bot.sizing gives {want.get(k)}" for k, v in answer.numbers.items()
+                if k.startswith("sizes.") and want.get(k) != v]
+    values = list(_numbers_in_value(want)) + list(_numbers_in_value(limits.quote()))
+    for c in cited:
+        for match in _ANY_NUMBER.finditer(_THOUSANDS.sub("", unicodedata.normalize("NFKC", (c.quote or "") + " " + c.title))):
+            printed = match.group(0)
+            mention = NumberMention(printed, float(printed), len(printed.split(".")[1]) if "." in printed else 0, "")
+            if not matches(mention, values):
+                problems.append(f"[{c.n}] sizes quote figure {printed!r} is not bot.sizing's for these cards")
+    return problems
 
 
 def _calc_problems(answer: Answer, calc: list[Any], setup: dict[str, Any], inference: bool) -> list[str]:

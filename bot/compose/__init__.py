@@ -80,7 +80,8 @@ def compose(ev: Evidence, d: Decision) -> Answer:
     lang = ev.language
     parsed = ev.parsed
     cites = Citations()
-    numbers: dict[str, Any] = ev.numbers() if ev.resolved is not None or ev.inference is not None else {}
+    numbers: dict[str, Any] = (ev.numbers() if ev.resolved is not None or ev.inference is not None
+                               or ev.sizes is not None else {})
     if ev.resolved is not None:  # DESIGN's fields, then every run option that is set (the calc
         # citation is verified by recomputing from this setup, so nothing it used may be missing)
         setup = {k: v for k, v in ev.resolved.setup.model_dump().items()
@@ -250,9 +251,12 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
 
 def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
-    if direct:  # answered: the first sentence leads (the headline), the rest come before it once
-        sec.direct_answer = _joined(direct[1:] if d.status == "ok" else direct, say)
-    sec.headline = direct[0] if direct and d.status == "ok" else say.word("headline.depends")
+    # answered: the first sentence leads (the headline), the rest come before it once; the sizes
+    # a set of cards trains answer "what can I train on these?" though the model is still asked
+    leads = bool(direct) and (d.status == "ok" or ev.sizes is not None)
+    if direct:
+        sec.direct_answer = _joined(direct[1:] if leads else direct, say)
+    sec.headline = direct[0] if leads else say.word("headline.depends")
 
 
 def _joined(sentences: list[str], say: Say) -> str | None:

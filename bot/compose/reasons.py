@@ -42,7 +42,8 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL,
+              Code.SIZE_LIMITS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -407,3 +408,15 @@ def _asked_parallel(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citat
                    ckpt=say.word(f"words.ac.{v['policy']}") if v["policy"] != "none" else "",
                    before="parallel.fsdp_only_gib" in say.numbers, tp_asked="tp" in v["axes"],
                    per_step="parallel.tokens_per_step" in say.numbers)
+
+
+@words_for(Code.SIZE_LIMITS)
+def _size_limits(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """"What can I train on these cards?": the largest size per method, with its own calc citation
+    (recomputed by evals/metrics.py from the cards, bot.sizing)."""
+    sizes = r.values["sizes"]
+    n = cites.add("calc-sizes", "calc", say.word("source.sizes", count=sizes.gpu_count, gpu=sizes.gpu), None,
+                  sizes.quote())
+    methods = [{"id": lim.finetune, "name": say.word(f"words.method.{lim.finetune}"),
+                "fits": lim.max_params_b is not None} for lim in sizes.limits]
+    return say.msg("direct.size_limits", gpu=sizes.gpu, methods=methods, n=n)

@@ -661,6 +661,8 @@ def passages_shown(ev: Evidence) -> bool:
 
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = _causes(ev)
+    if ev.sizes is not None:  # no model, the cards known: the largest model each method fits, first
+        out.insert(0, Reason(Code.SIZE_LIMITS, {"sizes": ev.sizes}))
     if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
         out.append(Reason(Code.MEMORY_NOT_DIVIDED, {"finetune": ev.parsed.setup.finetune, "config": None,
                                                  "zero": _zero_or_adapters(ev)}))

@@ -18,6 +18,7 @@ class Code(StrEnum):
     ACCUMULATE = "accumulate"
     ASKED_PARALLEL = "asked_parallel"
     ASKED_STRATEGY = "asked_strategy"
+    SIZE_LIMITS = "size_limits"
     BUCKET_FUSED = "bucket_fused"
     CAPACITY = "capacity"
     CAPACITY_ANSWER = "capacity_answer"
@@ -70,6 +71,7 @@ class Code(StrEnum):
 PAYLOAD: dict[Code, frozenset[str]] = {
     Code.ACCUMULATE: frozenset({'config'}),
     Code.ASKED_PARALLEL: frozenset({'axes', 'verdict', 'added', 'policy', 'suggestion'}),
+    Code.SIZE_LIMITS: frozenset({'sizes'}),
     Code.ASKED_STRATEGY: frozenset({'asked', 'best', 'base', 'chosen', 'verdict'}),
     Code.BUCKET_FUSED: frozenset({'base', 'config'}),
     Code.CAPACITY: frozenset({'capacity'}),
