@@ -1,6 +1,6 @@
 """The tool registry: each tool once (name, description, argument fields, function, output model),
-and the adapters that make LangChain tools (the agent in ``bot.llm``) and MCP tools
-(``bot.mcp_server``) from it.
+and the adapters that make LangChain tools (the agent in ``bot.surfaces.llm``) and MCP tools
+(``bot.surfaces.mcp_server``) from it.
 
 A tool's function takes its arguments as keywords and returns its output model (or plain JSON-able
 data); a problem the caller can fix is a :class:`ToolInputError` carrying every problem. Each
@@ -18,7 +18,7 @@ with every problem named rather than as a schema exception.
 - ``search_knowledge`` (LangChain and MCP): forum answers and docs, zh/en.
 - ``simulate_memory`` and ``lookup_benchmarks`` (LangChain): a stored simulation, or one run now
   for small models; stored benchmark results. MCP's ``simulate_memory`` (which runs any size, with
-  progress) and ``ask`` are defined in ``bot.mcp_server``.
+  progress) and ``ask`` are defined in ``bot.surfaces.mcp_server``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 from bot.fields import (
     CONFIG_FIELD,
     ConfigInputError,
@@ -39,7 +40,6 @@ from bot.fields import (
     estimate_tool_fields,
     model_report,
 )
-from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 # Models above this size are not simulated inside an agent's tool call (a 7B simulation takes

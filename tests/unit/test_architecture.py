@@ -14,9 +14,9 @@ import pytest
 BOT = Path(__file__).resolve().parents[2] / "bot"
 
 # Below the decision: these never import the decision or anything above it.
-BELOW = ["calc", "catalog", "knowledge", "bench", "understand", "setup.py", "parse.py", "evidence.py",
+BELOW = ["calc", "catalog", "knowledge", "bench", "understand", "core", "parse.py", "evidence.py",
          "strategies.py", "answer", "figures.py", "numwords.py", "env.py"]
-ABOVE = ("bot.decide", "bot.advise", "bot.compose", "bot.assistant", "bot.render", "bot.llm", "bot.howto")
+ABOVE = ("bot.decide", "bot.compose", "bot.assistant", "bot.render", "bot.surfaces", "bot.howto")
 RENDERERS = ["render.py", "howto.py"]
 
 
@@ -46,7 +46,7 @@ def test_nothing_below_the_decision_imports_it(path):
 
 @pytest.mark.parametrize("path", modules(RENDERERS), ids=lambda p: p.name)
 def test_renderers_import_no_calculator(path):
-    bad = sorted(m for m in imports(path) if m.startswith(("bot.calc", "bot.evidence", "bot.decide", "bot.setup")))
+    bad = sorted(m for m in imports(path) if m.startswith(("bot.calc", "bot.evidence", "bot.decide", "bot.core.setup")))
     assert not bad, f"{path.name} imports {bad}"
 
 
@@ -57,23 +57,23 @@ def test_decision_is_pure():
     assert not bad
 
 
-# Surfaces are adapters over the pipeline: they call ``bot.llm.answer``/``bot.ask`` and the tool
+# Surfaces are adapters over the pipeline: they call ``bot.surfaces.llm.answer``/``bot.ask`` and the tool
 # registry, show an ``Answer``, and compute nothing themselves (issue 28).
-SURFACES = ["slack_app.py", "mcp_server.py", "webui.py", "ask_cli.py", "llm.py", "web", "surfaces"]
-PIPELINE = ("bot.llm", "bot.assistant", "bot.answer", "bot.render", "bot.tools", "bot.env", "bot.fields",
-            "bot.strategies", "bot.web", "bot.surfaces", "bot.core", "bot.understand.text",
-            "bot.slack_transport")  # Slack's own HTTP transport (retries, bounded server): part of that surface
+SURFACES = ["surfaces"]
+PIPELINE = ("bot.surfaces.llm", "bot.assistant", "bot.answer", "bot.render", "bot.tools", "bot.env", "bot.fields",
+            "bot.strategies", "bot.surfaces.web", "bot.surfaces", "bot.core", "bot.understand.text",
+            "bot.surfaces.slack_transport")  # Slack's own HTTP transport (retries, bounded server): part of that surface
 # Where a surface still reaches below the pipeline today; strict: the fix flips the mark.
 SURFACES_NOT_YET_THIN = {
-    "webui.py": "the page calls the calculator and the catalog itself (issue 28: its tables become Answer sections)",
-    "mcp_server.py": "MCP's simulate_memory builds its SimConfig itself (not yet in the bot.tools registry)",
-    "llm.py": "the LLM path re-reads the question (bot.parse, bot.setup, bot.understand.proposal)",
-    "web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
-    "web/share.py": "a share link parses its setup itself",
-    "web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
-    "web/precision.py": "the strategy x precision table calls the calculator (issue 28: an Answer section)",
-    "web/serving.py": "the page's start-up builds the knowledge index",
-    "web/simulation.py": "simulate resolves the recommended setup into a SimConfig itself",
+    "surfaces/webui.py": "the page calls the calculator and the catalog itself (issue 28: its tables become Answer sections)",
+    "surfaces/mcp_server.py": "MCP's simulate_memory builds its SimConfig itself (not yet in the bot.tools registry)",
+    "surfaces/llm.py": "the LLM path re-reads the question (bot.parse, bot.core.setup, bot.understand.proposal)",
+    "surfaces/web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
+    "surfaces/web/share.py": "a share link parses its setup itself",
+    "surfaces/web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
+    "surfaces/web/precision.py": "the strategy x precision table calls the calculator (issue 28: an Answer section)",
+    "surfaces/web/serving.py": "the page's start-up builds the knowledge index",
+    "surfaces/web/simulation.py": "simulate resolves the recommended setup into a SimConfig itself",
 }
 
 

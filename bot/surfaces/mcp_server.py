@@ -40,7 +40,14 @@ from bot.fields import (
     describe,
     load_config_input,
 )
-from bot.mcp_jobs import MAX_RUNNING, MAX_WAITING, QueueBusy, SimulationQueue, expected_seconds, follow
+from bot.surfaces.mcp_jobs import (
+    MAX_RUNNING,
+    MAX_WAITING,
+    QueueBusy,
+    SimulationQueue,
+    expected_seconds,
+    follow,
+)
 from bot.tools import KnowledgeHit, KnowledgeResults, MemoryReport, add_mcp_tools  # noqa: F401  (the registry's)
 
 log = logging.getLogger("shardwise.mcp")
@@ -115,8 +122,8 @@ def _default_lookup(config):
 
 
 def _default_ask(question: str, history=None) -> Answer:
-    # The same answer as ``shardwise ask`` (``bot.llm.answer``: the LLM when configured).
-    from bot.llm import answer
+    # The same answer as ``shardwise ask`` (``bot.surfaces.llm.answer``: the LLM when configured).
+    from bot.surfaces.llm import answer
 
     return answer(question, history)
 
@@ -128,7 +135,7 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None, lookup_fn=None,
     ``simulate_fn(config, progress=, should_stop=)`` runs one simulation; ``lookup_fn(config)``
     returns ``((run_id, result) or None, store)`` for a stored one (default: the result store when
     ``simulate_fn`` is the real one, nothing otherwise). At most ``max_running`` simulations run
-    at once with ``max_waiting`` more queued (``bot.mcp_jobs``)."""
+    at once with ``max_waiting`` more queued (``bot.surfaces.mcp_jobs``)."""
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
