@@ -1,7 +1,7 @@
 """Start the shardwise chat page: ``python app.py [--host 127.0.0.1] [--port 7860]``.
 
 Builds the knowledge index on the first start (a minute or so), then serves the Gradio page
-(``bot/webui.py``). Binds to 127.0.0.1 unless told otherwise; nothing is sent off the machine.
+(``bot/surfaces/webui.py``). Binds to 127.0.0.1 unless told otherwise; nothing is sent off the machine.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
     args = parser.parse_args(argv)
 
-    from bot.webui import serve  # after argparse, so --help is instant
+    from bot.surfaces.webui import serve  # after argparse, so --help is instant
 
     serve(args.host, args.port)
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from bot.answer import Answer, Recommendation, Sections
 from bot.compose import DESIGN_FIELDS, calc_quote, compose
+from bot.core.setup import TrainingSetup, check_setup, usable_setup
 from bot.decide import decide
 from bot.evidence import DEFAULT_GPU_COUNT, SCENARIO_GPUS, build_evidence
 from bot.parse import Parsed, framework_defaults, parse_conversation
 from bot.render import render_markdown
-from bot.setup import TrainingSetup, check_setup, usable_setup
 from bot.understand import Observed, Provenance
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
+from bot.core.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,7 +157,7 @@ class Evidence:
     question: str = ""
     resolved: ResolvedSetup | None = None
     estimate: Estimate | None = None
-    problems: list[Any] = field(default_factory=list)  # bot.setup.Problem, when the setup is invalid
+    problems: list[Any] = field(default_factory=list)  # bot.core.setup.Problem, when the setup is invalid
     variants: dict[str, Variant] = field(default_factory=dict)
     configs: list[Config] = field(default_factory=list)
     scenarios: list[Scenario] = field(default_factory=list)  # the card unstated: one per common card

@@ -1,7 +1,7 @@
 """What each ``TrainingSetup`` field means, in one place, for every tool schema (MCP, LangChain).
 
 ``FIELD_DOCS`` holds each field's description and unit; ``tool_fields()`` turns
-``TrainingSetup``'s own fields (names, types, allowed values) plus ``bot.setup.LIMITS`` (ranges)
+``TrainingSetup``'s own fields (names, types, allowed values) plus ``bot.core.setup.LIMITS`` (ranges)
 and these docs into pydantic field definitions for a tool's argument model. Tool arguments are
 strict: ``gpu_count: true`` or ``activation_checkpointing: "yes"`` are errors, not 1 and True;
 strings have a length limit; numbers must be finite. Adding a field to ``TrainingSetup`` without
@@ -113,9 +113,9 @@ def describe(name: str) -> str:
 
 def tool_fields(*, strict: bool = True) -> dict[str, tuple[Any, FieldInfo]]:
     """``{name: (annotation, FieldInfo)}`` for every ``TrainingSetup`` field, optional (default
-    None), with description, unit, range (``bot.setup.LIMITS``), string length limit and strict
+    None), with description, unit, range (``bot.core.setup.LIMITS``), string length limit and strict
     types. Raises KeyError naming a field that has no entry in ``FIELD_DOCS``."""
-    from bot.setup import LIMITS, TrainingSetup
+    from bot.core.setup import LIMITS, TrainingSetup
 
     out: dict[str, tuple[Any, FieldInfo]] = {}
     for name, info in TrainingSetup.model_fields.items():

@@ -4,7 +4,7 @@
 turn and the new question with ``bot.understand.reader.read_turn`` (prose in both languages,
 pasted configs and command lines, error logs), merges them (a follow-up such as "换成H100呢"
 replaces the GPU and keeps the rest), and reports what the answer needs: the language, problems
-(``bot.setup.check_setup``), missing fields, intent, topics, per-field provenance, observed facts,
+(``bot.core.setup.check_setup``), missing fields, intent, topics, per-field provenance, observed facts,
 strategies to compare, whether the question is on topic, whether it carries instructions we
 refuse to follow, and notices (e.g. truncation). The reading rules live in ``bot/understand/``.
 """
@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from bot.catalog import list_gpus
-from bot.setup import DEFAULTS, Problem, TrainingSetup, check_setup
+from bot.core.setup import DEFAULTS, Problem, TrainingSetup, check_setup
 from bot.understand import Contradiction, Intent, Observed, Provenance, ReadNote
 from bot.understand.asked_axes import asked_parallel_axes
 from bot.understand.condense import condense
@@ -398,7 +398,7 @@ def parse_conversation(question: str, history=None) -> Parsed:
             notices.append("deepspeed_layout")
     setup = _build_setup(fields)
     problems = list(flags.problems) + check_setup(setup)
-    from bot.setup import usable_setup  # (here, not above: the import block is being reworked)
+    from bot.core.setup import usable_setup  # (here, not above: the import block is being reworked)
 
     setup = usable_setup(setup)  # a negative or non-finite value is a problem, never a field shown as read
     intent = _conversation_intent(flags.intent, question, turns, turn_fields)

@@ -146,7 +146,7 @@ def field_name_text(field_name: str, lang: str) -> str:
 
 
 def _given_words(message: str, lang: str) -> str:
-    """", not minus 8" / "（问题里是负 8）" from a ``bot.setup`` message ending "got <value in words>"."""
+    """", not minus 8" / "（问题里是负 8）" from a ``bot.core.setup`` message ending "got <value in words>"."""
     from bot.figures import read_value_words, value_words
 
     found = re.search(r"got (.+)$", message)
@@ -158,7 +158,7 @@ def _given_words(message: str, lang: str) -> str:
 
 def problem_text(field_name: str, message: str, lang: str) -> str:
     zh, en = _FIELD_NAMES.get(field_name, (field_name, field_name))
-    given = _given_words(message, lang)  # the bad value in words ("minus 8", "infinity"), as bot.setup wrote it
+    given = _given_words(message, lang)  # the bad value in words ("minus 8", "infinity"), as bot.core.setup wrote it
     if "must be positive" in message or "must be a finite number" in message:
         return _t(lang, f"{zh}必须是正数{given}。", f"The {en} must be positive{given}.")
     if message == "is not a number":

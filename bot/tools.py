@@ -1,6 +1,6 @@
 """The tool registry: each tool once (name, description, argument fields, function, output model),
-and the adapters that make LangChain tools (the agent in ``bot.llm``) and MCP tools
-(``bot.mcp_server``) from it.
+and the adapters that make LangChain tools (the agent in ``bot.surfaces.llm``) and MCP tools
+(``bot.surfaces.mcp_server``) from it.
 
 A tool's function takes its arguments as keywords and returns its output model (or plain JSON-able
 data); a problem the caller can fix is a :class:`ToolInputError` carrying every problem. Each
@@ -18,7 +18,7 @@ with every problem named rather than as a schema exception.
 - ``search_knowledge`` (LangChain and MCP): forum answers and docs, zh/en.
 - ``simulate_memory`` and ``lookup_benchmarks`` (LangChain): a stored simulation, or one run now
   for small models; stored benchmark results. MCP's ``simulate_memory`` (which runs any size, with
-  progress) and ``ask`` are defined in ``bot.mcp_server``.
+  progress) and ``ask`` are defined in ``bot.surfaces.mcp_server``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 from bot.fields import (
     CONFIG_FIELD,
     ConfigInputError,
@@ -39,7 +40,6 @@ from bot.fields import (
     estimate_tool_fields,
     model_report,
 )
-from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 # Models above this size are not simulated inside an agent's tool call (a 7B simulation takes
@@ -232,24 +232,52 @@ def _simulate_fields() -> Fields:
     }
 
 
+def simulation_config(model: str | None, hf_config: Any, **options: Any) -> Any:
+    """The ``SimConfig`` both ``simulate_memory`` tools run: a catalog model (or a size like '7b')
+    or ``hf_config`` (a config.json path, its JSON, or a Hub id, read as ``bench simulate --config``
+    reads it and built with transformers), normalised so that a configuration the simulator refuses
+    is refused now, before any queueing. Raises ``ToolInputError`` when neither or both are given,
+    and the ``UserError`` of the layer that refused it otherwise."""
+    from bot.bench.simulate import SimConfig
+    from bot.fields import load_config_input
+
+    if (model is None) == (hf_config is None):  # `bench simulate`'s rule: --model or --config
+        raise ToolInputError("pass either model or hf_config (a config.json path, its JSON, or a Hub id)")
+    if hf_config is not None:
+        read = load_config_input(hf_config)
+        return SimConfig.from_hf_config(read.data, model=read.spec.name, **options).normalized()
+    assert model is not None  # one of the two is given (checked above)
+    return SimConfig(model=model, **options).normalized()
+
+
+def run_simulation(config: Any, progress: Any = None, should_stop: Any = None) -> tuple[str, Any]:
+    """``(run_id, SimResult)``: the stored simulation of ``config``, else simulated now and stored."""
+    from bot.bench.simulate import simulate_cached
+
+    return simulate_cached(config, progress=progress, should_stop=should_stop)
+
+
+def stored_simulation(config: Any) -> tuple[tuple[str, Any] | None, Any]:
+    """``((run_id, SimResult) or None, store)``: the stored simulation of ``config`` when the result
+    store has one (served at once, no queue), with the store its expected duration is read from."""
+    from bot.bench.store import ResultStore
+
+    store = ResultStore()
+    found = store.find_simulation(config)
+    return ((found.run_id, found) if found is not None and found.run_id else None), store
+
+
 def simulate_memory(**args: Any) -> dict[str, Any]:
     """Exact per-GPU peak from a FakeTensor simulation: stored result, or run now for small models.
     The model is a catalog name or `hf_config` (a config.json path, its JSON, or a Hub id)."""
-    from bot.bench.simulate import SimConfig, SimError, simulate_cached
+    from bot.bench.simulate import SimError, simulate_cached
     from bot.bench.store import ResultStore
     from bot.catalog import UnknownNameError
-    from bot.fields import load_config_input
 
     hf_config = args.pop(CONFIG_FIELD, None)
     model = args.pop("model", None)
     try:
-        if (model is None) == (hf_config is None):  # `bench simulate`'s rule: --model or --config
-            raise ToolInputError("pass either model or hf_config (a config.json path, its JSON, or a Hub id)")
-        if hf_config is not None:  # read as `bench simulate --config` reads it
-            read = load_config_input(hf_config)
-            cfg = SimConfig.from_hf_config(read.data, model=read.spec.name, **args).normalized()
-        else:
-            cfg = SimConfig(model=model, **args).normalized()
+        cfg = simulation_config(model, hf_config, **args)
         store = ResultStore()
         found = store.find_simulation(cfg)
         if found is not None:

@@ -38,7 +38,7 @@ def ddp_fits(setup: dict[str, Any]) -> bool | None:
     """Does a DDP replica fit for this setup? From the calculator; None when it cannot say."""
     try:
         from bot.calc import estimate_setup
-        from bot.setup import TrainingSetup
+        from bot.core.setup import TrainingSetup
 
         known = {k: v for k, v in setup.items() if k in TrainingSetup.model_fields and v is not None}
         return bool(estimate_setup(TrainingSetup(**known)).memory["ddp"].fits)

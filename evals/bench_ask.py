@@ -93,8 +93,8 @@ def main() -> None:
 
     configure_runtime(threads=1, level=logging.WARNING)
     from bot.calc import estimate
+    from bot.core.setup import SetupError, resolve_setup
     from bot.parse import parse_conversation
-    from bot.setup import SetupError, resolve_setup
 
     # The first answer builds the corpus caches (and, if absent, nothing else: ask() never needs
     # the dense index); it is the warm-up, not counted.

@@ -153,7 +153,7 @@ def calc_estimate(cfg: SimConfig, model_code: str | None = None):
     """The calculator's MemoryEstimate for the same setup (None when bot.calc is missing)."""
     try:
         from bot.calc import estimate_setup
-        from bot.setup import TrainingSetup
+        from bot.core.setup import TrainingSetup
     except ImportError:
         return None
     setup = TrainingSetup(model=cfg.model, gpu_memory_gb=80, gpu_count=cfg.gpu_count,

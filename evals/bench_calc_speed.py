@@ -20,7 +20,7 @@ import time
 
 from bot.calc import _mem_inputs, estimate
 from bot.calc.memory import GIB, MAX_MICRO_BATCH, reserved_phases, usable_gib
-from bot.setup import TrainingSetup, resolve_setup
+from bot.core.setup import TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 SETUPS = [

@@ -38,7 +38,7 @@ from bot.calc import _mem_inputs, estimate, resolve_with_model
 from bot.calc.memory import reserved_fraction
 from bot.catalog import lookup_gpu
 from bot.catalog.hf_config import model_from_hf_config
-from bot.setup import TrainingSetup, resolve_setup
+from bot.core.setup import TrainingSetup, resolve_setup
 
 ROWS = Path(__file__).with_name("published.jsonl")
 GIB = 2**30

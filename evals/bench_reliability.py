@@ -4,7 +4,7 @@
 
 What it measures, and what passing means:
 - fuzz:   >= 10,000 generated questions (setup prose with random values, token soups, random
-          Unicode, long digit runs, 100 KB inputs) through ``bot.llm.answer`` (the boundary every
+          Unicode, long digit runs, 100 KB inputs) through ``bot.surfaces.llm.answer`` (the boundary every
           surface uses; knowledge loaded once): 0 exceptions, 0 non-finite numbers, valid strict
           JSON, no ``inf``/``nan``/exponent in any answer's text and no negative or non-finite
           value in an invalid answer's ``setup``; p50/p99/max answer time and parse CPU time
@@ -141,8 +141,8 @@ def run_fuzz(n: int, big: int, budget_s: float, answer_every: int = 10, wall_cap
     short, the figures are for the questions read, and the row says so)."""
     wall_cap_s = wall_cap_s or 4 * budget_s
     from bot.figures import unusable_figures
-    from bot.llm import answer, non_finite_paths
     from bot.parse import parse_conversation
+    from bot.surfaces.llm import answer, non_finite_paths
 
     answer("DDP or FSDP for 7B on 8x A100 40GB?", use_llm=False)  # knowledge and catalogs, loaded once
     questions = fuzz_questions(n, big=0)
@@ -248,7 +248,7 @@ class _Capture(logging.Handler):
 
 
 def run_slack(rounds: int) -> list[Row]:
-    from bot.slack_app import build_slack_app
+    from bot.surfaces.slack_app import build_slack_app
     from tests.slack_mock import SlackMock, event_body, mention, running_bot, sign
     from tests.slack_mock import post as slack_post
 
@@ -319,8 +319,8 @@ def run_slack(rounds: int) -> list[Row]:
 
 
 def run_faults(rounds: int) -> list[Row]:
-    from bot import slack_transport as slack_app  # where the retry waits happen
-    from bot.slack_app import build_slack_app
+    from bot.surfaces import slack_transport as slack_app  # where the retry waits happen
+    from bot.surfaces.slack_app import build_slack_app
     from tests.slack_mock import SlackMock, event_body, mention, running_bot
     from tests.slack_mock import post as slack_post
 
@@ -397,7 +397,7 @@ def run_mcp(n: int) -> list[Row]:
     import anyio
     from mcp import Client
 
-    from bot.mcp_server import MAX_ERROR_CHARS, build_mcp_server
+    from bot.surfaces.mcp_server import MAX_ERROR_CHARS, build_mcp_server
 
     cases = mcp_bad_arguments(n)
     server = build_mcp_server(ask_fn=lambda q, history=None: _sample_answer(q))
@@ -443,7 +443,7 @@ def _kill_case(victim: str, data: Path) -> tuple[int, str]:
     from bot.bench.run import launcher_pid, live_ranks
 
     env = {**os.environ, "SHARDWISE_DATA_DIR": str(data)}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "bench", "run", "--strategies", "ddp", "--steps",
+    proc = subprocess.Popen([sys.executable, "-m", "bot.surfaces.cli", "bench", "run", "--strategies", "ddp", "--steps",
                              "1000", "--seq-len", "32", "--micro-batch", "1", "--timeout", "120"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 90
@@ -500,7 +500,7 @@ def run_kills(quick: bool) -> list[Row]:
 def run_store(copies: int) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="sw-rel-store-") as tmp:
         env = {**os.environ, "SHARDWISE_DATA_DIR": tmp}
-        cmd = [sys.executable, "-m", "bot.cli", "bench", "simulate", "--model", "tiny", "--gpus", "2",
+        cmd = [sys.executable, "-m", "bot.surfaces.cli", "bench", "simulate", "--model", "tiny", "--gpus", "2",
                "--strategy", "ddp", "--seq-len", "32", "--json"]
         started = time.perf_counter()
         procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

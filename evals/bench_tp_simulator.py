@@ -34,7 +34,7 @@ TARGET_MEDIAN_PCT = 5.0
 def calculated(cfg: TPSimConfig):
     """``plan_memory`` for the simulated config (the simulator's model: eager RMSNorm, SDPA,
     fp32-upcast cross-entropy, foreach AdamW; FSDP2 bf16 params / fp32 reduce)."""
-    from bot.setup import TrainingSetup, resolve_setup
+    from bot.core.setup import TrainingSetup, resolve_setup
 
     world = cfg.dp * cfg.tp
     setup = TrainingSetup(model=cfg.model, gpu_memory_gb=1000, gpu_count=world, gpus_per_node=world,

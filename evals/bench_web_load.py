@@ -60,8 +60,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot import webui  # noqa: E402,F401  (sets the offline switches gradio_client needs)
 from bot.env import data_dir, free_port, repo_root, wait_until_served  # noqa: E402
+from bot.surfaces import webui  # noqa: E402,F401  (sets the offline switches gradio_client needs)
 
 MODELS = (("Llama-2-7B", "A100 80GB"), ("Llama-2-13B", "H100 80GB"), ("Mistral-7B", "A100 40GB"),
           ("GPT-2 XL", "RTX 4090 24GB"), ("Qwen2.5-14B", "H200"), ("Llama-3.1-8B", "L40S 48GB"))

@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from bot.answer import Intent as AnswerIntent
 from bot.answer import Status as AnswerStatus
+from bot.core.setup import TrainingSetup
 from bot.evidence import BUCKET_FUSED, BUCKET_FUSED_CKPT, CKPT, LORA, LORA_CKPT, OPT8, QLORA, QLORA_CKPT
-from bot.setup import TrainingSetup
 from bot.strategies import ALL_STRATEGIES
 from evals.metrics import METRIC_NAMES, MetricResult, Sources, run_metrics
 

@@ -572,7 +572,7 @@ def _calc_problems(answer: Answer, calc: list[Any], setup: dict[str, Any], infer
 
 def _recomputed_inference(setup: dict[str, Any]) -> _Recomputed:
     from bot.calc.inference import inference_estimate
-    from bot.setup import TrainingSetup
+    from bot.core.setup import TrainingSetup
 
     fields = {k: v for k, v in setup.items() if k in TrainingSetup.model_fields and v is not None}
     est = inference_estimate(TrainingSetup(**fields))
@@ -590,8 +590,8 @@ class _Recomputed:
 def _recomputed(setup: dict[str, Any]) -> _Recomputed:
     """The calculator's figures (and its quoted inputs) for ``setup``: what the pipeline computed."""
     from bot.compose import calc_quote
+    from bot.core.setup import TrainingSetup, resolve_setup
     from bot.evidence import evidence_for_resolved
-    from bot.setup import TrainingSetup, resolve_setup
 
     fields = {k: v for k, v in setup.items() if k in TrainingSetup.model_fields and v is not None}
     resolved = resolve_setup(TrainingSetup(**fields))

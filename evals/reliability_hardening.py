@@ -72,7 +72,7 @@ def _signed(body: bytes, content_type: str = "application/json") -> dict[str, st
 
 
 def _serve(app, **options):
-    from bot.slack_app import make_http_server
+    from bot.surfaces.slack_app import make_http_server
 
     server = make_http_server(app, "127.0.0.1", 0, **options)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
@@ -82,7 +82,7 @@ def _serve(app, **options):
 # ---------------------------------------------------------------------------------------------
 # Slack
 def slack_rows(rounds: int) -> list:
-    from bot.slack_app import SeenKeys, build_slack_app
+    from bot.surfaces.slack_app import SeenKeys, build_slack_app
     from tests.slack_mock import DROP, SlackMock, event_body, mention, sign
     from tests.slack_mock import post as slack_post
 
@@ -179,7 +179,7 @@ def slack_rows(rounds: int) -> list:
 
 def slow_clients_row(count: int):
     """``count`` half-sent requests against a server capped at 64 connections, closed after 3 s."""
-    from bot.slack_app import build_slack_app
+    from bot.surfaces.slack_app import build_slack_app
 
     app = build_slack_app(ask_fn=_answer, token=TOKEN, signing_secret=SECRET, api_url="http://127.0.0.1:9/api/")
     server = _serve(app, max_clients=64, connection_seconds=3.0)
@@ -222,7 +222,7 @@ def mcp_rows() -> list:
     from mcp import Client
 
     from bot.bench.simulate import SimError, SimResult
-    from bot.mcp_server import build_mcp_server
+    from bot.surfaces.mcp_server import build_mcp_server
 
     gate = threading.Event()
     stopped: list[float] = []
@@ -312,7 +312,7 @@ def orphan_row():
                    "name": "simulate_memory", "arguments": {"model": "Llama-3.1-405B", "gpu_count": 8,
                                                             "strategy": "ddp", "seq_len": 4096}}}]
     with tempfile.TemporaryDirectory(prefix="sw-rel-mcp-") as tmp:
-        server = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp"], cwd=ROOT, stdin=subprocess.PIPE,
+        server = subprocess.Popen([sys.executable, "-m", "bot.surfaces.cli", "mcp"], cwd=ROOT, stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env={**os.environ, "SHARDWISE_DATA_DIR": tmp, "HF_HUB_OFFLINE": "1"})
         try:
@@ -365,7 +365,7 @@ def store_rows() -> list:
         with tempfile.TemporaryDirectory(prefix="sw-rel-damage-") as tmp:
             _filled_store(Path(tmp) / "bench.sqlite")
             damage(Path(tmp) / "bench.sqlite")
-            done = subprocess.run([sys.executable, "-m", "bot.cli", "bench", "list"], cwd=ROOT, capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "bench", "list"], cwd=ROOT, capture_output=True,
                                   text=True, timeout=120, env={**os.environ, "SHARDWISE_DATA_DIR": tmp})
             moved = list(Path(tmp).glob("bench.sqlite.damaged-*"))
             said = "notice: The benchmark result store was damaged" in done.stderr

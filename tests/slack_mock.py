@@ -239,8 +239,8 @@ def mention(text: str, channel: str, ts: str = "1700000000.000100", thread_ts: s
 
 @contextmanager
 def running_bot(app):
-    """Serve a bolt app from ``bot.slack_app`` on 127.0.0.1 (free port); yields its events URL."""
-    from bot.slack_app import EVENTS_PATH, make_http_server
+    """Serve a bolt app from ``bot.surfaces.slack_app`` on 127.0.0.1 (free port); yields its events URL."""
+    from bot.surfaces.slack_app import EVENTS_PATH, make_http_server
 
     server = make_http_server(app, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)

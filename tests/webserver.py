@@ -1,7 +1,7 @@
 """The chat page in a child process, for the live page tests: ``start_subprocess`` runs ``app.py``
 on a 127.0.0.1 port and returns once the page answers (its answering workers may still be warming
 up: the first question waits for them). Test support, not product code (it used to live in
-``bot/webui.py``); ``evals/bench_web_load.py`` has its own starter, which can also start the page
+``bot/surfaces/webui.py``); ``evals/bench_web_load.py`` has its own starter, which can also start the page
 at another git ref."""
 
 from __future__ import annotations

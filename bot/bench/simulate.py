@@ -128,7 +128,7 @@ class SimConfig:
 
     @classmethod
     def from_resolved(cls, resolved, strategy: str) -> SimConfig:
-        """From a ``bot.setup.ResolvedSetup``; generic (size-only) models simulate by ``params_b``."""
+        """From a ``bot.core.setup.ResolvedSetup``; generic (size-only) models simulate by ``params_b``."""
         s = resolved.setup
         if s.finetune not in (None, "full"):
             # Simulating full training for a LoRA question would present a wrong number as fact.

@@ -143,7 +143,7 @@ def _calc_for(point: RunConfig, strategy: str, result: dict) -> tuple[dict, list
     """The calculator's figures for the setup the worker actually ran."""
     from bot.calc import estimate_setup
     from bot.catalog import UnknownNameError, lookup_gpu
-    from bot.setup import SetupError, TrainingSetup
+    from bot.core.setup import SetupError, TrainingSetup
 
     config, hardware = result["config"], result.get("hardware", {})
     cuda = config.get("device") == "cuda"

@@ -1,7 +1,7 @@
 """The calculator: per-GPU memory, communication and step time for every training strategy.
 
     from bot.calc import estimate, estimate_setup
-    est = estimate(resolved)             # resolved: bot.setup.ResolvedSetup
+    est = estimate(resolved)             # resolved: bot.core.setup.ResolvedSetup
     est.memory["fsdp_full_shard"].total_gib, est.comm["ddp"].gb_per_step, est.time["ddp"]
     est.numbers()                        # {"memory.ddp.total_gib": ..., "time.ddp.step_seconds": ...}
 
@@ -43,7 +43,7 @@ from bot.calc.memory import (
     reserved_fraction,
 )
 from bot.catalog import ModelSpec
-from bot.setup import ResolvedSetup, TrainingSetup, resolve_setup
+from bot.core.setup import ResolvedSetup, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 __all__ = ["CommEstimate", "Estimate", "MemoryEstimate", "Throughput", "estimate", "estimate_setup",
@@ -158,7 +158,7 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
 
 
 def estimate(resolved: ResolvedSetup) -> Estimate:
-    """Estimate every strategy for a resolved setup (see ``bot.setup.resolve_setup``)."""
+    """Estimate every strategy for a resolved setup (see ``bot.core.setup.resolve_setup``)."""
     setup = resolved.setup
     model = resolved.model
     mem_in, comm_in = _mem_inputs(resolved), _comm_inputs(resolved)
@@ -225,7 +225,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
 
 def estimate_setup(setup: TrainingSetup, default_gpu: str | None = None,
                    default_gpu_count: int | None = None, model_spec: ModelSpec | None = None) -> Estimate:
-    """Resolve ``setup`` (raises ``bot.setup.SetupError`` listing every problem) and estimate it.
+    """Resolve ``setup`` (raises ``bot.core.setup.SetupError`` listing every problem) and estimate it.
 
     ``model_spec``: a model the catalog lacks, e.g. read from a Hugging Face config.json
     (``bot.catalog.hf_config.model_from_hf_config``); it replaces ``setup.model``/``params_b``."""

@@ -1,7 +1,7 @@
 """``shardwise calc``: per-GPU memory, communication and step time for every strategy.
 
 Bad input never produces a traceback: unknown names get "did you mean" suggestions, invalid or
-contradictory values exit with code 2 and one line per problem (``bot.setup.check_setup``).
+contradictory values exit with code 2 and one line per problem (``bot.core.setup.check_setup``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from bot.setup import Problem, SetupError, TrainingSetup, check_setup
+from bot.core.setup import Problem, SetupError, TrainingSetup, check_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 if TYPE_CHECKING:

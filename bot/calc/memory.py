@@ -63,7 +63,7 @@ RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR = 0.17
 # Host RAM a node keeps for the OS, the data loader and pinned staging buffers under CPU offload.
 HOST_HEADROOM_FRACTION = 0.10
 
-MAX_MICRO_BATCH = 65_536  # bot.setup.LIMITS["micro_batch"] upper bound
+MAX_MICRO_BATCH = 65_536  # bot.core.setup.LIMITS["micro_batch"] upper bound
 
 # DeepSpeed's default reduce_bucket_size, 5e8 elements (https://www.deepspeed.ai/docs/config-json/,
 # "ZeRO optimizations"): the gradient bucket ``backward()`` allocates when contiguous_gradients is
@@ -529,7 +529,7 @@ class MemoryInputs:
     micro_batch: int
     activation_checkpointing: bool
     cpu_ram_gb: float | None
-    # The run options (issue 14); defaults are PyTorch's (bot/setup.py RUN_OPTION_DEFAULTS).
+    # The run options (issue 14); defaults are PyTorch's (bot/core/setup.py RUN_OPTION_DEFAULTS).
     optimizer_impl: str = "foreach"
     ddp_bucket_view: bool = False
     checkpointing_policy: str | None = None  # None: "full" when activation_checkpointing is on
@@ -847,7 +847,7 @@ def optimizer_step_phase(inputs: MemoryInputs) -> bool:
     parameter is stepped and its gradient freed as soon as the gradient is complete, so the
     gradients never coexist: the peak is a backward moment (one block's gradients), and the
     step's temporaries are one tensor's. It needs the whole gradient at once, so no gradient
-    accumulation (``bot.setup.check_setup`` refuses the combination)."""
+    accumulation (``bot.core.setup.check_setup`` refuses the combination)."""
     return not inputs.optimizer_in_backward
 
 

@@ -52,7 +52,7 @@ from bot.core.errors import UserError
 
 if TYPE_CHECKING:
     from bot.catalog import ModelSpec
-    from bot.setup import ResolvedSetup
+    from bot.core.setup import ResolvedSetup
 
 # torchtitan's device-mesh order, outermost first (torchtitan/distributed/parallel_dims.py
 # ``ParallelDims.build_mesh``: ["pp", "dp_replicate", "dp_shard", "cp", "tp"]): TP gets adjacent

@@ -38,7 +38,7 @@ from bot.calc.memory import PRECISIONS, lora_params
 from bot.calc.parallel import ParallelPlan, PlanError
 
 if TYPE_CHECKING:
-    from bot.setup import ResolvedSetup
+    from bot.core.setup import ResolvedSetup
 
 # Bubble relative to the ideal (bubble-free) compute time, per schedule. GPipe and 1F1B:
 # (pp - 1) / m (Narayanan et al. 2021, https://arxiv.org/abs/2104.04473 sec. 2.2.1: the bubble

@@ -23,7 +23,7 @@ from bot.calc.parallel import ParallelPlan, PlanError, PlanMemory, memory_inputs
 from bot.calc.parallel_comm import PlanTime, plan_comm_time
 
 if TYPE_CHECKING:
-    from bot.setup import ResolvedSetup
+    from bot.core.setup import ResolvedSetup
 
 POLICIES = ("none", "selective_op", "full")  # the checkpointing rungs, cheapest recompute first
 AC_MODE = {"none": "none", "selective_op": "selective", "full": "full"}  # torchtitan's names

@@ -35,7 +35,6 @@ from bot.evidence import (
 from bot.strategies import STRATEGY_TO_ZERO, ZERO_TO_STRATEGY  # noqa: F401 (re-exported)
 
 MARGIN = FIT_MARGIN  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
-DDP_MARGIN = MARGIN  # the name the advisor's tests import
 TOLERANCE = 0.05  # configurations within 5% of the best throughput count as equally fast
 COMFORT = 0.75  # below this share of usable memory the decision is clear-cut (high confidence)
 SLOW_LINK_GBPS = 100.0  # inter-node links under this many Gb/s count as slow

@@ -65,7 +65,7 @@ def _model(params_b: float):
 
 def _comm_inputs(precision: str, gpus: int, nodes: int = 1, accum: int = 1, params_b: float = 7.0):
     from bot.calc.comm import CommInputs
-    from bot.setup import DEFAULT_INTER_NODE_GBPS
+    from bot.core.setup import DEFAULT_INTER_NODE_GBPS
 
     # Several nodes: resolve_setup's default link (InfiniBand at its default speed).
     gbps = DEFAULT_INTER_NODE_GBPS["infiniband"] if nodes > 1 else 0.0

@@ -12,7 +12,7 @@ Query vectors are kept in a small per-process cache (:func:`embed_queries` fills
 questions in one batch; the dense search reads it). Why: a question's
 embedding is about half of an answer's CPU (17 ms on one core for a 29-token question), and one
 forward pass over 8 questions costs about 9 ms per question, so a worker answering several
-waiting questions embeds them together first (``bot.web.pool``).
+waiting questions embeds them together first (``bot.surfaces.web.pool``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """An LLM's proposed setup, checked against the text: a field is kept only where the text says it.
 
-The optional LLM path (``bot.llm``) lets a model propose a setup through a tool call. A model can
+The optional LLM path (``bot.surfaces.llm``) lets a model propose a setup through a tool call. A model can
 invent a figure ("64 GPUs" for "7B model on A100 80G"), so a proposed value is accepted only when
 
 - the deterministic reader found the same value (within rounding): the reader's provenance stands;
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.catalog import UnknownNameError, list_gpus, lookup_gpu, lookup_model
+from bot.core.setup import LIMITS, TrainingSetup
 from bot.fields import TOOL_ONLY_FIELDS
 from bot.numwords import spelled_numbers
-from bot.setup import LIMITS, TrainingSetup
 from bot.understand import Provenance
 from bot.understand.spans import card_family, find_gpus, find_models, model_params_b
 

@@ -123,7 +123,7 @@ def test_stopping_the_caller_reaps_every_rank(tmp_path):
     import sys
 
     env = {**os.environ, "SHARDWISE_DATA_DIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "bench", "run", "--strategies", "ddp",
+    proc = subprocess.Popen([sys.executable, "-m", "bot.surfaces.cli", "bench", "run", "--strategies", "ddp",
                              "--steps", "1000", "--seq-len", "32", "--micro-batch", "1", "--timeout", "300"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
@@ -253,7 +253,7 @@ def test_sigkill_of_the_caller_leaves_no_orphan(tmp_path):
     import sys
 
     env = {**os.environ, "SHARDWISE_DATA_DIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "bench", "run", "--strategies", "ddp",
+    proc = subprocess.Popen([sys.executable, "-m", "bot.surfaces.cli", "bench", "run", "--strategies", "ddp",
                              "--steps", "1000", "--seq-len", "32", "--micro-batch", "1", "--timeout", "300"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from bot import webui  # noqa: F401  (importing it sets the offline switches)
 from bot.env import free_port
+from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches)
 from tests.integration.test_webui_live import ARTIFACTS, AXE, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Tab
 from tests.webserver import served_page
 

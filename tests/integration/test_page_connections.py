@@ -12,7 +12,7 @@ import time
 import pytest
 
 from bot.env import free_port
-from bot.web.guard import BodyLimit, guarded_protocol
+from bot.surfaces.web.guard import BodyLimit, guarded_protocol
 
 pytestmark = pytest.mark.slow
 

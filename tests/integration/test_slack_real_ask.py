@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from bot.slack_app import answer_message, build_slack_app
 from bot.strategies import label
+from bot.surfaces.slack_app import answer_message, build_slack_app
 from tests.slack_mock import BOT_USER_ID, SlackMock, event_body, mention, post, running_bot
 
 pytestmark = pytest.mark.slow

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
 from bot.env import free_port, repo_root
 from bot.strategies import LABELS_EN, LABELS_ZH, TRAINING_STRATEGIES
+from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
 from tests.webserver import served_page
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.assistant import answer_for_setup
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 from evals.consistency import contradictions
 
 MODELS = ["Llama-2-7B", "Llama-2-13B", "Llama-3.1-70B", "Qwen2.5-1.5B", "GPT-2 XL", "Mistral-7B", "Qwen2.5-32B"]

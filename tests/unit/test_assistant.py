@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from bot import ask
 from bot.answer import Answer
 from bot.assistant import answer_for_setup
+from bot.core.setup import TrainingSetup
 from bot.knowledge.corpus import corpus_text
 from bot.render import dangling_markers, fmt, untraceable_numbers
-from bot.setup import TrainingSetup
 
 SEED = "MCP里用PyTorch做分布式训练，DDP和FSDP到底怎么选？ 7B模型"
 
@@ -189,7 +189,7 @@ def test_stored_simulation_is_cited():
     from bot.bench.simulate import SimConfig, SimResult
     from bot.bench.store import ResultStore
     from bot.calc import estimate
-    from bot.setup import resolve_setup
+    from bot.core.setup import resolve_setup
 
     resolved = resolve_setup(TrainingSetup(model="GPT-2", gpu="A100 80GB SXM", gpu_count=4, seq_len=1024))
     assert estimate(resolved).memory["ddp"].fits
@@ -219,7 +219,7 @@ def test_recorded_runs_are_cited():
 
 
 def test_cli_json_and_human():
-    from bot.cli import main
+    from bot.surfaces.cli import main
 
     runner = CliRunner()
     out = runner.invoke(main, ["ask", "--json", "--no-llm", "7B模型全参微调，8张A100 40G", "那如果改成LoRA呢？"])
@@ -289,8 +289,8 @@ def test_review_questions_read_right():
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_setup_field_has_a_readable_question(lang):
     # "-4 nodes" used to end with the bare bullet "nodes" under "Please tell me".
+    from bot.core.setup import TrainingSetup
     from bot.render import question_text
-    from bot.setup import TrainingSetup
 
     for name in TrainingSetup.model_fields:
         text = question_text(name, lang)

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import main
+from bot.surfaces.cli import main
 
 
 def _run(*args: str):

@@ -113,7 +113,7 @@ def test_config_names_are_normalized_so_the_cache_key_matches():
 
 
 def test_from_resolved_setup():
-    from bot.setup import TrainingSetup, resolve_setup
+    from bot.core.setup import TrainingSetup, resolve_setup
 
     resolved = resolve_setup(TrainingSetup(model="llama2-7b", gpu="a100", gpu_count=16, gpus_per_node=8,
                                            seq_len=4096, activation_checkpointing=True))

@@ -8,7 +8,7 @@ import pytest
 
 from bot.bench.simulate import SimConfig, SimError, simulate_batch
 from bot.calc import estimate_setup
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 BASE = dict(gpu_count=8, seq_len=1024, micro_batch=2, precision="bf16-mixed")
 

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from bot.bench.simulate import SimConfig, SimError, fused_loss_fn, simulate_batch
 from bot.calc import estimate_setup
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 
 def test_fused_loss_emulation_is_cross_entropy():

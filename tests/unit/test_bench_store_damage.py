@@ -100,7 +100,7 @@ def test_a_sound_store_is_left_alone(tmp_path):
 @pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["show", "run-abc"]])
 def test_bench_cli_says_so_without_a_traceback(tmp_path, monkeypatch, how, command):
     from bot.bench import cli as bench_cli
-    from bot.cli import main
+    from bot.surfaces.cli import main
 
     monkeypatch.setenv("SHARDWISE_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(bench_cli, "_SHOWN_NOTICES", set())

@@ -9,7 +9,7 @@ import pytest
 from bot.calc import estimate_setup
 from bot.calc.attention import default_attn_implementation, scores_bytes_per_s2_per_head
 from bot.catalog import lookup_model
-from bot.setup import TrainingSetup, check_setup, resolve_setup
+from bot.core.setup import TrainingSetup, check_setup, resolve_setup
 
 
 @pytest.mark.parametrize("model, default", [("gemma-2-9b", "eager"), ("gemma-2-2b", "eager"),

@@ -115,11 +115,11 @@ def test_parse_inter_node(text, expected):
 def test_installed_command_in_a_subprocess():
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    ok = subprocess.run([sys.executable, "-m", "bot.cli", "calc", *BASE, "--json"], capture_output=True,
+    ok = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "calc", *BASE, "--json"], capture_output=True,
                         text=True, cwd=root, env=env, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["memory.fsdp_full_shard.fits"] is True
-    bad = subprocess.run([sys.executable, "-m", "bot.cli", "calc", "--model", "lama2-7b", "--gpu", "a100",
+    bad = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "calc", "--model", "lama2-7b", "--gpu", "a100",
                           "--gpus", "0"], capture_output=True, text=True, cwd=root, env=env, timeout=120)
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr

@@ -11,7 +11,7 @@ from bot.calc import estimate_setup
 from bot.calc.cli import calc
 from bot.catalog import lookup_model
 from bot.catalog.hf_config import OFFLINE_MESSAGE, hf_config_for
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 SETUP = ["--gpu", "h100", "--gpus", "8", "--seq-len", "4096", "--micro-batch", "2"]
 

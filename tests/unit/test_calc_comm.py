@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from bot.calc import estimate_setup
 from bot.calc.comm import BUS_EFFICIENCY, EXPOSED_FRACTION, HFU_BY_GENERATION, HFU_SIZE_SLOPE, step_seconds
 from bot.catalog import lookup_model
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 from bot.strategies import TRAINING_STRATEGIES
 
 P7 = lookup_model("llama2-7b").params
@@ -148,7 +148,7 @@ def test_an_nvlink_card_without_nvlink_runs_at_its_own_host_bus():
     """V100s "without NVLink" share PCIe Gen3 (16 GB/s per direction), not the Gen4 default."""
     from bot.calc import _comm_inputs
     from bot.calc.comm import links
-    from bot.setup import TrainingSetup, resolve_setup
+    from bot.core.setup import TrainingSetup, resolve_setup
 
     def bus(gpu: str) -> float:
         resolved = resolve_setup(TrainingSetup(model="Llama-2-13B", gpu=gpu, gpu_count=4, intra_node_link="pcie"))

@@ -15,8 +15,8 @@ import pytest
 
 from bot.calc import _mem_inputs, estimate_setup
 from bot.calc.memory import GIB, deepspeed_layout, phases
+from bot.core.setup import TrainingSetup, resolve_setup
 from bot.parse import parse_conversation
-from bot.setup import TrainingSetup, resolve_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 LF1158 = dict(model="Baichuan2-13B", gpu="A800 80GB", gpu_count=4, seq_len=1536, micro_batch=1,

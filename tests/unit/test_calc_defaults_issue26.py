@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.calc import estimate_setup
-from bot.setup import TrainingSetup, check_setup, resolve_setup
+from bot.core.setup import TrainingSetup, check_setup, resolve_setup
 
 SPEED = "fsdp_full_shard"
 

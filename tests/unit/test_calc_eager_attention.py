@@ -14,7 +14,7 @@ from bot.calc import estimate_setup
 from bot.calc.memory import attention_scores_bytes
 from bot.catalog import lookup_model
 from bot.catalog.hf_config import model_from_hf_config
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 transformers = pytest.importorskip("transformers")
 

@@ -13,7 +13,7 @@ from bot.calc import _comm_inputs, _mem_inputs, estimate_setup
 from bot.calc.comm import HFU_BOUNDS, comm_bytes_and_seconds, flops_per_token, gpu_generation, peak_tflops
 from bot.calc.memory import fsdp_root_buffers, phases, reshard_group, root_params
 from bot.catalog import lookup_gpu
-from bot.setup import TrainingSetup, check_setup, resolve_setup
+from bot.core.setup import TrainingSetup, check_setup, resolve_setup
 
 BASE = dict(model="llama3.1-70b", gpu="a100-80gb", gpu_count=8, precision="bf16", seq_len=2048, micro_batch=2,
             activation_checkpointing=True, optimizer_impl="fused")

@@ -10,7 +10,7 @@ import pytest
 
 from bot.calc import estimate_setup
 from bot.calc.memory import GIB
-from bot.setup import TrainingSetup, resolve_setup
+from bot.core.setup import TrainingSetup, resolve_setup
 
 FSDP = ("fsdp_full_shard", "fsdp_shard_grad_op", "fsdp_hybrid_shard")
 

@@ -7,7 +7,7 @@ import pytest
 
 from bot.calc import estimate_setup
 from bot.calc.comm import HFU_FITTED_MIN_PARAMS
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 from evals.bench_published import load_rows, resolve_row
 
 

@@ -19,7 +19,7 @@ from bot.calc.memory import (
     usable_gib,
 )
 from bot.catalog import lookup_model
-from bot.setup import SetupError, TrainingSetup, resolve_setup
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
 LLAMA7 = dict(model="llama2-7b", gpu="a100-80gb")

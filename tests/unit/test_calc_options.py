@@ -16,7 +16,7 @@ from bot.calc.memory import (
     lora_params,
 )
 from bot.catalog import lookup_model
-from bot.setup import RUN_OPTION_DEFAULTS, SetupError, TrainingSetup, check_setup, resolve_setup
+from bot.core.setup import RUN_OPTION_DEFAULTS, SetupError, TrainingSetup, check_setup, resolve_setup
 
 BASE = dict(model="llama3.1-8b", gpu="h100", gpu_count=8)
 

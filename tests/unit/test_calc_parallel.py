@@ -19,7 +19,7 @@ from bot.calc.parallel import (
 )
 from bot.calc.parallel_comm import bubble_ratio, plan_comm_time
 from bot.calc.parallel_ladder import suggest_plan, torchtitan_toml
-from bot.setup import TrainingSetup, resolve_setup
+from bot.core.setup import TrainingSetup, resolve_setup
 
 
 def resolved(**kw):

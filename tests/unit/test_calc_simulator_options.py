@@ -7,7 +7,7 @@ import pytest
 
 from bot.bench.simulate import SimConfig, SimError, simulate_batch
 from bot.calc import estimate_setup
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 OPTIONS = [{}, {"optimizer_impl": "fused"}, {"optimizer_impl": "forloop"}, {"ddp_bucket_view": True}]
 

@@ -3,7 +3,7 @@ one-at-a-time search over the same (reserved) memory model, run options included
 
 from __future__ import annotations
 
-from bot.setup import TrainingSetup, resolve_setup
+from bot.core.setup import TrainingSetup, resolve_setup
 from evals.bench_calc_speed import SETUPS, closed_form_mismatches
 
 

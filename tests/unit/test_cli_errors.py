@@ -10,7 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import main
+from bot.surfaces.cli import main
 
 
 def invoke(*args: str):
@@ -33,7 +33,7 @@ def test_ask_with_a_long_digit_run_prints_a_clean_message_and_valid_json():
 
 
 def test_ask_catches_a_rendering_failure_into_one_line(monkeypatch):
-    from bot import llm
+    from bot.surfaces import llm
 
     monkeypatch.setattr(llm, "answer", lambda *a, **k: (_ for _ in ()).throw(OverflowError("too big")))
     result = invoke("ask", "--no-llm", "DDP or FSDP?")

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 from bot.decide import GPU_RESIDENT, TOLERANCE, checkpointing_on, decide, fits_with_margin, simplicity
 from bot.evidence import CKPT, evidence_for_resolved
-from bot.setup import SetupError, TrainingSetup, resolve_setup
 
 
 def decision(**fields):

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 from bot.decide import GPU_RESIDENT, decide, fits_with_margin, flipped_base
 from bot.evidence import CKPT, OPT8, QLORA, build_evidence, evidence_for_resolved
 from bot.parse import Parsed
-from bot.setup import SetupError, TrainingSetup, resolve_setup
 from bot.understand import Observed
 
 

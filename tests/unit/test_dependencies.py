@@ -32,7 +32,7 @@ class Block(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Block())
 from click.testing import CliRunner
 from bot import ask
-from bot.cli import main
+from bot.surfaces.cli import main
 
 answer = ask("DDP or FSDP for Llama-2-7B full fine-tuning on 8x A100 40GB?")
 assert answer.status != "error" and answer.recommendation.strategy.startswith("fsdp"), answer.recommendation

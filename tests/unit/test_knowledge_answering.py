@@ -249,7 +249,7 @@ def test_no_setup_says_what_the_claim_depends_on():
 
 
 def test_resolved_setup_marks_assumed_facts():
-    from bot.setup import TrainingSetup, resolve_setup
+    from bot.core.setup import TrainingSetup, resolve_setup
 
     resolved = resolve_setup(TrainingSetup(params_b=7, gpu="A100 80GB SXM", gpu_count=8))
     outcome = conditions.evaluate({"finetune": "full", "optimizer_state": "fp32_adam"}, resolved)

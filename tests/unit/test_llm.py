@@ -16,9 +16,9 @@ from langchain_core.messages import AIMessage
 
 from bot import ask
 from bot.assistant import answer_for_setup
-from bot.llm import ask_with_llm, check_llm_text, llm_configured
+from bot.core.setup import TrainingSetup
 from bot.render import fmt
-from bot.setup import TrainingSetup
+from bot.surfaces.llm import ask_with_llm, check_llm_text, llm_configured
 from bot.tools import make_tools
 
 
@@ -52,7 +52,7 @@ def test_phrasing_accepted_when_every_number_traces():
 
 def test_invented_number_falls_back(caplog):
     draft = ask(FULL_Q)
-    with caplog.at_level(logging.WARNING, logger="bot.llm"):
+    with caplog.at_level(logging.WARNING, logger="bot.surfaces.llm"):
         answer = ask_with_llm(FULL_Q, model=fake(AIMessage(content="FSDP 每卡只要 123.45 GiB [1]。")))
     assert answer.text == draft.text
     assert "untraceable numbers" in caplog.text and "123.45" in caplog.text
@@ -204,7 +204,7 @@ def test_injection_in_an_earlier_turn_never_reaches_the_llm():
 
 
 def test_answer_is_the_deterministic_bot_unless_an_llm_is_configured(monkeypatch):
-    from bot import llm
+    from bot.surfaces import llm
 
     monkeypatch.delenv("SHARDWISE_LLM_BASE_URL", raising=False)
     monkeypatch.delenv("SHARDWISE_LLM_MODEL", raising=False)
@@ -218,11 +218,11 @@ def test_answer_is_the_deterministic_bot_unless_an_llm_is_configured(monkeypatch
     assert llm.answer(FULL_Q, use_llm=False) == ask(FULL_Q) and len(calls) == 1
 
 
-@pytest.mark.parametrize("module, attr", [("bot.slack_app", "default_ask"), ("bot.mcp_server", "_default_ask")])
+@pytest.mark.parametrize("module, attr", [("bot.surfaces.slack_app", "default_ask"), ("bot.surfaces.mcp_server", "_default_ask")])
 def test_every_surface_uses_the_one_answer_function(monkeypatch, module, attr):
     import importlib
 
-    from bot import llm
+    from bot.surfaces import llm
 
     seen = []
     monkeypatch.setattr(llm, "answer", lambda q, h=None, **kw: seen.append((q, h)) or "sentinel")
@@ -275,8 +275,8 @@ def test_the_deterministic_text_passes_its_own_guard(question):
 
 def test_stub_endpoint_saying_use_ddp_falls_back_everywhere(stub_env):
     """The issue's repro: an endpoint replying "Use DDP: it fits comfortably [1]"."""
-    from bot import llm
-    from bot.slack_app import answer_message
+    from bot.surfaces import llm
+    from bot.surfaces.slack_app import answer_message
 
     draft = ask(EN_Q)
     with _Stub("Use DDP: it fits comfortably [1]") as stub:
@@ -293,7 +293,7 @@ def test_slack_headline_and_notification_come_from_one_guarded_answer():
     draft = ask(FULL_Q)
     text = phrased(draft)
     answer = ask_with_llm(FULL_Q, model=fake(AIMessage(content=text)))
-    from bot.slack_app import answer_message
+    from bot.surfaces.slack_app import answer_message
 
     message = answer_message(answer)
     head = json.dumps(message["blocks"][0], ensure_ascii=False)
@@ -304,7 +304,7 @@ def test_slack_headline_and_notification_come_from_one_guarded_answer():
 # The boundary: no exception and no non-finite number leaves answer() (issue 17, defect 2)
 # --------------------------------------------------------------------------------------------
 def test_long_digit_runs_give_a_clean_answer_with_finite_json():
-    from bot import llm
+    from bot.surfaces import llm
 
     for question in (f"7B on {'9' * 400} A100", f"{'9' * 2000}B model", f"{'9' * 400}B on 8x A100 40GB"):
         answer = llm.answer(question, use_llm=False)
@@ -315,13 +315,13 @@ def test_long_digit_runs_give_a_clean_answer_with_finite_json():
 
 
 def test_an_internal_failure_is_an_error_answer_not_a_traceback(monkeypatch, caplog):
-    from bot import llm
+    from bot.surfaces import llm
 
     def boom(question, history=None):
         raise OverflowError("int too large to convert to float")
 
     monkeypatch.setattr(llm, "ask_deterministic", boom)
-    with caplog.at_level(logging.ERROR, logger="bot.llm"):
+    with caplog.at_level(logging.ERROR, logger="bot.surfaces.llm"):
         answer = llm.answer("DDP 还是 FSDP？", use_llm=False)
     assert answer.status == "error" and answer.language == "zh" and answer.recommendation.strategy == "none"
     assert "OverflowError" in caplog.text
@@ -329,7 +329,7 @@ def test_an_internal_failure_is_an_error_answer_not_a_traceback(monkeypatch, cap
 
 def test_non_finite_numbers_become_an_invalid_answer():
     from bot.answer import Answer, Recommendation
-    from bot.llm import finite_answer
+    from bot.surfaces.llm import finite_answer
 
     bad = Answer(language="en", setup={"params_b": float("inf"), "gpu_count": 8},
                  numbers={"memory.ddp.total_gib": float("nan")},
@@ -382,7 +382,7 @@ def test_a_401_echoing_the_key_is_redacted_in_shardwise_ask_stderr(tmp_path):
     with _EchoingUnauthorized() as stub:
         env = {**os.environ, "SHARDWISE_LLM_BASE_URL": stub.url, "SHARDWISE_LLM_MODEL": "m",
                "SHARDWISE_LLM_API_KEY": LEAKY_KEY, "OTHER_SERVICE_TOKEN": "other-secret-value-123"}
-        proc = subprocess.run([sys.executable, "-m", "bot.cli", "ask", FULL_Q], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "ask", FULL_Q], capture_output=True, text=True,
                               env=env, cwd=repo_root(), timeout=180)
         assert stub.requests  # the endpoint was called and answered 401
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -458,7 +458,7 @@ def test_invented_gpu_count_is_rejected_and_the_answer_asks(stub_env, caplog):
     assert "gpu_count" in draft.questions  # the reader found no count: it must not come from the LLM
     args = json.dumps({"params_b": 7, "gpu_memory_gb": 80, "gpu_count": 64})
     with _ToolCallingStub(args, "Use FSDP full shard on your 64 GPUs [1].") as stub, \
-            caplog.at_level(logging.WARNING, logger="bot.llm"):
+            caplog.at_level(logging.WARNING, logger="bot.surfaces.llm"):
         stub_env(stub)
         answer = ask_with_llm(NO_COUNT_Q)
         assert len(stub.requests) == 2  # the tool call, then the phrasing
@@ -485,8 +485,8 @@ def test_a_proposal_that_agrees_with_the_text_is_accepted(stub_env):
 
 
 def test_accept_llm_setup_keeps_agreeing_fields_and_rejects_invented_ones():
-    from bot.llm import accept_llm_setup
     from bot.parse import parse_conversation
+    from bot.understand.proposal import accept_llm_setup
 
     parsed = parse_conversation(EIGHT_Q)
     setup, rejected = accept_llm_setup(TrainingSetup(params_b=7, gpu_memory_gb=80, gpu_count=8), parsed, EIGHT_Q)
@@ -540,8 +540,8 @@ def test_filled_field_is_computed_with_and_cites_its_span():
     {"gpu_count": 8.5, "nodes": [], "micro_batch": {"x": 1}, "mfu": -0.5},
 ])
 def test_hostile_proposals_are_rejected_without_a_crash(args):
-    from bot.llm import accept_llm_setup
     from bot.parse import parse_conversation
+    from bot.understand.proposal import accept_llm_setup
 
     parsed = parse_conversation(NO_COUNT_Q)
     setup, rejected = accept_llm_setup(args, parsed, NO_COUNT_Q)
@@ -564,8 +564,8 @@ def test_hostile_literals_from_the_endpoint_are_rejected(stub_env):
 
 
 def test_a_restated_single_node_is_not_a_rejection():
-    from bot.llm import accept_llm_setup
     from bot.parse import parse_conversation
+    from bot.understand.proposal import accept_llm_setup
 
     parsed = parse_conversation(EIGHT_Q)
     _, rejected = accept_llm_setup({"gpu_count": 8, "nodes": 1, "gpus_per_node": 8}, parsed, EIGHT_Q)
@@ -598,8 +598,8 @@ def test_the_notice_is_in_the_question_language():
 
 
 def test_a_named_models_size_restated_keeps_the_catalog_size():
-    from bot.llm import accept_llm_setup
     from bot.parse import parse_conversation
+    from bot.understand.proposal import accept_llm_setup
 
     question = "Llama-2-7B on 8x A100 80G, DDP or FSDP?"
     parsed = parse_conversation(question)
@@ -614,8 +614,8 @@ def test_no_count_absent_from_the_text_is_ever_accepted():
     """Property: for many invented counts, none is accepted unless the text writes it as a count."""
     import random
 
-    from bot.llm import accept_llm_setup
     from bot.parse import parse_conversation
+    from bot.understand.proposal import accept_llm_setup
 
     rng = random.Random(11)
     questions = [NO_COUNT_Q, "7B模型，A100 80G，DDP还是FSDP？", "Qwen2.5-14B 全参 A800 80G seq 4096 batch 2"]

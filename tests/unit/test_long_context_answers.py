@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from bot.assistant import ask
+from bot.core.setup import TrainingSetup, resolve_setup
 from bot.decide import decide
 from bot.evidence import build_evidence, capacity_search
 from bot.knowledge.answering import best_quote
 from bot.parse import parse_conversation
-from bot.setup import TrainingSetup, resolve_setup
 
 S1_106 = ("qwen2.5-32B can not fine tuning on 80GB A100 in max_seq_length=32768\n"
           "I am trying to train the qwen2.5-32B on 2 * 80 GB A100, but I can't train it without FSDP.  "

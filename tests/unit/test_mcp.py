@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from bot.answer import Answer
 from bot.env import repo_root
-from bot.mcp_server import build_mcp_server
+from bot.surfaces.mcp_server import build_mcp_server
 from tests.netutil import free_port, wait_for_port
 
 TOOLS = {"estimate_memory", "simulate_memory", "search_knowledge", "ask"}
@@ -66,7 +66,7 @@ def test_tools_listed_with_schemas_and_descriptions():
 
 def test_estimate_memory_matches_the_calculator_for_every_strategy():
     from bot.calc import estimate_setup
-    from bot.setup import TrainingSetup
+    from bot.core.setup import TrainingSetup
     from bot.strategies import TRAINING_STRATEGIES
 
     result = call("estimate_memory", SEVEN_B)
@@ -180,7 +180,7 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_stdio_server_lists_and_calls_tools_and_matches_ask_json():
-    params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp"], env=_env(),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bot.surfaces.cli", "mcp"], env=_env(),
                                    cwd=str(repo_root()))
 
     async def session():
@@ -197,7 +197,7 @@ def test_stdio_server_lists_and_calls_tools_and_matches_ask_json():
     assert bad.is_error and "valid number" in bad.content[0].text
     assert not answer.is_error, answer.content[0].text
     # ``shardwise ask --json`` prints the same object for the same question
-    printed = subprocess.run([sys.executable, "-m", "bot.cli", "ask", "--json", QUESTION], cwd=repo_root(),
+    printed = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "ask", "--json", QUESTION], cwd=repo_root(),
                              env={**os.environ, **_env()}, capture_output=True, text=True, timeout=300)
     assert printed.returncode == 0, printed.stderr
     assert answer.structured_content == json.loads(printed.stdout)
@@ -206,7 +206,7 @@ def test_stdio_server_lists_and_calls_tools_and_matches_ask_json():
 @pytest.mark.slow
 def test_streamable_http_server_on_localhost():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", "--http", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "bot.surfaces.cli", "mcp", "--http", "--port", str(port)],
                             cwd=repo_root(), env={**os.environ, **_env()}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -236,8 +236,8 @@ def _listed_tools():
 
 
 def test_estimate_memory_schema_is_generated_from_training_setup():
+    from bot.core.setup import TrainingSetup
     from bot.fields import FIELD_DOCS, TOOL_ONLY_FIELDS
-    from bot.setup import TrainingSetup
 
     schema = _listed_tools()["estimate_memory"].input_schema
     assert set(schema["properties"]) == set(TrainingSetup.model_fields) | set(TOOL_ONLY_FIELDS)
@@ -255,7 +255,7 @@ def test_limits_are_stated_in_the_schemas_and_instructions():
     assert "at most 200 characters" in tools["estimate_memory"].description
     ask_schema = tools["ask"].input_schema["properties"]
     assert ask_schema["question"]["maxLength"] == 20_000 and ask_schema["history"]["anyOf"][0]["maxItems"] == 50
-    from bot.mcp_server import INSTRUCTIONS
+    from bot.surfaces.mcp_server import INSTRUCTIONS
 
     assert "20,000" in INSTRUCTIONS and "strictly typed" in INSTRUCTIONS
 
@@ -387,7 +387,7 @@ def test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only(tmp_path):
     from tests.unit.test_tools_config import FakeHub, fake_hub, hub_env
 
     with fake_hub({"acme/llama-1b": hf_config_for("Llama-3.2-1B")}) as (endpoint, _):
-        params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp"], cwd=str(repo_root()),
+        params = StdioServerParameters(command=sys.executable, args=["-m", "bot.surfaces.cli", "mcp"], cwd=str(repo_root()),
                                        env=hub_env(endpoint, tmp_path))
 
         async def session():

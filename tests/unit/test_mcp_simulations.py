@@ -12,8 +12,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from bot.mcp_jobs import duration_words, expected_seconds
-from bot.mcp_server import build_mcp_server
+from bot.surfaces.mcp_jobs import duration_words, expected_seconds
+from bot.surfaces.mcp_server import build_mcp_server
 
 ARGS = {"model": "GPT-2", "gpu_count": 2, "strategy": "ddp", "seq_len": 256}
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bot.answer import Answer, Recommendation, Sections, SetupItem
-from bot.web import answer_view as view
-from bot.web import panel
+from bot.surfaces.web import answer_view as view
+from bot.surfaces.web import panel
 
 
 def _answer(source: str, language: str = "en") -> Answer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.answer import Answer, Recommendation, Sections, TableRow
-from bot.web import chart
+from bot.surfaces.web import chart
 
 COMPONENTS = ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
 

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from bot.web.guard import BodyLimit
+from bot.surfaces.web.guard import BodyLimit
 
 
 def _run(middleware, scope, chunks, delay=0.0):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from bot.answer import Answer, Recommendation, Sections, TableRow
-from bot.web import simulation as sim
+from bot.surfaces.web import simulation as sim
 
 SETUP = {"model": "Llama-2-13B", "gpu": "A100 40GB", "gpu_memory_gb": 40.0, "gpu_count": 8, "nodes": 1,
          "precision": "bf16-mixed", "optimizer": "adamw", "finetune": "full", "seq_len": 4096,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.assistant import answer_for_setup
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 from evals.consistency import contradictions
 
 

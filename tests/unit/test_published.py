@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 from evals.bench_published import evaluate, load_rows, main, meets_targets, select, summary
 
 

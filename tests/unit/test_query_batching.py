@@ -85,7 +85,7 @@ def test_dense_query_is_none_where_there_is_no_dense_search(question):
 
 
 def test_prefetched_answers_equal_answers_one_at_a_time(fresh_cache, encoded):
-    from bot.web.pool import chat_markdown, run_batch
+    from bot.surfaces.web.pool import chat_markdown, run_batch
 
     alone = [chat_markdown(q) for q in QUESTIONS + [ZH_QUESTION]]
     embeddings._query_vectors.clear()

@@ -1,4 +1,4 @@
-"""TrainingSetup validation/resolution and the model/GPU catalogs (bot/setup.py, bot/catalog.py)."""
+"""TrainingSetup validation/resolution and the model/GPU catalogs (bot/core/setup.py, bot/catalog.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bot.catalog import (
     lookup_gpu,
     lookup_model,
 )
-from bot.setup import (
+from bot.core.setup import (
     DEFAULTS,
     LIMITS,
     SetupError,

@@ -21,7 +21,7 @@ from contextlib import ExitStack
 import pytest
 
 from bot.answer import Answer, Citation, Recommendation
-from bot.slack_app import (
+from bot.surfaces.slack_app import (
     RecentKeys,
     SecretRedactor,
     answer_message,
@@ -392,7 +392,7 @@ def test_shardwise_slack_command_serves_http_on_localhost_without_leaking_secret
     port = free_port()
     env = {**os.environ, "SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": slack.api_url}
     env.pop("SLACK_APP_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "slack", "--port", str(port), "--debug"],
+    proc = subprocess.Popen([sys.executable, "-m", "bot.surfaces.cli", "slack", "--port", str(port), "--debug"],
                             cwd=repo_root(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for_port(port, proc)
@@ -411,7 +411,7 @@ def test_shardwise_slack_command_serves_http_on_localhost_without_leaking_secret
 def test_slack_command_without_tokens_says_what_is_missing():
     from click.testing import CliRunner
 
-    from bot.slack_app import slack_command
+    from bot.surfaces.slack_app import slack_command
 
     env = {"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "", "SLACK_APP_TOKEN": ""}
     result = CliRunner().invoke(slack_command, [], env=env)
@@ -521,7 +521,7 @@ def test_429_is_retried_after_retry_after_seconds(slack, serve):
 
 
 def test_5xx_then_success_is_delivered(slack, serve, monkeypatch):
-    from bot import slack_transport
+    from bot.surfaces import slack_transport
 
     waits = []
     monkeypatch.setattr(slack_transport, "_sleep", waits.append)
@@ -545,7 +545,7 @@ def test_invalid_blocks_falls_back_to_plain_text(slack, serve):
 
 
 def test_when_delivery_keeps_failing_the_user_is_told(slack, serve, monkeypatch):
-    from bot import slack_transport
+    from bot.surfaces import slack_transport
 
     monkeypatch.setattr(slack_transport, "_sleep", lambda s: None)
     slack.faults["chat.postMessage"] = [(500, {"ok": False, "error": "internal_error"}, {})] * 4

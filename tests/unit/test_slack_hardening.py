@@ -20,8 +20,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from bot import slack_app
 from bot.answer import Answer, Recommendation
+from bot.surfaces import slack_app
 from tests.slack_mock import DROP, TEAM_ID, SlackMock, event_body, mention, running_bot, sign
 from tests.slack_mock import post as slack_post
 
@@ -156,7 +156,7 @@ def test_signature_is_checked_on_bytes_before_decoding():
 # 2. a 429 whose Retry-After cannot be read is still retried, after a bounded default wait
 @pytest.mark.parametrize("retry_after", ["nan", "soon", "-5", "inf", "", "1e999"])
 def test_unusable_retry_after_still_retries_chat_post(slack, bot, monkeypatch, retry_after):
-    from bot import slack_transport
+    from bot.surfaces import slack_transport
 
     waits: list[float] = []
     monkeypatch.setattr(slack_transport, "_sleep", waits.append)
@@ -171,7 +171,7 @@ def test_unusable_retry_after_still_retries_chat_post(slack, bot, monkeypatch, r
 
 @pytest.mark.parametrize("retry_after", ["nan", "later", "99999"])
 def test_unusable_retry_after_still_retries_response_url(slack, bot, monkeypatch, retry_after):
-    from bot import slack_transport
+    from bot.surfaces import slack_transport
 
     waits: list[float] = []
     monkeypatch.setattr(slack_transport, "_sleep", waits.append)

@@ -7,7 +7,7 @@ import pytest
 
 from bot.assistant import answer_for_setup
 from bot.bench import store as store_module
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -1,4 +1,4 @@
-"""The LangChain tools (``bot.tools``, for the agent in ``bot.llm``) and the MCP server describe the
+"""The LangChain tools (``bot.tools``, for the agent in ``bot.surfaces.llm``) and the MCP server describe the
 same setup fields: both come from ``TrainingSetup`` and ``bot.fields``, nothing re-declared."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import anyio
 from mcp import Client
 
+from bot.core.setup import TrainingSetup
 from bot.fields import FIELD_DOCS, TOOL_ONLY_FIELDS, describe
-from bot.mcp_server import build_mcp_server
-from bot.setup import TrainingSetup
+from bot.surfaces.mcp_server import build_mcp_server
 from bot.tools import make_tools
 
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from bot.core.setup import LIMITS, TrainingSetup, bad_values, check_setup, usable_setup
 from bot.figures import read_value_words, unusable_figures, value_words
-from bot.setup import LIMITS, TrainingSetup, bad_values, check_setup, usable_setup
 
 BAD = [math.inf, -math.inf, math.nan, 1e30, -1e30, 1e-9, -8.0, 0.0]
 NEGATIVE = re.compile(r"(?<![\w.])-\d")

@@ -7,14 +7,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bot import cli
 from bot.bench.simulate import SimError
 from bot.bench.validate import GridError
 from bot.catalog.hf_config import ConfigError
 from bot.catalog.names import UnknownNameError
 from bot.core import UserError
+from bot.core.setup import SetupError
 from bot.fields import ConfigInputError
-from bot.setup import SetupError
+from bot.surfaces import cli
 
 
 @pytest.mark.parametrize("cls", [SetupError, UnknownNameError, ConfigError, ConfigInputError, SimError, GridError])

@@ -1,4 +1,4 @@
-"""The page's front-end files from memory (``bot.web.assets``): the same bytes as on disk in
+"""The page's front-end files from memory (``bot.surfaces.web.assets``): the same bytes as on disk in
 every encoding, ETag revalidation, cache lifetimes by file name, nothing outside the folder."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gzip
 import brotli
 import pytest
 
-from bot.web import assets
+from bot.surfaces.web import assets
 
 JS = b"function hello(){return 'shardwise';}\n" * 200
 

@@ -1,4 +1,4 @@
-"""Answer downloads made on request (``bot.web.downloads``): the links name the tab and its
+"""Answer downloads made on request (``bot.surfaces.web.downloads``): the links name the tab and its
 latest answer; each file is the answer's own content; a stale, foreign or odd link gets a clear
 404 text, never another answer's file."""
 
@@ -9,8 +9,8 @@ import json
 import pytest
 
 from bot.assistant import ask
-from bot.web import downloads
-from bot.web.conversation import Store
+from bot.surfaces.web import downloads
+from bot.surfaces.web.conversation import Store
 
 QUESTION = "DDP or FSDP for Mistral-7B on 4x A100 40GB with micro-batch 2?"
 

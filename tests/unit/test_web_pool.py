@@ -1,4 +1,4 @@
-"""The page's answering processes (``bot.web.pool``): the same answers as in-process, a setup
+"""The page's answering processes (``bot.surfaces.web.pool``): the same answers as in-process, a setup
 error that crosses the process boundary, a dead worker that loses no answer, no orphans when the
 server is killed, and Gradio's per-session config unchanged by ``lighten_sessions``."""
 
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from bot.setup import TrainingSetup
-from bot.web import pool
+from bot.core.setup import TrainingSetup
+from bot.surfaces.web import pool
 
 QUESTION = "DDP or FSDP for Mistral-7B on 4x A100 40GB with micro-batch 2?"
 
@@ -68,8 +68,8 @@ def test_a_setup_problem_crosses_processes_and_is_shown(monkeypatch):
     problem = pickle.loads(pickle.dumps(pool.SetupProblem("gpu_count: 3 GPUs do not split evenly over 2 nodes")))
     assert isinstance(problem, pool.SetupProblem)
 
-    from bot import webui
-    from bot.web.conversation import Conversation, Exchange
+    from bot.surfaces import webui
+    from bot.surfaces.web.conversation import Conversation, Exchange
 
     def refuse(fn, *args):
         raise problem
@@ -99,7 +99,7 @@ def test_a_dead_worker_loses_no_answer():
 
 @pytest.mark.slow
 def test_workers_leave_when_the_server_is_killed():
-    script = ("import sys, time\nfrom bot.web import pool\n"
+    script = ("import sys, time\nfrom bot.surfaces.web import pool\n"
               "p = pool.start(2, warm=False)\n[p.run(time.sleep, 0.2) for _ in range(4)]\n"
               "print(*p.pids(), flush=True)\ntime.sleep(120)\n")
     server = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -119,7 +119,7 @@ def test_workers_leave_when_the_server_is_killed():
 def test_lighter_sessions_keep_the_same_config():
     from gradio.state_holder import SessionState
 
-    from bot import webui
+    from bot.surfaces import webui
 
     demo = webui.build_demo()
     before = SessionState(demo).config_values

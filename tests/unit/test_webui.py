@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-from bot import webui
 from bot.answer import Answer, Citation, Recommendation
+from bot.surfaces import webui
 
 COMPONENTS = ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
 
@@ -234,7 +234,7 @@ def test_a_changed_gpu_drops_the_memory_and_link_it_defines_unless_changed_too()
 
 
 def test_user_markdown_and_images_stay_text():
-    from bot.web.answer_view import user_html
+    from bot.surfaces.web.answer_view import user_html
 
     shown = user_html("![t](http://example.com/x.png)\n# Heading **b** <img src=x>")
     assert "<img" not in shown and "&lt;img" in shown and "![t](http://example.com/x.png)" in shown
@@ -244,7 +244,7 @@ def test_user_markdown_and_images_stay_text():
 
 def test_answer_html_collapses_long_parts_and_names_assumed_fields():
     from bot.answer import HowTo, Sections, SetupItem, TableRow
-    from bot.web.answer_view import answer_html
+    from bot.surfaces.web.answer_view import answer_html
 
     sections = Sections(
         headline="**Use FSDP** [1]", table=[TableRow(strategy="ddp", label="DDP", total_gib=34.8, fits=False),
@@ -264,7 +264,7 @@ def test_answer_html_collapses_long_parts_and_names_assumed_fields():
 
 
 def test_answer_html_falls_back_to_text_with_forum_and_howto_collapsed():
-    from bot.web.answer_view import answer_html
+    from bot.surfaces.web.answer_view import answer_html
 
     text = ("**Recommendation: FSDP**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n**What the forum said**\n- x [2]\n\n"
             "**How to run it**\n\n```bash\ntorchrun x\n```")
@@ -274,7 +274,7 @@ def test_answer_html_falls_back_to_text_with_forum_and_howto_collapsed():
 
 
 def test_share_link_round_trip_keeps_only_valid_stated_fields():
-    from bot.web.share import setup_from_query, setup_query
+    from bot.surfaces.web.share import setup_from_query, setup_query
 
     q = setup_query({"model": "GPT-2 XL", "gpu_count": 4, "activation_checkpointing": True}, "zh")
     assert q.startswith("?model=GPT-2+XL&gpu_count=4&activation_checkpointing=on")
@@ -286,7 +286,7 @@ def test_share_link_round_trip_keeps_only_valid_stated_fields():
 
 
 def test_conversation_answers_in_order_and_ignores_a_double_submit():
-    from bot.web.conversation import Conversation, Exchange
+    from bot.surfaces.web.conversation import Conversation, Exchange
 
     conv = Conversation()
     assert conv.add(Exchange(kind="ask", user_html="a", payload=None, raw="a"))
@@ -346,7 +346,7 @@ def test_model_box_hub_id_offline_says_what_to_do(monkeypatch, tmp_path):
 def test_strategy_by_precision_table_comes_from_the_calculator():
     from bot.assistant import answer_for_setup
     from bot.calc import estimate
-    from bot.setup import TrainingSetup, resolve_setup
+    from bot.core.setup import TrainingSetup, resolve_setup
 
     answer = answer_for_setup(TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4), "en",
                               with_knowledge=False)
@@ -369,8 +369,8 @@ def test_howto_comes_from_the_answer_sections_only():
 def test_assumed_line_folds_run_options_and_leaves_lora_out_of_full_fine_tunes():
     from bot.answer import SetupItem
     from bot.assistant import answer_for_setup
-    from bot.setup import TrainingSetup
-    from bot.web.answer_view import assumed_html, field_sources
+    from bot.core.setup import TrainingSetup
+    from bot.surfaces.web.answer_view import assumed_html, field_sources
 
     answer = answer_for_setup(TrainingSetup(model="GPT-2 XL", gpu="RTX 4090 24GB", gpu_count=4), "en")
     read = [i for i in answer.sections.setup_read if i.field not in ("lora_rank", "torch_compile")]
@@ -389,7 +389,7 @@ def test_assumed_line_folds_run_options_and_leaves_lora_out_of_full_fine_tunes()
 def test_run_options_are_edited_in_the_panel_and_reach_the_calculator():
     """Issue 14: the page's setup panel carries the run options (fused AdamW, torch.compile, ...)."""
     from bot.assistant import answer_for_setup
-    from bot.setup import TrainingSetup
+    from bot.core.setup import TrainingSetup
 
     shown = {"model": "Llama-2-7B", "gpu": "A100 80GB SXM", "gpu_count": 8, "optimizer_impl": "foreach",
              "torch_compile": False, "ddp_bucket_view": False, "grad_accum_steps": 1}
@@ -412,9 +412,9 @@ def test_a_panel_edit_and_a_share_link_keep_the_frameworks_assumed_checkpointing
     from urllib.parse import parse_qsl
 
     from bot.assistant import answer_for_setup
-    from bot.setup import TrainingSetup
-    from bot.web.conversation import Conversation, Exchange
-    from bot.web.share import framework_from_query, setup_from_query, setup_query
+    from bot.core.setup import TrainingSetup
+    from bot.surfaces.web.conversation import Conversation, Exchange
+    from bot.surfaces.web.share import framework_from_query, setup_from_query, setup_query
 
     conv = Conversation()
     question = "LlamaFactory, finetuning_type: full, Qwen2.5-7B on 4 x A100 40GB, cutoff_len: 2048. DDP or FSDP?"

@@ -1,8 +1,8 @@
 """The Gradio chat page: chat, editable setup panel, interactive memory chart, simulate, how-to,
 shareable link and downloads.
 
-This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
-return and wires the events; its parts live in ``bot/web/``: ``answer_view`` (each message as one
+This module only presents what ``bot.surfaces.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
+return and wires the events; its parts live in ``bot/surfaces/web/``: ``answer_view`` (each message as one
 inert HTML block), ``chart``, ``panel`` (the setup fields), ``simulation`` (what Simulate
 measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conversation``,
 ``share``, ``downloads``, ``assets``, ``guard`` (request bounds), ``serving`` and ``pool``.
@@ -18,7 +18,7 @@ its positions hold). Empty number fields mean unknown.
 
 ``serve()`` is what ``python app.py`` and ``shardwise app`` run: one torch thread, index built
 if absent, bound to 127.0.0.1 by default, no share link, no analytics, fonts served locally. The
-answers (page and ``/chat``) run in warm worker processes, one per core (``bot/web/pool.py``), so
+answers (page and ``/chat``) run in warm worker processes, one per core (``bot/surfaces/web/pool.py``), so
 answering is not held to one core by the GIL; the server's own process keeps Gradio's work, made
 lighter per request by ``lighten_sessions``.
 """
@@ -41,22 +41,22 @@ import gradio as gr  # noqa: E402
 
 from bot.answer import Answer  # noqa: E402
 from bot.bench.store import ResultStore  # noqa: E402
-from bot.setup import SetupError, TrainingSetup  # noqa: E402
+from bot.core.setup import SetupError, TrainingSetup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
-from bot.web import answer_view as view  # noqa: E402
-from bot.web import downloads, pool  # noqa: E402
-from bot.web import simulation as sim  # noqa: E402
-from bot.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
-from bot.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
+from bot.surfaces.web import answer_view as view  # noqa: E402
+from bot.surfaces.web import downloads, pool  # noqa: E402
+from bot.surfaces.web import simulation as sim  # noqa: E402
+from bot.surfaces.web.answer_view import looks_chinese, sources_html  # noqa: E402,F401  (re-exports)
+from bot.surfaces.web.chart import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     chart_strategies,
     chart_summary,
     cjk_font,
     memory_figure,
     plotly_figure,
 )
-from bot.web.compare import compare_setups  # noqa: E402
-from bot.web.conversation import Conversation, Exchange, Store, store  # noqa: E402,F401
-from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
+from bot.surfaces.web.compare import compare_setups  # noqa: E402
+from bot.surfaces.web.conversation import Conversation, Exchange, Store, store  # noqa: E402,F401
+from bot.surfaces.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
     ASSUMED_MARK,
     BOOL_FIELDS,
     FIELD_LABELS,
@@ -79,12 +79,12 @@ from bot.web.panel import (  # noqa: E402,F401  (re-exports for tests and other 
     setup_from_panel,
     setup_summary,
 )
-from bot.web.precision import PRECISIONS, compare_precisions, precision_table  # noqa: E402,F401
-from bot.web.serving import QUEUE_POLL_SECONDS, lighten_sessions, prepare_server  # noqa: E402,F401
-from bot.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
-from bot.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
-from bot.web.style import CSS, PAGE_JS  # noqa: E402
-from bot.web.text import (  # noqa: E402,F401
+from bot.surfaces.web.precision import PRECISIONS, compare_precisions, precision_table  # noqa: E402,F401
+from bot.surfaces.web.serving import QUEUE_POLL_SECONDS, lighten_sessions, prepare_server  # noqa: E402,F401
+from bot.surfaces.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
+from bot.surfaces.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
+from bot.surfaces.web.style import CSS, PAGE_JS  # noqa: E402
+from bot.surfaces.web.text import (  # noqa: E402,F401
     ECHO_CHARS,
     MAX_MESSAGE_CHARS,
     answer_markdown,
@@ -176,7 +176,7 @@ def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
 def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
     """Answer one exchange; fills ``ex.answer_html`` (an apology on failure) and the tab state."""
     # The answer every surface gives (the LLM when configured), in a worker process when the
-    # server runs a pool (``bot.web.pool``), else here.
+    # server runs a pool (``bot.surfaces.web.pool``), else here.
     language = conv.answer["language"] if conv.answer else "en"
     try:
         if ex.kind == "ask":
@@ -482,7 +482,7 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
 
 def chat_api(message: str) -> str:
     """``/chat``: one question (no conversation) -> the markdown answer with its sources
-    (answered in a worker process when the server runs a pool, ``bot.web.pool``)."""
+    (answered in a worker process when the server runs a pool, ``bot.surfaces.web.pool``)."""
     text, notice = prepare_message(message)
     if not text:
         return notice or ""
@@ -533,7 +533,7 @@ def build_demo():
                 # fetched and parsed before the page first renders, for one link.
                 share_link = gr.Markdown("", elem_id="sw-share")
                 # Links, not download buttons: the files are made only when one is followed
-                # (bot/web/downloads.py says why).
+                # (bot/surfaces/web/downloads.py says why).
                 dl_links = gr.Markdown("", elem_id="sw-downloads")
             with gr.Column(scale=2, min_width=340):
                 plot = gr.Plot(label="Per-GPU memory by strategy", show_label=False, elem_id="sw-chart")
@@ -621,7 +621,7 @@ def build_demo():
 
 def page_routes() -> list:
     """Routes ahead of Gradio's: the answer downloads, and its front-end files from memory."""
-    from bot.web.assets import assets_route
+    from bot.surfaces.web.assets import assets_route
 
     routes = [downloads.download_route(store, pool.run)]
     if (assets := assets_route()) is not None:
@@ -643,10 +643,10 @@ def serve(host: str = "127.0.0.1", port: int = 7860, workers: int | None = None)
     print(f"shardwise page on http://{host}:{port}", flush=True)
     from starlette.middleware import Middleware
 
-    from bot.web.guard import MAX_UPLOAD_BYTES, BodyLimit, guarded_uvicorn
+    from bot.surfaces.web.guard import MAX_UPLOAD_BYTES, BodyLimit, guarded_uvicorn
 
     try:
-        # Bounded bodies, heads and slow connections (bot/web/guard.py, issue 30).
+        # Bounded bodies, heads and slow connections (bot/surfaces/web/guard.py, issue 30).
         with guarded_uvicorn():
             demo.launch(server_name=host, server_port=port, share=False, inbrowser=False, show_error=False,
                         theme=gr.themes.Default(primary_hue="blue"), css=CSS, js=PAGE_JS, footer_links=["api"],

@@ -16,11 +16,11 @@ SUBCOMMANDS = {
     "bench": "bot.bench.cli:bench",
     "ingest": "bot.knowledge.cli:ingest",
     "search": "bot.knowledge.cli:search",
-    "ask": "bot.ask_cli:ask",
+    "ask": "bot.surfaces.ask_cli:ask",
     "eval": "evals.cli:eval_command",
-    "app": "bot.webui:app_command",
-    "slack": "bot.slack_app:slack_command",
-    "mcp": "bot.mcp_server:mcp_command",
+    "app": "bot.surfaces.webui:app_command",
+    "slack": "bot.surfaces.slack_app:slack_command",
+    "mcp": "bot.surfaces.mcp_server:mcp_command",
 }
 
 HELP = {

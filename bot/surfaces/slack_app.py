@@ -15,8 +15,8 @@ What it owns:
   the body (401 for unsigned, forged or stale requests, 400 for a malformed timestamp or a body
   bolt cannot read, 413 over 1 MiB), logs one line per rejection (never the body), and drops a
   replayed signed slash command. The server caps concurrent connections and the time each may
-  take (``bot.slack_transport``).
-- Delivery (``bot.slack_transport``): slack_sdk's retry handlers (429 with a bounded Retry-After,
+  take (``bot.surfaces.slack_transport``).
+- Delivery (``bot.surfaces.slack_transport``): slack_sdk's retry handlers (429 with a bounded Retry-After,
   5xx backoff); a post whose connection dropped after sending is never re-sent blindly, so a
   reply cannot appear twice; a plain-text resend on invalid_blocks; the user is told when Slack
   refused the answer.
@@ -48,12 +48,12 @@ from typing import Any
 import click
 
 from bot.answer import Answer
-from bot.env import REDACTED, SecretRedactor, configure_runtime, install_redaction, redact  # noqa: F401
+from bot.env import SecretRedactor, configure_runtime, install_redaction, redact
 from bot.render import question_text
-from bot.slack_transport import (  # noqa: F401  (re-exported: tests and evals import them from here)
+from bot.strategies import TRAINING_STRATEGIES, label
+from bot.surfaces.slack_transport import (
     CONNECTION_SECONDS,
     MAX_CLIENTS,
-    MAX_TIMESTAMP_SKEW,
     REQUEST_TIMEOUT,
     SEEN_TTL,
     BoundedWSGIServer,
@@ -66,7 +66,6 @@ from bot.slack_transport import (  # noqa: F401  (re-exported: tests and evals i
     slack_retry_handlers,
     verify_request,
 )
-from bot.strategies import TRAINING_STRATEGIES, label
 from bot.understand.text import looks_chinese
 
 log = logging.getLogger("shardwise.slack")
@@ -421,7 +420,7 @@ def _usage_text(language: str = "en") -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Delivery: bot.slack_transport (slack_sdk's retry handlers, once-only posts).
+# Delivery: bot.surfaces.slack_transport (slack_sdk's retry handlers, once-only posts).
 
 
 def _undelivered_text(question: str) -> str:
@@ -432,8 +431,8 @@ def _undelivered_text(question: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 def default_ask(question: str, history=None) -> Answer:
-    """The same answer as ``shardwise ask`` (``bot.llm.answer``: the LLM when configured)."""
-    from bot.llm import answer
+    """The same answer as ``shardwise ask`` (``bot.surfaces.llm.answer``: the LLM when configured)."""
+    from bot.surfaces.llm import answer
 
     return answer(question, history)
 
@@ -465,7 +464,7 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
     if api_url and not api_url.endswith("/"):
         api_url += "/"
 
-    # slack_sdk's retry handlers (bot.slack_transport): 429 with a bounded Retry-After, 5xx backoff,
+    # slack_sdk's retry handlers (bot.surfaces.slack_transport): 429 with a bounded Retry-After, 5xx backoff,
     # and connection errors only when the request never went out (no duplicate posts)
     client_options: dict[str, Any] = {"token": token, "timeout": REQUEST_TIMEOUT,
                                       "retry_handlers": slack_retry_handlers()}

@@ -13,12 +13,12 @@ import logging
 import gradio as gr
 
 from bot.answer import Answer, Citation
-from bot.setup import SetupError, TrainingSetup, resolve_setup
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES, label
-from bot.web import answer_view as view
-from bot.web.conversation import Exchange, store
-from bot.web.panel import setup_summary
-from bot.web.text import user_message_html
+from bot.surfaces.web import answer_view as view
+from bot.surfaces.web.conversation import Exchange, store
+from bot.surfaces.web.panel import setup_summary
+from bot.surfaces.web.text import user_message_html
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The advisor shim (``bot.advise.advise`` over ``bot.decide``), one test per branch, each checked
+"""The decision ladder (``bot.decide.decide`` over ``bot.evidence.evidence_for_resolved``), one test per branch, each checked
 against the calculator's facts. The ladder itself (throughput, tolerance, checkpointing before
 offload) is tested in tests/unit/test_decide.py.
 
@@ -10,23 +10,24 @@ from __future__ import annotations
 
 import pytest
 
-from bot.advise import DDP_MARGIN, advise
 from bot.calc import estimate
-from bot.setup import TrainingSetup, resolve_setup
+from bot.core.setup import TrainingSetup, resolve_setup
+from bot.decide import MARGIN, decide
+from bot.evidence import evidence_for_resolved
 
 
 def run(**fields):
     resolved = resolve_setup(TrainingSetup(**fields))
     est = estimate(resolved)
-    return resolved, est, advise(resolved, est)
+    return resolved, est, decide(evidence_for_resolved(resolved, est))
 
 
 def test_ddp_when_a_replica_fits_with_margin():
     _, est, adv = run(model="GPT-2", gpu="A100 80GB SXM", gpu_count=8)
     ddp = est.memory["ddp"]
-    assert ddp.fits and ddp.total_gib <= DDP_MARGIN * ddp.usable_gib
+    assert ddp.fits and ddp.total_gib <= MARGIN * ddp.usable_gib
     assert adv.strategy == "ddp" and adv.confidence == "high"
-    codes = [r.code for r in adv.changes]
+    codes = [r.code for r in adv.what_ifs]
     assert "ddp_mb_limit" in codes  # "if you need micro-batch above N, DDP runs out"
 
 
@@ -41,13 +42,13 @@ def test_a_sharded_strategy_when_ddp_does_not_fit():
     assert not est.memory["ddp"].fits and est.memory["fsdp_full_shard"].fits
     assert adv.strategy in ("fsdp_full_shard", "fsdp_shard_grad_op")
     assert {r.code for r in adv.reasons} >= {"ddp_too_big", "throughput"}
-    assert "lora_ddp_fits" in {r.code for r in adv.changes}
+    assert "lora_ddp_fits" in {r.code for r in adv.what_ifs}
 
 
 def test_shard_grad_op_on_pcie_when_it_fits_with_margin():
     _, est, adv = run(model="Llama-2-7B", gpu="A100 80GB PCIe", gpu_count=8)
     sgo = est.memory["fsdp_shard_grad_op"]
-    assert not est.memory["ddp"].fits and sgo.fits and sgo.total_gib <= DDP_MARGIN * sgo.usable_gib
+    assert not est.memory["ddp"].fits and sgo.fits and sgo.total_gib <= MARGIN * sgo.usable_gib
     assert adv.strategy == "fsdp_shard_grad_op"
     assert "fsdp_full_shard" in adv.alternatives
 
@@ -72,7 +73,7 @@ def test_fast_link_shards_across_nodes_and_mentions_hsdp():
     _, est, adv = run(model="Llama-2-13B", gpu="A100 80GB SXM", nodes=2, gpus_per_node=8,
                       inter_node_link="infiniband", inter_node_gbps=200)
     assert adv.strategy in ("fsdp_full_shard", "fsdp_shard_grad_op")
-    assert "hsdp_if_slow" in {r.code for r in adv.changes}
+    assert "hsdp_if_slow" in {r.code for r in adv.what_ifs}
 
 
 def _offload_only():
@@ -99,7 +100,7 @@ def test_none_lists_what_to_change():
     _, est, adv = run(model="Llama-2-70B", gpu="RTX 4090 24GB", gpu_count=8)
     assert not any(m.fits for m in est.memory.values())
     assert adv.strategy == "none" and adv.alternatives == []
-    codes = {r.code for r in adv.changes}
+    codes = {r.code for r in adv.what_ifs}
     assert codes & {"finetune_fits", "more_gpus", "checkpointing_fits"}, codes
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bot.answer import Answer, Citation, HowTo, Sections, SetupItem
-from bot.understand.text import looks_chinese  # re-exported: bot.webui imports it from here
+from bot.understand.text import looks_chinese  # re-exported: bot.surfaces.webui imports it from here
 
 # Raw HTML off (tags in the text become visible text), images off (no remote fetch).
 _MD = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
@@ -201,7 +201,7 @@ def stated_html(answer: Answer) -> str:
     return f'<p class="sw-setup-line">{"设置：" if zh else "Setup:"} {shown}</p>'
 
 
-# Provenance values of a field taken from an earlier message (see bot/web/panel.py).
+# Provenance values of a field taken from an earlier message (see bot/surfaces/web/panel.py).
 CARRIED = ("history", "carried")
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import gradio as gr
 
 from bot.answer import Answer
-from bot.web.chart import compare_figure, compare_summary
-from bot.web.conversation import store
-from bot.web.text import lang_tagged
+from bot.surfaces.web.chart import compare_figure, compare_summary
+from bot.surfaces.web.conversation import store
+from bot.surfaces.web.text import lang_tagged
 
 
 def compare_setups(request: gr.Request):

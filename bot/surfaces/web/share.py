@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 
 # Short, readable keys for the query string -> TrainingSetup field.
 QUERY_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",

@@ -11,7 +11,7 @@ and the server's process keeps only Gradio's work.
 The jobs are plain functions of picklable data: ``chat_markdown`` (the ``/chat`` API: question
 -> markdown), ``ask_question`` (a page question with its history -> the ``Answer`` and what the
 reader parsed) and ``answer_setup`` (a panel edit -> the ``Answer``). A setup error travels back
-as :class:`bot.setup.SetupError`'s text (pydantic's errors do not pickle), re-raised as
+as :class:`bot.core.setup.SetupError`'s text (pydantic's errors do not pickle), re-raised as
 ``SetupError`` here.
 
 Jobs are handed out in batches: a dispatcher thread gives each free worker every job waiting at
@@ -91,8 +91,8 @@ def warm_up() -> float:
 def chat_markdown(text: str, notice: str | None = None) -> str:
     """``/chat``: one question (already trimmed; no conversation) -> the markdown answer with
     its sources. Imports no Gradio: a worker never loads it."""
-    from bot.llm import answer as ask
-    from bot.web.answer_view import plain_markdown
+    from bot.surfaces.llm import answer as ask
+    from bot.surfaces.web.answer_view import plain_markdown
 
     return plain_markdown(ask(text), notice)
 
@@ -100,7 +100,7 @@ def chat_markdown(text: str, notice: str | None = None) -> str:
 def ask_question(text: str, history: list[str]) -> tuple[Any, dict | None, str | None]:
     """A page question: (the answer every surface gives, the reader's setup or None, the
     framework the user's run uses or None: a panel edit keeps its defaults)."""
-    from bot.llm import answer as ask
+    from bot.surfaces.llm import answer as ask
 
     answer = ask(text, history=history)
     try:
@@ -145,7 +145,7 @@ class SetupProblem(Exception):
 def answer_setup(setup: Any, language: str, framework: str | None = None) -> Any:
     """A panel edit: the answer for ``setup`` (a ``TrainingSetup``) run with ``framework``."""
     from bot.assistant import answer_for_setup
-    from bot.setup import SetupError
+    from bot.core.setup import SetupError
 
     try:
         return answer_for_setup(setup, language, framework=framework)

@@ -45,8 +45,8 @@ class NotAvailable(Exception):
 def render_file(answer_dump: dict[str, Any], name: str) -> bytes:
     """The bytes of ``name`` (one of :data:`FILES`) for an answer (``Answer.model_dump()``).
     A plain function of picklable data, so the page can run it in an answering worker."""
-    from bot.web.answer_view import plain_markdown
-    from bot.web.chart import memory_figure
+    from bot.surfaces.web.answer_view import plain_markdown
+    from bot.surfaces.web.chart import memory_figure
 
     answer = Answer.model_validate(answer_dump)
     if name == "shardwise-answer.md":
@@ -64,7 +64,7 @@ def render_file(answer_dump: dict[str, Any], name: str) -> bytes:
 
 
 def has_chart(answer: Answer) -> bool:
-    from bot.web.chart import chart_strategies
+    from bot.surfaces.web.chart import chart_strategies
 
     return bool(chart_strategies(answer.numbers))
 

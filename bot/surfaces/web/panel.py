@@ -16,8 +16,8 @@ from typing import Any
 import gradio as gr
 
 from bot.answer import Answer
-from bot.setup import TrainingSetup
-from bot.web import answer_view as view
+from bot.core.setup import TrainingSetup
+from bot.surfaces.web import answer_view as view
 
 # The panel's fields, in display order (DESIGN.md setup field names).
 PANEL_FIELDS = (

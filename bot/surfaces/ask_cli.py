@@ -39,11 +39,11 @@ def ask(questions: tuple[str, ...], as_json: bool, full: bool, llm: bool | None)
 
 
 def _ask(question: str, history: list[str], as_json: bool, llm: bool | None, full: bool = False) -> None:
-    from bot.llm import answer as answer_question
+    from bot.surfaces.llm import answer as answer_question
 
     answer = answer_question(question, list(history), use_llm=llm)
     if as_json:
-        # allow_nan=False: the Answer boundary (bot.llm.answer) guarantees finite numbers
+        # allow_nan=False: the Answer boundary (bot.surfaces.llm.answer) guarantees finite numbers
         click.echo(json.dumps(answer.model_dump(), ensure_ascii=False, indent=2, allow_nan=False))
         return
     from rich.console import Console

@@ -32,16 +32,29 @@ from mcp.server.mcpserver import Context  # at module level: the SDK finds the c
 from pydantic import BaseModel, Field
 
 from bot.answer import Answer
+from bot.core.errors import UserError
 from bot.fields import (
     MAX_CONFIG_CHARS,
     MAX_NAME_CHARS,
     ConfigInputError,
     config_field,
     describe,
-    load_config_input,
 )
-from bot.mcp_jobs import MAX_RUNNING, MAX_WAITING, QueueBusy, SimulationQueue, expected_seconds, follow
-from bot.tools import KnowledgeHit, KnowledgeResults, MemoryReport, add_mcp_tools  # noqa: F401  (the registry's)
+from bot.surfaces.mcp_jobs import (
+    MAX_RUNNING,
+    MAX_WAITING,
+    QueueBusy,
+    SimulationQueue,
+    expected_seconds,
+    follow,
+)
+from bot.tools import (
+    ToolInputError,
+    add_mcp_tools,
+    run_simulation,
+    simulation_config,
+    stored_simulation,
+)
 
 log = logging.getLogger("shardwise.mcp")
 
@@ -99,24 +112,9 @@ class Turn(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------
-def _default_simulate(config, progress=None, should_stop=None):
-    from bot.bench.simulate import simulate_cached
-
-    return simulate_cached(config, progress=progress, should_stop=should_stop)
-
-
-def _default_lookup(config):
-    """``(run_id, result)`` when the store has this simulation (served at once, no queue)."""
-    from bot.bench.store import ResultStore
-
-    store = ResultStore()
-    found = store.find_simulation(config)
-    return ((found.run_id, found) if found is not None and found.run_id else None), store
-
-
 def _default_ask(question: str, history=None) -> Answer:
-    # The same answer as ``shardwise ask`` (``bot.llm.answer``: the LLM when configured).
-    from bot.llm import answer
+    # The same answer as ``shardwise ask`` (``bot.surfaces.llm.answer``: the LLM when configured).
+    from bot.surfaces.llm import answer
 
     return answer(question, history)
 
@@ -128,13 +126,13 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None, lookup_fn=None,
     ``simulate_fn(config, progress=, should_stop=)`` runs one simulation; ``lookup_fn(config)``
     returns ``((run_id, result) or None, store)`` for a stored one (default: the result store when
     ``simulate_fn`` is the real one, nothing otherwise). At most ``max_running`` simulations run
-    at once with ``max_waiting`` more queued (``bot.mcp_jobs``)."""
+    at once with ``max_waiting`` more queued (``bot.surfaces.mcp_jobs``)."""
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
     ask_fn = ask_fn or _default_ask
-    lookup_fn = lookup_fn or (_default_lookup if simulate_fn is None else (lambda config: (None, None)))
-    simulate_fn = simulate_fn or _default_simulate
+    lookup_fn = lookup_fn or (stored_simulation if simulate_fn is None else (lambda config: (None, None)))
+    simulate_fn = simulate_fn or run_simulation
     simulations = SimulationQueue(simulate_fn, max_running=max_running, max_waiting=max_waiting)
     server = _server_class()("shardwise", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -168,22 +166,12 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None, lookup_fn=None,
         optimizer: Literal["adamw", "sgd"] = "adamw",
         ctx: Context | None = None,
     ) -> SimulationReport:
-        from bot.bench.simulate import SimConfig, SimError
-
-        if (model is None) == (hf_config is None):  # `bench simulate`'s rule: --model or --config
-            raise ToolError("pass either model or hf_config (a config.json path, its JSON, or a Hub id)")
         options: dict[str, Any] = dict(
             gpu_count=gpu_count, strategy=strategy, gpus_per_node=gpus_per_node, seq_len=seq_len,
             micro_batch=micro_batch, precision=precision, activation_checkpointing=activation_checkpointing,
             optimizer=optimizer)
         try:
-            if hf_config is not None:  # read as `bench simulate --config` reads it, then built with transformers
-                read = load_config_input(hf_config)
-                config = SimConfig.from_hf_config(read.data, model=read.spec.name, **options)
-            else:
-                assert model is not None  # one of the two is given (checked above)
-                config = SimConfig(model=model, **options)
-            config = config.normalized()  # a config the simulator refuses is refused now, not after queueing
+            config = simulation_config(model, hf_config, **options)  # refused now, not after queueing
             found, store = await anyio.to_thread.run_sync(lookup_fn, config)
             if found is not None:
                 run_id, result = found
@@ -195,11 +183,9 @@ def build_mcp_server(*, ask_fn=None, simulate_fn=None, lookup_fn=None,
                         await ctx.report_progress(fraction, 1.0, message)
 
                 run_id, result = await follow(job, report)
-        except QueueBusy as err:
+        except (QueueBusy, ToolInputError, ConfigInputError) as err:
             raise ToolError(str(err)) from None
-        except ConfigInputError as err:
-            raise ToolError(str(err)) from None
-        except SimError as err:
+        except UserError as err:  # the simulator's refusal (SimError), an unknown model name
             raise ToolError(str(err).split("\n", 1)[0]) from None  # the reason, not the child's traceback
         return SimulationReport(
             run_id=run_id, config=asdict(result.config), peak_gib=result.peak_gib, params_gib=result.params_gib,

@@ -34,14 +34,13 @@ from typing import Any
 from bot.answer import Answer, Recommendation
 from bot.assistant import answer_parsed
 from bot.assistant import ask as ask_deterministic
+from bot.core.setup import TrainingSetup, check_setup
 from bot.numwords import candidate_values, spelled_numbers
 from bot.parse import Parsed, parse_conversation, parse_turn, user_turns
 from bot.parse import _missing as parse_missing
 from bot.render import dangling_markers, fmt, prose, question_text, render_markdown, untraceable_numbers
-from bot.setup import TrainingSetup, check_setup
 from bot.strategies import TRAINING_STRATEGIES
 from bot.understand.proposal import (
-    accept_llm_setup,  # noqa: F401  (re-exported: bot.llm.accept_llm_setup)
     check_llm_setup,
     essential_rejections,
     reason_text,

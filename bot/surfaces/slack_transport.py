@@ -1,5 +1,5 @@
 """Slack plumbing below the bot's logic: what is checked before bolt sees a request, how replies
-are delivered once, and the HTTP server's bounds. ``bot.slack_app`` uses all of it.
+are delivered once, and the HTTP server's bounds. ``bot.surfaces.slack_app`` uses all of it.
 
 What it owns:
 - ``verify_request``/``check_payload``: the signature is computed over the raw bytes (slack_sdk's

@@ -8,8 +8,8 @@ import html
 import re
 
 from bot.answer import Answer
-from bot.web import answer_view as view
-from bot.web.answer_view import looks_chinese, sources_html
+from bot.surfaces.web import answer_view as view
+from bot.surfaces.web.answer_view import looks_chinese, sources_html
 
 # Longer messages are cut: no real question is this long, and the parser should not chew 100 KB.
 MAX_MESSAGE_CHARS = 4000

@@ -61,7 +61,7 @@ def chosen_label(answer: Answer) -> str:
 def simulated_setup(answer: Answer) -> tuple[dict[str, Any], list[str]]:
     """The answer's setup with the recommended row's variant applied, and the variant parts the
     simulator cannot apply (named in the result)."""
-    from bot.setup import TrainingSetup
+    from bot.core.setup import TrainingSetup
 
     fields = TrainingSetup.model_fields
     data = {k: v for k, v in answer.setup.items() if k in fields and v is not None}
@@ -83,7 +83,7 @@ def simulated_setup(answer: Answer) -> tuple[dict[str, Any], list[str]]:
 def simulation_config(answer: Answer):
     """(SimConfig, None, skipped parts) for the recommended configuration, or (None, why not, [])."""
     from bot.bench.simulate import SimConfig, SimError
-    from bot.setup import SetupError, TrainingSetup, resolve_setup
+    from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 
     lang = answer.language
     strategy = answer.recommendation.strategy
