@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.setup import SetupError, TrainingSetup, resolve_setup
+from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 
 # Sizes people fine-tune (billions of parameters): the steps the answer can name
 SIZES = (0.5, 1.0, 1.5, 3.0, 7.0, 8.0, 13.0, 14.0, 32.0, 34.0, 70.0, 72.0, 110.0, 180.0, 405.0)

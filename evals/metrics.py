@@ -512,7 +512,7 @@ SIZES_TITLE = "shardwise calculator: largest model on "
 
 def _sizes_problems(answer: Answer, cited: list[Any]) -> list[str]:
     """Every ``sizes.*`` number and every figure of a sizes quote is bot.sizing's for the cards."""
-    from bot.setup import TrainingSetup
+    from bot.core.setup import TrainingSetup
     from bot.sizing import size_limits
 
     fields = {k: v for k, v in answer.setup.items() if k in TrainingSetup.model_fields and v is not None}

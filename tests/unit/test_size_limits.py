@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot import ask
-from bot.setup import TrainingSetup
+from bot.core.setup import TrainingSetup
 from bot.sizing import METHODS, SIZES, size_limits
 from evals.harness import Case
 from evals.metrics import check_calc_citations, check_number_traceability
