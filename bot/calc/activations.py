@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.calc.attention import attn_implementation, scores_bytes_per_s2_per_head
-from bot.calc.states import LORA_TARGET_SETS, active_intermediate
+from bot.calc.states import LORA_TARGET_SETS, active_intermediate, lora_shapes
 from bot.catalog import ModelSpec
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ class ActivationMode:
     # whose model code runs the block: "pytorch" (bot/bench/model.py: F.rms_norm, rotary per block,
     # the SDPA output copied for o_proj) or "transformers" (Hugging Face's LlamaDecoderLayer)
     model_code: str = "pytorch"
+    # PEFT's LoRA with lora_dropout > 0: each adapter reads a dropped copy of its input
+    # (``lora_dropout_bytes_per_token``)
+    lora_dropout: bool = False
 
 
 def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
@@ -98,7 +101,7 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
         if mode.frozen:
             frozen_norm = (c * h + 4) if mode.fused_norm else (4 * h + 4)
             return (2 * frozen_norm + c * h + rope + 4 * c * q + lse + c * q + 3 * i * c + adapters
-                    + mlp_adapter_input + extra)
+                    + mlp_adapter_input + extra + lora_dropout_bytes_per_token(model, mode))
         if mode.autocast:
             return 26 * h + 10 * q + 8 + 4 * d + lse + 8 * i + extra
         if mode.model_code == "transformers" and not mode.fused_norm:
@@ -111,10 +114,49 @@ def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> 
         return 2 * norm_internal + 2 * c * h + 5 * c * q + rope + lse + 4 * i * c + extra
     mlp_saved = 2 if model.arch == "gpt2" else 1  # GELU saves input and output, ReLU its output
     if mode.frozen:
-        return 3 * c * h + 4 * c * q + 4 * c + lse + i * c + adapters + mlp_adapter_input + extra
+        return (3 * c * h + 4 * c * q + 4 * c + lse + i * c + adapters + mlp_adapter_input + extra
+                + lora_dropout_bytes_per_token(model, mode))
     if mode.autocast:
         return 16 * h + 8 * q + 16 + lse + 2 * mlp_saved * i + extra
     return 4 * c * h + 4 * c * q + 4 * c + lse + mlp_saved * i * c + extra
+
+
+def lora_dropout_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
+    """What LoRA dropout adds to a frozen block, per token. PEFT's LoRA layer computes
+    ``base_layer(x) + lora_B(lora_A(dropout(x))) * scaling`` (peft/tuners/lora/layer.py ``Linear.forward``,
+    https://github.com/huggingface/peft/blob/v0.10.0/src/peft/tuners/lora/layer.py); with
+    ``lora_dropout`` > 0 the dropout is an ``nn.Dropout``, whose forward makes a new tensor and keeps
+    its boolean mask for backward (``aten::native_dropout`` returns the output and a bool mask,
+    1 byte per element), and ``lora_A`` saves that dropped copy, not ``x``. So each targeted matmul
+    keeps (c + 1) bytes per input element, in = its input width; and the inputs the frozen formula
+    counts only because an adapter reads them (the first norm's output for q/k/v, ``c h``; the
+    MLP product for ``down``, ``c i``) are no longer saved by anyone (a frozen matmul saves no
+    input). With ``lora_dropout`` 0 (PEFT's default) the dropout is ``nn.Identity``: nothing."""
+    if not (mode.frozen and mode.lora_dropout):
+        return 0.0
+    c, shapes = mode.compute, lora_shapes(model)
+    targets = [t for t in LORA_TARGET_SETS[mode.lora_targets] if t in shapes]
+    dropped = sum((c + 1) * shapes[t][0] for t in targets)
+    replaced = c * model.hidden + (active_intermediate(model) * c if "down" in targets else 0)
+    return dropped - replaced
+
+
+def kept_logits_bytes_per_logit(logits_kept: str | None, compute: int) -> float:
+    """Bytes per logit of the model's output logits when the training loop keeps the output alive
+    through backward: transformers' causal LMs before v4.46 upcast the whole logits to fp32 and
+    return them (``logits = logits.float()`` before the loss in ``LlamaForCausalLM.forward``,
+    https://github.com/huggingface/transformers/blob/v4.38.2/src/transformers/models/llama/modeling_llama.py),
+    and a loop that holds ``output`` until after the step (Answer.AI's fsdp_qlora train.py at 27ce87d:
+    ``output = model(...)``, backward, step, then ``output = None`` "so more memory frees up before the
+    next forward pass") keeps those 4 bytes per logit through every backward moment. The loss's own
+    log-probabilities are counted as before. "16bit": the output logits in the compute dtype
+    (transformers from v4.46). None: the loop lets the output go before backward (HF Trainer's
+    ``compute_loss`` returns only the loss): nothing."""
+    if logits_kept == "fp32":
+        return 4.0
+    if logits_kept == "16bit":
+        return float(compute)
+    return 0.0
 
 
 def extra_block_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:

@@ -42,6 +42,8 @@ from bot.calc.activations import (
     compiled_block_bytes_per_token,
     extra_block_bytes_per_token,
     final_norm_bytes_per_token,
+    kept_logits_bytes_per_logit,
+    lora_dropout_bytes_per_token,
     loss_bytes_per_logit,
     selective_op_bytes_per_token,
 )
@@ -89,7 +91,8 @@ __all__ = [
     "Precision", "active_intermediate", "attention_scores_bytes", "block_activation_bytes_per_token",
     "block_input_bytes_per_token", "compiled_block_bytes_per_token", "deepspeed_fp32_grad_copy_bytes",
     "deepspeed_layout", "extra_block_bytes_per_token", "final_norm_bytes_per_token", "fsdp_root_buffers",
-    "host_ram_fits", "linear_params_per_layer", "loss_bytes_per_logit", "lora_params", "lora_shapes",
+    "host_ram_fits", "kept_logits_bytes_per_logit", "linear_params_per_layer", "loss_bytes_per_logit",
+    "lora_dropout_bytes_per_token", "lora_params", "lora_shapes",
     "max_micro_batch", "memory_estimate", "model_states_bytes", "optimizer_bytes_per_param",
     "optimizer_step_phase", "optimizer_step_temp_bytes", "optimizer_step_temp_bytes_per_param",
     "paged_state_bytes", "phases", "reserved_fraction", "reserved_phases", "reshard_group", "root_params",
@@ -203,6 +206,9 @@ class MemoryInputs:
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (off: PyTorch's default)
     model_code: str = "pytorch"  # whose block code: "pytorch" (bot/bench/model.py) or "transformers"
     lora_targets: str = "attention"
+    lora_dropout: float = 0.0  # PEFT's LoraConfig(lora_dropout=...); 0 = PEFT's default, nn.Identity
+    # the model output's logits kept alive by the loop through backward: "fp32" | "16bit" | None
+    logits_kept: str | None = None
     base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
     float8: bool = False
     norm_impl: str = "eager"
@@ -277,7 +283,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
                           frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
                           lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused",
-                          model_code=inputs.model_code)
+                          model_code=inputs.model_code, lora_dropout=inputs.lora_dropout > 0)
     per_block = (block_activation_bytes_per_token(model, mode) * s
                  + attention_scores_bytes(model, s, c, inputs.attn_implementation))
     fn = final_norm_bytes_per_token(model, mode) * s
@@ -308,6 +314,9 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     saved_pl, temp_pl, grad_pl = loss_bytes_per_logit(inputs, c)
     saved_pl += softcap_bytes_per_logit(model, c)  # Gemma-2's final tanh soft-cap keeps its output
     loss_saved, loss_temp, logit_grad = saved_pl * logits, temp_pl * logits, grad_pl * logits
+    # The output logits a loop keeps through backward sit beside every backward moment's tensors.
+    kept = kept_logits_bytes_per_logit(inputs.logits_kept, c) * logits
+    at_loss, in_block = at_loss + kept, in_block + kept
 
     host = 0.0
     if strategy == "ddp":

@@ -19,7 +19,10 @@ NF4_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 # Default LoRA targets (PEFT's common choice for Llama): the four attention projections;
 # "all_linear" adds the MLP's matmuls (PEFT target_modules="all-linear", QLoRA's choice).
 LORA_TARGETS = ("q", "k", "v", "o")
-LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all_linear": ("q", "k", "v", "o", "gate", "up", "down")}
+# "all_linear_but_o": q, k, v and the MLP without o_proj (Answer.AI's fsdp_qlora train.py default
+# lora_target_modules "k_proj", "q_proj", "v_proj", "up_proj", "down_proj", "gate_proj").
+LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all_linear": ("q", "k", "v", "o", "gate", "up", "down"),
+                    "all_linear_but_o": ("q", "k", "v", "gate", "up", "down")}
 BASE_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "nf4": NF4_BYTES_PER_PARAM}
 
 
