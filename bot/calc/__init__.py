@@ -154,7 +154,7 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
         reshard_after_forward=setup.reshard_after_forward, tf32=bool(setup.tf32),
-        grad_sync=setup.grad_sync or "every_micro_step",
+        grad_sync=setup.grad_sync or "every_micro_step", base_dtype=setup.base_dtype,
     )
 
 

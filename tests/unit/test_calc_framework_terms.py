@@ -101,3 +101,40 @@ def test_all_linear_but_o_trains_every_adapter_but_o_proj(name):
     q_in, q_out = lora_shapes(model)["o"]
     o_adapters = model.n_layers * r * (q_in + q_out)
     assert lora_params(model, r, "all_linear") - lora_params(model, r, "all_linear_but_o") == o_adapters
+
+
+# --- QLoRA's dequantisation (bitsandbytes MatMul4Bit) -------------------------------------------
+
+
+def _qlora(**kw) -> TrainingSetup:
+    base = dict(model="llama2-70b", gpu="h100", gpu_count=4, finetune="qlora", lora_rank=64, precision="bf16",
+                seq_len=2048, micro_batch=8, activation_checkpointing=True)
+    base.update(kw)
+    return TrainingSetup(**base)
+
+
+@pytest.mark.parametrize(("name", "gpu"), [("llama2-70b", "h100"), ("llama2-7b", "4090"), ("mistral-7b", "a100-80gb")])
+def test_qlora_dequantises_every_block_weight_in_forward_backward_and_recompute(name, gpu):
+    from bot.calc import _comm_inputs
+    from bot.calc.comm import dequant_seconds
+    from bot.calc.memory import NF4_BYTES_PER_PARAM, linear_params_per_layer
+    from bot.catalog import lookup_gpu
+
+    model, card = lookup_model(name), lookup_gpu(gpu)
+    weights = model.n_layers * linear_params_per_layer(model)
+    per_pass = weights * (NF4_BYTES_PER_PARAM + 2) / (card.hbm_tb_s * 1e12)
+    ckpt = _comm_inputs(resolve_setup(_qlora(model=name, gpu=gpu)))
+    plain = _comm_inputs(resolve_setup(_qlora(model=name, gpu=gpu, activation_checkpointing=False)))
+    assert dequant_seconds(ckpt) == pytest.approx(3 * per_pass)
+    assert dequant_seconds(plain) == pytest.approx(2 * per_pass)
+    lora = _comm_inputs(resolve_setup(_qlora(model=name, gpu=gpu, finetune="lora")))
+    assert dequant_seconds(lora) == 0.0
+
+
+def test_dequantisation_slows_a_small_micro_batch_more_than_a_large_one():
+    s = "fsdp_full_shard"
+    small = estimate_setup(_qlora(micro_batch=1)).throughput[s].tokens_per_s_per_gpu
+    large = estimate_setup(_qlora(micro_batch=8)).throughput[s].tokens_per_s_per_gpu
+    lora_small = estimate_setup(_qlora(micro_batch=1, finetune="lora")).throughput[s].tokens_per_s_per_gpu
+    lora_large = estimate_setup(_qlora(micro_batch=8, finetune="lora")).throughput[s].tokens_per_s_per_gpu
+    assert small / large < lora_small / lora_large
