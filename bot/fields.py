@@ -84,6 +84,10 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                             "allocated peak); default off, PyTorch's default allocator.", ""),
     "model_code": ("Whose code runs a Llama-family block: pytorch (torch.nn.RMSNorm, the default) or transformers "
                    "(Hugging Face's LlamaDecoderLayer, which keeps fewer bytes per token).", ""),
+    "lora_dropout": ("PEFT's lora_dropout probability (default 0): above 0 each adapter keeps a dropped copy "
+                     "of its input for backward.", ""),
+    "logits_kept": ("The training loop keeps the model output's logits through backward: fp32 (transformers "
+                    "before v4.46) or 16bit; default: dropped before backward, as HF Trainer does.", ""),
     "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
     "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
     "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),

@@ -379,6 +379,7 @@ _RUN_OPTION_LABELS = {
     ("engine", "pytorch"): ("PyTorch FSDP", "PyTorch FSDP"),
     ("lora_targets", "attention"): ("LoRA 加在注意力投影", "LoRA on the attention projections"),
     ("lora_targets", "all_linear"): ("LoRA 加在所有线性层", "LoRA on all linear layers"),
+    ("lora_targets", "all_linear_but_o"): ("LoRA 加在除 o_proj 外的所有线性层", "LoRA on every linear layer but o_proj"),
     ("base_dtype", "bf16"): ("冻结基座 bf16", "frozen base in bf16"),
     ("base_dtype", "fp32"): ("冻结基座 fp32", "frozen base in fp32"),
     ("base_dtype", "nf4"): ("冻结基座 NF4", "frozen base in NF4"),

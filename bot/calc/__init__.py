@@ -136,7 +136,8 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
         engine=setup.engine or "pytorch", grad_sync=setup.grad_sync or "every_micro_step",
         attn_implementation=setup.attn_implementation, expandable_segments=bool(setup.expandable_segments),
-        model_code=setup.model_code or "pytorch",
+        model_code=setup.model_code or "pytorch", lora_dropout=setup.lora_dropout or 0.0,
+        logits_kept=setup.logits_kept,
     )
 
 
@@ -153,7 +154,7 @@ def _comm_inputs(resolved: ResolvedSetup) -> CommInputs:
         torch_compile=bool(setup.torch_compile), grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", float8=bool(setup.float8), mfu=setup.mfu,
         reshard_after_forward=setup.reshard_after_forward, tf32=bool(setup.tf32),
-        grad_sync=setup.grad_sync or "every_micro_step",
+        grad_sync=setup.grad_sync or "every_micro_step", base_dtype=setup.base_dtype,
     )
 
 
@@ -204,6 +205,7 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "torch_compile": setup.torch_compile, "loss_impl": setup.loss_impl,
         "grad_accum_steps": accum, "global_batch": resolved.micro_batch * accum * resolved.gpu_count,
         "lora_targets": setup.lora_targets, "base_dtype": setup.base_dtype, "float8": setup.float8,
+        "lora_dropout": setup.lora_dropout, "logits_kept": setup.logits_kept,
         "norm_impl": setup.norm_impl, "cpu_ram_gb": setup.cpu_ram_gb, "engine": setup.engine or "pytorch",
         "peak_tflops": peak, "peak_tflops_assumed": gpu is None,
         "mfu": setup.mfu if setup.mfu else MFU,

@@ -84,7 +84,7 @@ def _fail(problems: list[Problem]) -> NoReturn:
 @click.option("--loss-impl", type=click.Choice(["standard", "fused", "chunked"]),
               help="Cross-entropy over the logits: standard (default), fused kernel, or chunked.")
 @click.option("--grad-accum-steps", type=int, help="Gradient accumulation steps (default 1).")
-@click.option("--lora-targets", type=click.Choice(["attention", "all_linear"]),
+@click.option("--lora-targets", type=click.Choice(["attention", "all_linear", "all_linear_but_o"]),
               help="LoRA target modules (default attention: q,k,v,o).")
 @click.option("--base-dtype", type=click.Choice(["fp32", "bf16", "nf4"]),
               help="Frozen base weights under LoRA (default: compute dtype; nf4 for QLoRA).")
@@ -109,6 +109,10 @@ def _fail(problems: list[Problem]) -> NoReturn:
 @click.option("--attn-implementation", type=click.Choice(["eager", "sdpa", "flash_attention_2"]),
               help="Attention kernel (default: transformers' choice for the model, or the config's "
                    "attn_implementation; eager keeps the s x s scores).")
+@click.option("--lora-dropout", type=float,
+              help="PEFT's lora_dropout (default 0): above 0 each adapter keeps a dropped copy of its input.")
+@click.option("--logits-kept", type=click.Choice(["fp32", "16bit"]),
+              help="The loop keeps the model output's logits through backward (fp32: transformers before v4.46).")
 @click.option("--tensor-parallel", "--tp", type=int, help="TP degree: adds the plan's per-GPU memory (FSDP over the rest; docs/parallelism.md).")
 @click.option("--pipeline-parallel", "--pp", type=int, help="PP degree (1F1B schedule): adds the plan's per-GPU memory.")
 @click.option("--context-parallel", "--cp", type=int, help="CP degree (ring attention): adds the plan's per-GPU memory.")
@@ -123,7 +127,8 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
          lora_targets: str | None, base_dtype: str | None, float8: bool | None, norm_impl: str | None,
          fsdp_root: str | None, reshard_after_forward: str | None, optimizer_in_backward: bool | None,
          paged_optimizer: bool | None, engine: str | None, mfu: float | None, tf32: bool | None,
-         grad_sync: str | None, attn_implementation: str | None, tensor_parallel: int | None,
+         grad_sync: str | None, attn_implementation: str | None, lora_dropout: float | None,
+         logits_kept: str | None, tensor_parallel: int | None,
          pipeline_parallel: int | None,
          context_parallel: int | None, as_json: bool) -> None:
     """Per-GPU memory, communication and step time for every DDP/FSDP strategy.
@@ -161,7 +166,7 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         norm_impl=norm_impl, fsdp_root=fsdp_root, reshard_after_forward=reshard,
         optimizer_in_backward=optimizer_in_backward, paged_optimizer=paged_optimizer, engine=engine,
         mfu=mfu, tf32=tf32, grad_sync=grad_sync, attn_implementation=attn_implementation,
-        tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
+        lora_dropout=lora_dropout, logits_kept=logits_kept, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
         context_parallel=context_parallel,
     )
     problems += check_setup(setup)

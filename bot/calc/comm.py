@@ -118,6 +118,7 @@ class CommInputs:
     reshard_after_forward: bool | int | None = None
     tf32: bool = False  # fp32 matmuls on TF32 tensor cores (off: PyTorch's default)
     grad_sync: str = "every_micro_step"  # FSDP2 reduce-scatter every micro-step, or the last only
+    base_dtype: str | None = None  # the frozen base under LoRA ("nf4": bitsandbytes 4-bit, as QLoRA)
 
     @property
     def policy(self) -> str:
@@ -362,7 +363,37 @@ def compute_seconds(inputs: CommInputs) -> float:
         # A100 became 0.85 with compile, above every published A100 run).
         utilisation = min(HFU_BOUNDS[1], max(utilisation, utilisation * COMPILE_SPEEDUP))
     seconds = tokens * flops_per_token(inputs) / (peak * utilisation)
-    return seconds * float8_time_factor(inputs)
+    return seconds * float8_time_factor(inputs) + dequant_seconds(inputs)
+
+
+def dequant_seconds(inputs: CommInputs) -> float:
+    """Memory-bound time of a 4-bit base's dequantisation in one micro-batch (QLoRA). bitsandbytes'
+    training matmul dequantises the whole weight before each use: ``MatMul4Bit.forward`` runs
+    ``linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t())`` and its backward
+    ``matmul(grad_output, dequantize_4bit(B, ctx.state).to(grad_output.dtype).t())``
+    (bitsandbytes/autograd/_functions.py,
+    https://github.com/bitsandbytes-foundation/bitsandbytes/blob/0.43.0/bitsandbytes/autograd/_functions.py),
+    so each block matmul weight is read packed (``NF4_BYTES_PER_PARAM``) and written in the compute
+    dtype once in forward, once in backward, and once more when the block is recomputed. Charged at
+    the card's HBM bandwidth, the lower bound (no fitted efficiency); it is independent of the
+    tokens per micro-batch, so it matters only for small micro-batches."""
+    if inputs.finetune != "qlora" and inputs.base_dtype != "nf4":
+        return 0.0
+    if inputs.finetune == "full" or inputs.gpu is None or not inputs.gpu.hbm_tb_s:
+        return 0.0
+    model = inputs.model
+    linear = linear_params_per_layer(model)
+    recomputed = {"full": 1.0, "none": 0.0}.get(inputs.policy)
+    if inputs.policy == "every_k":
+        recomputed = math.ceil(model.n_layers / max(1, inputs.checkpoint_every)) / model.n_layers
+    elif inputs.policy == "selective_op":  # only the matmuls the policy does not save (recompute_flops_per_token)
+        h, i, kv = model.hidden, active_intermediate(model), model.kv_dim
+        unsaved = (h * kv + h * h + h * i) if model.arch == "llama" else (2 * h * h + i * h)
+        recomputed = min(1.0, unsaved / linear)
+    passes = 2 + (recomputed or 0.0)
+    weights = model.n_layers * linear
+    traffic = passes * weights * (NF4_BYTES_PER_PARAM + PRECISIONS[inputs.precision].compute)
+    return traffic / (inputs.gpu.hbm_tb_s * 1e12)
 
 
 def offload_seconds(inputs: CommInputs) -> float:

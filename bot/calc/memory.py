@@ -1,10 +1,12 @@
-"""Per-GPU peak memory for every training strategy, derived tensor by tensor.
+"""Per-GPU peak memory for every training strategy, assembled from the terms of three modules.
 
-This module owns the memory formulas: bytes per parameter for each precision/optimizer/finetune
-mode, the activations a decoder block saves for backward, the temporaries each strategy holds
-(FSDP's all-gathered units and reduce-scatter buffers, DDP's gradient buckets and autocast's
-weight cache, the optimizer step's temporaries), the headroom kept free, and the largest
-micro-batch that fits (closed form: every term is linear in the micro-batch).
+This module owns the peak moments and the layouts that decide them: FSDP's all-gathered units and
+reduce-scatter buffers (root layouts, ``reshard_after_forward``), DDP's gradient buckets and
+autocast's weight cache, DeepSpeed ZeRO-2's layout, the optimizer step, CPU offload and paged state.
+The terms come from ``bot/calc/states.py`` (bytes of parameters, gradients and optimizer state per
+precision/optimizer/fine-tuning mode), ``bot/calc/activations.py`` (what blocks, the final norm and
+the loss save for backward) and ``bot/calc/reserves.py`` (headroom, the caching allocator's reserved
+share, host RAM, the largest micro-batch that fits: closed form, every term is linear in it).
 
 How the peak is found: one training step passes through a few moments where memory can peak;
 each is a ``Phase`` (bytes by kind, split into a fixed part and a per-sample part), and the peak
@@ -28,75 +30,85 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from bot.calc.attention import attn_implementation, scores_bytes_per_s2_per_head, softcap_bytes_per_logit
+from bot.calc.activations import (
+    BLOCK_BACKWARD_TEMP_FRACTION,
+    LOSS_CHUNKS,
+    LOSS_SAVED_BYTES_PER_LOGIT,
+    LOSS_TEMP_BYTES_PER_LOGIT,
+    ActivationMode,
+    attention_scores_bytes,
+    block_activation_bytes_per_token,
+    block_input_bytes_per_token,
+    compiled_block_bytes_per_token,
+    extra_block_bytes_per_token,
+    final_norm_bytes_per_token,
+    kept_logits_bytes_per_logit,
+    lora_dropout_bytes_per_token,
+    loss_bytes_per_logit,
+    selective_op_bytes_per_token,
+)
+from bot.calc.attention import softcap_bytes_per_logit
+from bot.calc.reserves import (
+    HEADROOM_FIXED_GIB,
+    HEADROOM_FRACTION,
+    HOST_HEADROOM_FRACTION,
+    MAX_MICRO_BATCH,
+    RESERVED_TRANSIENT_FRACTION,
+    RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR,
+    host_ram_fits,
+    max_micro_batch,
+    reserved_fraction,
+    usable_gib,
+)
+from bot.calc.states import (
+    BASE_DTYPE_BYTES,
+    LORA_TARGET_SETS,
+    LORA_TARGETS,
+    NF4_BYTES_PER_PARAM,
+    PRECISIONS,
+    Precision,
+    active_intermediate,
+    linear_params_per_layer,
+    lora_params,
+    lora_shapes,
+    model_states_bytes,
+    optimizer_bytes_per_param,
+    optimizer_step_temp_bytes,
+    optimizer_step_temp_bytes_per_param,
+    root_params,
+)
 from bot.catalog import ModelSpec
 
+# The terms live in bot/calc/states.py (params, grads, optimizer), bot/calc/activations.py and
+# bot/calc/reserves.py (headroom, allocator, host RAM); they are re-exported here so that
+# ``from bot.calc.memory import ...`` keeps naming every memory figure in one place.
+__all__ = [
+    "BASE_DTYPE_BYTES", "BLOCK_BACKWARD_TEMP_FRACTION", "DDP_BUCKET_CAP_MB", "DEEPSPEED_REDUCE_BUCKET", "GIB",
+    "HEADROOM_FIXED_GIB", "HEADROOM_FRACTION", "HOST_HEADROOM_FRACTION", "LORA_TARGETS", "LORA_TARGET_SETS",
+    "LOSS_CHUNKS", "LOSS_SAVED_BYTES_PER_LOGIT", "LOSS_TEMP_BYTES_PER_LOGIT", "MAX_MICRO_BATCH",
+    "NF4_BYTES_PER_PARAM", "PRECISIONS", "RESERVED_TRANSIENT_FRACTION",
+    "RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR", "ActivationMode", "MemoryEstimate", "MemoryInputs", "Phase",
+    "Precision", "active_intermediate", "attention_scores_bytes", "block_activation_bytes_per_token",
+    "block_input_bytes_per_token", "compiled_block_bytes_per_token", "deepspeed_fp32_grad_copy_bytes",
+    "deepspeed_layout", "extra_block_bytes_per_token", "final_norm_bytes_per_token", "fsdp_root_buffers",
+    "host_ram_fits", "kept_logits_bytes_per_logit", "linear_params_per_layer", "loss_bytes_per_logit",
+    "lora_dropout_bytes_per_token", "lora_params", "lora_shapes",
+    "max_micro_batch", "memory_estimate", "model_states_bytes", "optimizer_bytes_per_param",
+    "optimizer_step_phase", "optimizer_step_temp_bytes", "optimizer_step_temp_bytes_per_param",
+    "paged_state_bytes", "phases", "reserved_fraction", "reserved_phases", "reshard_group", "root_params",
+    "selective_op_bytes_per_token", "usable_gib",
+]
+
 GIB = 2**30
-
-# Headroom kept free on each GPU, outside what PyTorch's caching allocator reserves: the CUDA
-# context + cuBLAS workspaces (~0.5-0.9 GiB) and NCCL communicator buffers (~0.3-0.6 GiB),
-# https://pytorch.org/docs/stable/notes/cuda.html#memory-management , plus a small safety margin
-# of the card. "fits" compares the allocator's *reserved* peak (below) with what is left.
-HEADROOM_FIXED_GIB = 1.0
-HEADROOM_FRACTION = 0.0
-# Reserved vs allocated. The caching allocator keeps freed blocks cached (reserved) and can only
-# reuse a block for a request of at most its size; blocks over 1 MiB come from 2 MiB-rounded
-# segments and large requests get their own segments, so tensors of changing sizes that come and
-# go every step (activations, gathered weights, loss temporaries) leave cached gaps: reserved >
-# allocated (https://pytorch.org/docs/stable/notes/cuda.html#memory-management; with
-# PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True segments grow in place and the gap shrinks,
-# https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf).
-# Model: reserved = allocated peak + RESERVED_TRANSIENT_FRACTION x the transient part of the
-# peak (activations + buffers); the persistent states are allocated once and pack tightly.
-# Two fractions, by allocator mode (issue 26 re-examined the single 0.17 on the fit rows,
-# ``python -m evals.bench_published --refit``):
-# - with PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True", which torchtitan's launcher sets
-#   (run_llama_train.sh), the rows the 0.17 came from: torchtitan's three 8 x H100 fit rows imply
-#   0.11, 0.11, 0.20 (median 0.11), and its A100 Llama 2 13B no-checkpointing run, which worked,
-#   allows at most 0.173: 0.11;
-# - with PyTorch's default allocator no fit row has a reserved measurement; the working fit rows
-#   (fms-fsdp's and the PyTorch blog's Llama 2 7B) bound it at 0.268, so the previous 0.17 stays.
-#   Default-allocator test rows imply 0.14 (llm-foundry MPT-3B, a bound) to 0.91 (Answer.AI's
-#   FSDP+QLoRA runs); this project's one-rank H200 runs (docs/calc.md) 0.09-0.91.
-RESERVED_TRANSIENT_FRACTION = 0.11
-RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR = 0.17
-# Host RAM a node keeps for the OS, the data loader and pinned staging buffers under CPU offload.
-HOST_HEADROOM_FRACTION = 0.10
-
-MAX_MICRO_BATCH = 65_536  # bot.core.setup.LIMITS["micro_batch"] upper bound
 
 # DeepSpeed's default reduce_bucket_size, 5e8 elements (https://www.deepspeed.ai/docs/config-json/,
 # "ZeRO optimizations"): the gradient bucket ``backward()`` allocates when contiguous_gradients is
 # on, the default (deepspeed/runtime/zero/stage_1_and_2.py at commit cde57d29,
 # ``DeepSpeedZeroOptimizer.backward``).
 DEEPSPEED_REDUCE_BUCKET = 5e8
-
-# 4-bit NormalFloat storage with double quantization: 4 bits + 8-bit absmax per 64 weights
-# + fp32 second-level constants per 256 blocks = 4 + 8/64 + 32/(64*256) bits
-# (QLoRA, Dettmers et al. 2023, https://arxiv.org/abs/2305.14314 sec. 3 "Double Quantization").
-NF4_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
-# Default LoRA targets (PEFT's common choice for Llama): the four attention projections;
-# "all_linear" adds the MLP's matmuls (PEFT target_modules="all-linear", QLoRA's choice).
-LORA_TARGETS = ("q", "k", "v", "o")
-LORA_TARGET_SETS = {"attention": LORA_TARGETS, "all_linear": ("q", "k", "v", "o", "gate", "up", "down")}
-BASE_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "nf4": NF4_BYTES_PER_PARAM}
 # DistributedDataParallel(bucket_cap_mb=25), PyTorch's default: it sets how many gradient buckets
 # there are, not their total size (the memory model counts one bucket copy of every gradient).
 DDP_BUCKET_CAP_MB = 25
-
-# Cross entropy on fp32-upcast logits (bot/bench/model.py loss_fn, as Hugging Face does):
-# at its backward, log_softmax's saved fp32 output (4 B/logit) plus the fp32 gradients of the
-# log-probs and of the logits (8 B/logit) are alive together; this is larger than the forward
-# moment (16-bit logits + fp32 copy + fp32 log-probs = 10 B/logit).
-LOSS_SAVED_BYTES_PER_LOGIT = 4
-LOSS_TEMP_BYTES_PER_LOGIT = 8
-# Chunked cross-entropy (torchtune's CEWithChunkedOutputLoss: 8 chunks) upcasts one chunk at a
-# time, but autograd still keeps every chunk's fp32 log-probs: only the temporaries shrink.
-LOSS_CHUNKS = 8
-# During a block's backward, the gradients of its activations and its partly freed saved
-# tensors amount to about half a block's saved activations (fit to bot/bench/simulate.py:
-# 0.27 of a block in fp32, 0.72 in bf16 for Llama-2-7B).
-BLOCK_BACKWARD_TEMP_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -119,354 +131,6 @@ class MemoryEstimate:
     # What the caching allocator reserves at the peak (>= total_gib, the allocated peak; the
     # module's RESERVED_TRANSIENT_FRACTION); "fits" compares this with usable_gib.
     reserved_gib: float = 0.0
-
-
-@dataclass(frozen=True)
-class Precision:
-    """Bytes per element for each role a tensor plays under one precision setting."""
-
-    param: int  # stored (master) parameters
-    grad: int  # stored gradients
-    compute: int  # activations and the unsharded weights used by matmuls
-    reduce: int  # gradient communication (FSDP reduce_dtype; DDP all-reduces the grads)
-    mixed: bool  # autocast / MixedPrecisionPolicy casts fp32 params to ``compute``
-
-
-PRECISIONS = {
-    # PyTorch AMP keeps fp32 params and grads; matmuls run in 16 bit
-    # (https://pytorch.org/docs/stable/amp.html). FSDP2 reduces in fp32 (reduce_dtype=float32).
-    "bf16-mixed": Precision(param=4, grad=4, compute=2, reduce=4, mixed=True),
-    "fp16-mixed": Precision(param=4, grad=4, compute=2, reduce=4, mixed=True),
-    "bf16": Precision(param=2, grad=2, compute=2, reduce=2, mixed=False),
-    "fp32": Precision(param=4, grad=4, compute=4, reduce=4, mixed=False),
-}
-
-
-def optimizer_bytes_per_param(optimizer: str, precision: Precision) -> float:
-    """Optimizer state bytes per trainable parameter.
-
-    AdamW keeps two moments (exp_avg, exp_avg_sq) in the parameter dtype, SGD with momentum one
-    buffer (https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html). 8-bit Adam keeps
-    both moments as 1 byte each with blockwise constants (Dettmers et al. 2022,
-    https://arxiv.org/abs/2110.02861 sec. 2: block size 2048, one fp32 absmax per block).
-    With fp32 master weights this gives the ZeRO paper's 4+4+8 = 16 B/param for mixed-precision
-    Adam (Rajbhandari et al. 2020, https://arxiv.org/abs/1910.02054 sec. 3.1).
-    """
-    if optimizer == "adamw":
-        return 2 * precision.param
-    if optimizer == "sgd":
-        return precision.param
-    if optimizer == "adam8bit":
-        return 2 * (1 + 4 / 2048)
-    raise ValueError(f"unknown optimizer {optimizer!r}")
-
-
-def optimizer_step_temp_bytes_per_param(optimizer: str, precision: Precision, impl: str = "foreach") -> float:
-    """Temporaries of one optimizer step, per trainable parameter, for the whole-list
-    implementations. torch's foreach AdamW (the CUDA default) materialises a parameter-sized list
-    for the denominator sqrt(v)+eps (torch/optim/adamw.py ``_multi_tensor_adamw``); the fused
-    AdamW kernel (``fused=True``) updates each element in registers, no temporaries
-    (``_fused_adamw``); the for-loop implementation makes one parameter's temporary at a time
-    (see ``optimizer_step_temp_bytes``). Foreach SGD updates in place; bitsandbytes' 8-bit Adam
-    is one fused kernel. https://pytorch.org/docs/stable/optim.html#algorithms"""
-    if optimizer != "adamw" or impl in ("fused", "forloop"):
-        return 0.0
-    return precision.param
-
-
-def optimizer_step_temp_bytes(optimizer: str, precision: Precision, impl: str, trainable: float,
-                              largest_tensor: float) -> float:
-    """Bytes of the optimizer step's temporaries on one unsharded replica: a full parameter-sized
-    list for foreach AdamW, one tensor's worth (the largest) for the for-loop AdamW, none when fused."""
-    if optimizer == "adamw" and impl == "forloop":
-        return largest_tensor * precision.param
-    return trainable * optimizer_step_temp_bytes_per_param(optimizer, precision, impl)
-
-
-# ---------------------------------------------------------------------------------------------
-# Model shape helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def active_intermediate(model: ModelSpec) -> int:
-    """MLP width one token passes through: the catalog's ``active_intermediate`` for MoE models
-    (routed + shared experts), ``intermediate`` for dense ones (getattr: older specs lack it)."""
-    return int(getattr(model, "active_intermediate", None) or model.intermediate)
-
-
-def linear_params_per_layer(model: ModelSpec) -> int:
-    """Weights of the matmuls in one block (what QLoRA quantizes; norms and biases stay 16 bit)."""
-    h, i, kv, q = model.hidden, model.intermediate, model.kv_dim, model.q_dim
-    if model.arch == "llama":
-        # q, o: h x q_dim (n_heads x head_dim); k, v: h x kv; SwiGLU gate/up/down. MoE: every
-        # expert's three matrices, the shared experts' and the router's (h x E).
-        attn = 2 * h * q + 2 * h * kv
-        if model.is_moe:
-            widths = model.n_experts * model.moe_intermediate + model.n_shared_experts * model.moe_intermediate
-            return attn + 3 * h * (widths + model.shared_expert_intermediate) + h * model.n_experts
-        return attn + 3 * h * i
-    return 2 * h * h + 2 * h * q + 2 * h * i  # GPT-2/OPT: q,o h x q_dim, k,v h x h; fc1/fc2 h x i
-
-
-def lora_shapes(model: ModelSpec) -> dict[str, tuple[int, int]]:
-    """(in, out) of each matmul LoRA can target in one block; q and o are n_heads x head_dim wide
-    (q_dim: 2 x hidden for Qwen3-30B-A3B, less than hidden for Gemma 2), as the checkpoints' q_proj
-    and o_proj are (transformers' Qwen3Attention, GemmaAttention)."""
-    h, kv, i, q = model.hidden, model.kv_dim, model.intermediate, model.q_dim
-    shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h)}
-    if model.arch == "llama":
-        shapes.update(gate=(h, i), up=(h, i), down=(i, h))
-    else:  # GPT-2/OPT: fc1 (h -> i) and fc2 (i -> h); "gate" has no counterpart
-        shapes.update(up=(h, i), down=(i, h))
-    return shapes
-
-
-def lora_params(model: ModelSpec, rank: int, targets: str = "attention") -> int:
-    """Trainable LoRA parameters: A (r x in) + B (out x r) on each targeted matmul of every block
-    (Hu et al. 2021, https://arxiv.org/abs/2106.09685 sec. 4); ``targets`` "attention" (q,k,v,o)
-    or "all_linear" (plus the MLP's matmuls)."""
-    shapes = lora_shapes(model)
-    names = [t for t in LORA_TARGET_SETS[targets] if t in shapes]
-    if model.is_moe:
-        # MoE: "all-linear" reaches every expert's gate/up/down, each h x moe_intermediate, and
-        # the shared experts and the router (h x E), since transformers 4.x builds each of them as
-        # an nn.Linear and PEFT's "all-linear" excludes only the output layer
-        # (https://huggingface.co/docs/peft/developer_guides/lora "all-linear").
-        attn = sum(rank * (shapes[t][0] + shapes[t][1]) for t in names if t in ("q", "k", "v", "o"))
-        mlp_names = [t for t in names if t in ("gate", "up", "down")]
-        widths = [model.moe_intermediate] * model.n_experts
-        widths += [model.moe_intermediate] * model.n_shared_experts
-        widths += [model.shared_expert_intermediate] if model.shared_expert_intermediate else []
-        mlp = sum(len(mlp_names) * rank * (model.hidden + w) for w in widths)
-        router = rank * (model.hidden + model.n_experts) if mlp_names else 0
-        return model.n_layers * (attn + mlp + router)
-    return model.n_layers * sum(rank * (shapes[t][0] + shapes[t][1]) for t in names)
-
-
-def root_params(model: ModelSpec) -> int:
-    """Parameters outside the blocks (embeddings, final norm, LM head): FSDP's root unit."""
-    return model.embedding_params()
-
-
-def model_states_bytes(model: ModelSpec, precision: str, optimizer: str) -> float:
-    """Full fine-tune params + grads + optimizer state of the whole model (ZeRO's "model states";
-    16 B/param for mixed-precision AdamW)."""
-    prec = PRECISIONS[precision]
-    return model.params * (prec.param + prec.grad + optimizer_bytes_per_param(optimizer, prec))
-
-
-# ---------------------------------------------------------------------------------------------
-# Activations
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ActivationMode:
-    """How a block's tensors are typed. ``compute``: bytes of matmul inputs/outputs.
-    ``autocast``: DDP + torch.autocast with fp32 weights, where the residual stream and norms stay
-    fp32 and each matmul saves its own 16-bit cast of its input. ``frozen``: LoRA/QLoRA, where
-    frozen matmuls and norms save nothing for weight gradients."""
-
-    compute: int
-    autocast: bool
-    frozen: bool
-    lora_rank: int = 0
-    compiled: bool = False  # torch.compile: Inductor fuses pointwise chains (see below)
-    lora_targets: str = "attention"
-    fused_norm: bool = False  # a fused norm kernel saves its input and rstd, no fp32 internals
-    # whose model code runs the block: "pytorch" (bot/bench/model.py: F.rms_norm, rotary per block,
-    # the SDPA output copied for o_proj) or "transformers" (Hugging Face's LlamaDecoderLayer)
-    model_code: str = "pytorch"
-
-
-def block_activation_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
-    """Bytes one block saves for backward, per token, counted tensor by tensor as
-    ``bot/bench/model.py`` builds the block (checked with saved-tensor hooks; docs/calc.md).
-
-    Korthikanti et al. 2022 (https://arxiv.org/abs/2205.05198 sec. 4.1, eq. 2) count
-    sbh(34 + 5as/h) per layer for GPT with stored attention scores and dropout; we adapt it to
-    SDPA/flash attention (no s x s scores: only q, k, v, the output and a fp32 logsumexp per head),
-    no dropout, SwiGLU, GQA (k, v expanded to all heads before SDPA), RMSNorm's fp32 internals.
-    h hidden, q = n_h x d the attention width (q_dim: 2h for Qwen3-30B-A3B, < h for Gemma 2),
-    i intermediate, c compute bytes, n_h heads, d head dim:
-
-    llama, pure dtype: 2 norms x (fp32 input + fp32 normalised = 8h, rstd 4 B) + norm outputs 2ch
-      + RoPE cos/sin 2dc + q, k, v (expanded to n_h heads), SDPA output 4cq + logsumexp 4 n_h
-      + o's input copy cq + SwiGLU gate out, silu out, up out, product 4ic
-                                                          = 16h + 2ch + 5cq + 8 + 2dc + 4n_h + 4ic
-    llama, autocast: norm outputs stay fp32 and q,k,v,gate,up each save a bf16 cast (5 x 2h)
-                                                                = 26h + 10q + 8 + 4d + 4n_h + 8i
-    gpt2/opt, pure: 2 LayerNorms x (input ch + mean/rstd 2c + output ch) + q,k,v,out 4cq
-      + logsumexp 4 n_h + MLP (GELU: input and output 2ic; ReLU saves only its output: ic)
-    gpt2/opt, autocast: LayerNorm inputs fp32 4h + 8 B each, casts 4 x 2h, q,k,v,out 8q
-    frozen (LoRA): norms save fp32 input + rstd, norm output saved once for the q/k/v adapters,
-      frozen MLP matmuls save no inputs, each adapter saves its r-wide intermediate.
-    Plus the per-architecture parts (``extra_block_bytes_per_token``): q/k norms (Qwen3,
-    Gemma 3), the sandwich norms (Gemma 2/3) and the routed-expert path of an MoE block.
-    """
-    # MoE: a token's activations go through the experts it is routed to (active_intermediate)
-    h, i, c = model.hidden, active_intermediate(model), mode.compute
-    d, heads, q = model.head_dim, model.n_heads, model.q_dim
-    lse = 4 * heads
-    targets = LORA_TARGET_SETS[mode.lora_targets]
-    adapters = len(targets) * mode.lora_rank * c
-    # LoRA on the MLP: the adapters on gate/up reuse the saved norm output; down's adapter needs
-    # its own input (the i-wide SwiGLU/GELU product), which a frozen down matmul would not save.
-    mlp_adapter_input = i * c if "down" in targets else 0
-    if mode.compiled and not mode.autocast and not mode.frozen:
-        return compiled_block_bytes_per_token(model, c)
-    extra = extra_block_bytes_per_token(model, mode)
-    if model.arch == "llama":
-        rope = 2 * d * c
-        # Each RMSNorm: eager PyTorch saves the fp32 copy of its input and the fp32 normalised
-        # tensor (8h) + rstd; a fused kernel saves its (compute-dtype) input + rstd.
-        norm_internal = (c * h + 4) if mode.fused_norm else (8 * h + 4)
-        if mode.frozen:
-            frozen_norm = (c * h + 4) if mode.fused_norm else (4 * h + 4)
-            return (2 * frozen_norm + c * h + rope + 4 * c * q + lse + c * q + 3 * i * c + adapters
-                    + mlp_adapter_input + extra)
-        if mode.autocast:
-            return 26 * h + 10 * q + 8 + 4 * d + lse + 8 * i + extra
-        if mode.model_code == "transformers" and not mode.fused_norm:
-            # transformers' LlamaRMSNorm keeps the fp32 input (4h) and rstd, then casts the normalised
-            # tensor to the compute dtype before the weight multiply, which saves it (ch); cos/sin are
-            # computed once per forward (shared by the blocks); o_proj reads the SDPA output in place.
-            # Measured: tests/unit/test_calc_model_code.py (saved-tensor hooks on LlamaDecoderLayer).
-            hf_norm = 4 * h + 4 + c * h
-            return 2 * hf_norm + 2 * c * h + 2 * c * q + 2 * c * model.kv_dim + lse + 4 * i * c + extra
-        return 2 * norm_internal + 2 * c * h + 5 * c * q + rope + lse + 4 * i * c + extra
-    mlp_saved = 2 if model.arch == "gpt2" else 1  # GELU saves input and output, ReLU its output
-    if mode.frozen:
-        return 3 * c * h + 4 * c * q + 4 * c + lse + i * c + adapters + mlp_adapter_input + extra
-    if mode.autocast:
-        return 16 * h + 8 * q + 16 + lse + 2 * mlp_saved * i + extra
-    return 4 * c * h + 4 * c * q + 4 * c + lse + mlp_saved * i * c + extra
-
-
-def extra_block_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
-    """Per-token saved bytes of the block parts only some architectures have, counted on
-    ``bot/bench/model.py``'s block with saved-tensor hooks (every term below matched the hooks'
-    count exactly for Qwen3-0.6B, Qwen3-30B-A3B, Gemma-2-2B, Gemma-3-1B, Mixtral-8x7B and
-    Qwen1.5-MoE-A2.7B in bf16, fp32 and autocast; docs/calc.md "MoE and attention width").
-
-    q/k norms (Qwen3, Gemma 3: RMSNorm over each head's q and k, https://huggingface.co/Qwen/Qwen3-8B
-    config ``head_dim``; transformers' Qwen3Attention): an eager RMSNorm saves the fp32 copy of its
-    input and the fp32 normalised tensor plus a fp32 rstd per row (one row per head): 8q + 4 n_h
-    for q and 8 kv + 4 n_kv for k; a fused kernel saves its input (c per value) + rstd; frozen (no
-    weight gradient) the fp32 input + rstd.
-
-    Sandwich norms (Gemma 2/3, ``norms_per_layer`` 4): each extra RMSNorm on a branch output
-    saves what a block norm saves (8h + 4 eager; ch + 4 fused; 4h + 4 frozen).
-
-    Routed experts (``bot/bench/model.py`` ``MoE``: top-k routing with the token copies laid out
-    for one grouped matmul, as torchtitan's and megablocks' grouped GEMMs do,
-    https://arxiv.org/abs/2211.15841 sec. 5; Mixtral's routing, https://arxiv.org/abs/2401.04088
-    sec. 2.1), beyond the dense MLP of width k x moe_intermediate the calculator already counts:
-      - each token's k dispatched copies, saved as the grouped matmul's input: k h c;
-      - the k expert outputs, saved by the routing-weight multiply for the weights' gradient: k h c;
-      - the router's fp32 softmax output 4E, top-k indices 8k (int64), the renormalisation's
-        saved fp32 top-k values and their sum 4k + 4, and the cast routing weights k c.
-      Under autocast (fp32 residual) the copies are fp32 and each of the two grouped matmuls saves
-      its own bf16 cast (2 x 2kh), the router saves a cast of its input (2h) instead of the dense
-      gate/up's two (4h), and the routing weights stay fp32 (4k). Frozen (LoRA): the expert matmuls
-      save no inputs, the routing-weight multiply still saves the expert outputs.
-      Qwen-MoE's gated shared expert: the sigmoid gate's output and the shared expert's output
-      saved by their product (ch + c; autocast: a cast of the input 2h + 2h + 2).
-    The simulator lays the copies out as E equal groups of ceil(Tk/E) rows; the padding (< E rows
-    a micro-batch) is left out. Leading dense layers (DeepSeek's first_k_dense) are counted as MoE.
-    """
-    h, c, q, kv = model.hidden, mode.compute, model.q_dim, model.kv_dim
-    total = 0.0
-    if model.qk_norm:
-        rows = model.n_heads + model.n_kv_heads
-        if mode.fused_norm:
-            total += c * (q + kv) + 4 * rows
-        elif mode.frozen:
-            total += 4 * (q + kv) + 4 * rows
-        else:
-            total += 8 * (q + kv) + 4 * rows
-    extra_norms = max(0, model.norms_per_layer - 2)
-    if extra_norms:
-        per_norm = (c * h + 4) if mode.fused_norm else (4 * h + 4) if mode.frozen else (8 * h + 4)
-        total += extra_norms * per_norm
-    if model.is_moe:
-        k, e = model.experts_per_token, model.n_experts
-        router = 4 * e + 8 * k + 4 * k + 4  # softmax out, top-k indices, top-k values + their sum
-        gated_shared = bool(model.shared_expert_intermediate)
-        if mode.autocast:
-            dense_casts = 0 if (gated_shared or model.n_shared_experts) else 4 * h
-            total += 2 * h - dense_casts + 4 * k * h + 2 * k * h + router + 4 * k
-            if gated_shared:
-                total += 4 * h + 2
-        elif mode.frozen:
-            total += k * h * c + router + k * c + (c * h + c if gated_shared else 0)
-        else:
-            total += 2 * k * h * c + router + k * c + (c * h + c if gated_shared else 0)
-    return total
-
-
-def compiled_block_bytes_per_token(model: ModelSpec, c: int) -> float:
-    """A block under torch.compile (Inductor, default min-cut partitioner): pointwise chains are
-    fused and cheap intermediates recomputed in backward instead of saved
-    (https://pytorch.org/docs/stable/torch.compiler.html; the partitioner's rematerialisation,
-    torch/_functorch/partitioners.py ``min_cut_rematerialization_partition``). What stays saved:
-    each norm's input + rstd, the q/k/v SDPA reads and its output + logsumexp, and the MLP's two
-    i-wide matmul outputs (SwiGLU's silu and product, GELU's output, are recomputed).
-    Llama: 2 (ch + 4) + 3cq + cq + 4n_h + 2ic.  GPT-2/OPT: 2 (ch + 8) + 4cq + 4n_h + ic
-    (q = n_h x d, the attention width). The architecture parts (q/k and sandwich norms as fused
-    norms; the MoE routing copies, which sit beside matmuls Inductor does not fuse) are added as
-    ``extra_block_bytes_per_token`` counts them; not checked against a compiled run."""
-    h, i, heads, q = model.hidden, active_intermediate(model), model.n_heads, model.q_dim
-    extra = extra_block_bytes_per_token(model, ActivationMode(compute=c, autocast=False, frozen=False,
-                                                              fused_norm=True))
-    if model.arch == "llama":
-        return 2 * (c * h + 4) + 4 * c * q + 4 * heads + 2 * i * c + extra
-    return 2 * (c * h + 8) + 4 * c * q + 4 * heads + i * c + extra
-
-
-def selective_op_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
-    """What torchtitan's per-op selective checkpointing keeps of a block (its ``_save_list``
-    policy: the outputs of every other matmul and of SDPA are saved, everything else is recomputed;
-    https://github.com/pytorch/torchtitan/blob/main/torchtitan/models/llama3/infra/parallelize.py
-    ``_apply_ac_to_transformer_block``). Llama's matmuls run q, k, v, o, w1, w3, w2, so q, v, w1
-    and w2 are saved; plus the SDPA output + fp32 logsumexp and the checkpoint's input:
-    c (h + q + kv + q + i + h) + 4 n_h with q = n_h x d the attention width (q and the SDPA
-    output are q wide). MoE blocks (``bot/bench/model.py``): the policy counts plain matmuls, so
-    of q, k, v, o and the router it saves q, v and the router's logits (E wide); the experts'
-    batched matmuls (w2's output among them) are recomputed: c (h + q + kv + q + E) + 4 n_h (not
-    checked against a simulated run)."""
-    h, i, c, kv, q = model.hidden, active_intermediate(model), mode.compute, model.kv_dim, model.q_dim
-    lse = 4 * model.n_heads
-    if model.arch == "llama":
-        if model.is_moe:
-            return c * (h + 2 * q + kv + model.n_experts) + lse
-        return c * (2 * h + 2 * q + kv + i) + lse
-    return c * (2 * h + 2 * q + i) + lse  # GPT-2/OPT: q, v, fc1 out (every other of q,k,v,o,fc1,fc2)
-
-
-def attention_scores_bytes(model: ModelSpec, seq: int, compute: int, implementation: str | None = None) -> float:
-    """Bytes one block saves for the attention probabilities of one sequence when attention runs
-    eagerly (``ModelSpec.eager_attention``): the softmax's fp32 output and its cast to the compute
-    dtype, a x s x s each (Korthikanti et al. 2022, https://arxiv.org/abs/2205.05198 sec. 4.1,
-    count the same s x s terms as 5as/h per token; measured on transformers' BloomAttention with
-    saved-tensor hooks: 6 bytes per head per s^2 in bf16, tests/test_calc_eager_attention.py).
-    Zero for SDPA/flash attention, which keeps only a logsumexp per head and token. ``implementation``:
-    the run's attention (None: transformers' default for the architecture, bot/calc/attention.py)."""
-    return model.n_heads * seq * seq * scores_bytes_per_s2_per_head(
-        model, compute, attn_implementation(model, implementation))
-
-
-def final_norm_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> float:
-    """The final norm before the LM head (same accounting as the block's norms)."""
-    h, c = model.hidden, mode.compute
-    if model.arch == "llama":
-        return (8 * h + 4 + (2 * h if mode.autocast else c * h)) if not mode.frozen else 4 * h + 4 + c * h
-    return (4 * h + 8 + 2 * h) if mode.autocast else 2 * c * h + 2 * c
-
-
-def block_input_bytes_per_token(model: ModelSpec, mode: ActivationMode) -> int:
-    """What per-block checkpointing keeps: the block input (fp32 residual under autocast)."""
-    return model.hidden * (4 if mode.autocast else mode.compute)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -542,6 +206,9 @@ class MemoryInputs:
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (off: PyTorch's default)
     model_code: str = "pytorch"  # whose block code: "pytorch" (bot/bench/model.py) or "transformers"
     lora_targets: str = "attention"
+    lora_dropout: float = 0.0  # PEFT's LoraConfig(lora_dropout=...); 0 = PEFT's default, nn.Identity
+    # the model output's logits kept alive by the loop through backward: "fp32" | "16bit" | None
+    logits_kept: str | None = None
     base_dtype: str | None = None  # frozen base under LoRA; None: compute dtype (nf4 for QLoRA)
     float8: bool = False
     norm_impl: str = "eager"
@@ -564,42 +231,6 @@ class MemoryInputs:
         if not self.activation_checkpointing:
             return "none"
         return self.checkpointing_policy or "full"
-
-
-def loss_bytes_per_logit(inputs: MemoryInputs, compute: int) -> tuple[float, float, float]:
-    """(saved for backward, temporaries at the loss's backward, the logits' gradient) per logit.
-
-    standard: F.cross_entropy on fp32-upcast logits (module constants above). torch.compile of
-      the model does not change it: ``torch.compile(model)`` leaves a loss computed outside the
-      model eager (torchtitan compiled only the blocks until Feb 2025);
-    chunked: the upcast and its temporaries happen one of LOSS_CHUNKS chunks at a time, the fp32
-      log-probs of every chunk stay saved (torchtune CEWithChunkedOutputLoss);
-    chunked + torch.compile: torchtune compiles each chunk's upcast + cross-entropy whenever the
-      model is compiled (torchtune/training/_compile.py ``compile_loss``, at commit 30b8519e; the
-      loss's docstring: "The CE and upcasting have to be compiled together"). Inductor's partition
-      then saves the 16-bit logits chunk and a fp32 max/logsumexp per row instead of fp32
-      log-probs (checked with saved-tensor hooks on a compiled ``F.cross_entropy(x.float(), y)``
-      on CPU: one bf16 tensor of the logits' size, shared with the input, and two (rows, 1) fp32);
-      at its backward only one chunk's gradient is new;
-    fused: one fused cross-entropy kernel over the materialised logits (a torch.compile'd loss as
-      torchtitan builds it since Feb 2025, Liger's fused CrossEntropy): it keeps the 16-bit
-      logits and a fp32 logsumexp per row, and its backward writes the logits' 16-bit gradient
-      directly, with no fp32 buffer. Measured (calc engineer 3, CPU Inductor, torch 2.13, 8192 x
-      32,000 bf16 logits, resident-memory sampling): a compiled ``F.cross_entropy(x.float(), y)``
-      holds 0.00 B/logit beyond its input after forward and peaks at 2.00 B/logit (the gradient)
-      in backward; the eager one holds 4.00 and peaks at 12.00 (this module's 4 + 8). The GPU
-      kernel is the same fusion (one Triton kernel reading the logits and the logsumexp).
-      Fused *linear* + cross-entropy kernels that never materialise the logits (Cut
-      Cross-Entropy, https://arxiv.org/abs/2411.09009) need less still; counting them as "fused"
-      overestimates, the safe side for "fits".
-    """
-    if inputs.loss_impl == "fused":
-        return float(compute), float(compute), float(compute)
-    if inputs.loss_impl == "chunked" and inputs.torch_compile:
-        return float(compute), compute / LOSS_CHUNKS, float(compute)
-    if inputs.loss_impl == "chunked":
-        return LOSS_SAVED_BYTES_PER_LOGIT, LOSS_TEMP_BYTES_PER_LOGIT / LOSS_CHUNKS, compute
-    return LOSS_SAVED_BYTES_PER_LOGIT, LOSS_TEMP_BYTES_PER_LOGIT, compute
 
 
 def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
@@ -652,7 +283,7 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     mode = ActivationMode(compute=c, autocast=(strategy == "ddp" and prec.mixed and full),
                           frozen=not full, lora_rank=inputs.lora_rank, compiled=inputs.torch_compile,
                           lora_targets=inputs.lora_targets, fused_norm=inputs.norm_impl == "fused",
-                          model_code=inputs.model_code)
+                          model_code=inputs.model_code, lora_dropout=inputs.lora_dropout > 0)
     per_block = (block_activation_bytes_per_token(model, mode) * s
                  + attention_scores_bytes(model, s, c, inputs.attn_implementation))
     fn = final_norm_bytes_per_token(model, mode) * s
@@ -683,6 +314,9 @@ def phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:
     saved_pl, temp_pl, grad_pl = loss_bytes_per_logit(inputs, c)
     saved_pl += softcap_bytes_per_logit(model, c)  # Gemma-2's final tanh soft-cap keeps its output
     loss_saved, loss_temp, logit_grad = saved_pl * logits, temp_pl * logits, grad_pl * logits
+    # The output logits a loop keeps through backward sit beside every backward moment's tensors.
+    kept = kept_logits_bytes_per_logit(inputs.logits_kept, c) * logits
+    at_loss, in_block = at_loss + kept, in_block + kept
 
     host = 0.0
     if strategy == "ddp":
@@ -896,46 +530,6 @@ def fsdp_root_buffers(inputs: MemoryInputs, root_used: float) -> tuple[float, fl
         head_share = 1.0 if model.tied_embeddings else model.vocab * model.hidden / max(root_params(model), 1)
         return 0.0, 2 * root_used * head_share, 0.0
     return 0.0, 2 * root_used, root_used
-
-
-def usable_gib(gpu_memory_gb: float) -> float:
-    """GPU memory the caching allocator may reserve: capacity minus the CUDA context, NCCL's
-    buffers and a safety margin (HEADROOM_FIXED_GIB + HEADROOM_FRACTION of the card)."""
-    return max(0.0, gpu_memory_gb * (1 - HEADROOM_FRACTION) - HEADROOM_FIXED_GIB)
-
-
-def host_ram_fits(needed_gib: float, cpu_ram_gb: float | None) -> bool:
-    """The one host-RAM rule (used by the calculator and the advice): a node's CPU-offloaded
-    shards fit when they need at most (1 - HOST_HEADROOM_FRACTION) = 90% of its RAM; the rest is
-    the OS, the data loader workers and the pinned staging buffers of the host<->device copies.
-    Unknown RAM (None) is not held against the setup."""
-    if cpu_ram_gb is None:
-        return True
-    return needed_gib <= cpu_ram_gb * (1 - HOST_HEADROOM_FRACTION)
-
-
-def max_micro_batch(candidates: list[Phase], usable_bytes: float) -> int:
-    """Largest b with every phase's reserved bytes (fixed + b * per_sample, see
-    ``Phase.reserved``) <= usable; closed form per phase."""
-    best = MAX_MICRO_BATCH
-    for phase in candidates:
-        room = usable_bytes - phase.reserved_fixed
-        if phase.reserved_per_sample <= 0:
-            if room < 0:
-                return 0
-            continue
-        best = min(best, math.floor(room / phase.reserved_per_sample))
-        if best < 1:
-            return 0
-    while best > 1 and any(ph.reserved(best) > usable_bytes for ph in candidates):  # float rounding
-        best -= 1
-    return best
-
-
-def reserved_fraction(inputs: MemoryInputs) -> float:
-    """The share of the transient bytes the caching allocator keeps reserved on top of the
-    allocated peak: smaller with expandable segments (see RESERVED_TRANSIENT_FRACTION)."""
-    return RESERVED_TRANSIENT_FRACTION if inputs.expandable_segments else RESERVED_TRANSIENT_FRACTION_DEFAULT_ALLOCATOR
 
 
 def reserved_phases(inputs: MemoryInputs, strategy: str) -> tuple[list[Phase], float]:

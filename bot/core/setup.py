@@ -75,7 +75,7 @@ class TrainingSetup(BaseModel):
     torch_compile: bool | None = None
     loss_impl: Literal["standard", "fused", "chunked"] | None = None  # cross-entropy over logits
     grad_accum_steps: int | None = None
-    lora_targets: Literal["attention", "all_linear"] | None = None
+    lora_targets: Literal["attention", "all_linear", "all_linear_but_o"] | None = None
     base_dtype: Literal["fp32", "bf16", "nf4"] | None = None  # frozen base weights under LoRA
     float8: bool | None = None  # torchao float8 linears and all-gathers
     mfu: float | None = None  # model FLOPs utilisation the user asserts (0..1)
@@ -102,6 +102,14 @@ class TrainingSetup(BaseModel):
     # bot/bench/model.py and torchtitan build it; the default) or "transformers" (Hugging Face's
     # LlamaDecoderLayer: its RMSNorm keeps the normalised tensor in the compute dtype, fewer bytes).
     model_code: Literal["pytorch", "transformers"] | None = None
+    # PEFT's LoraConfig(lora_dropout=p), 0 <= p < 1: above 0 each adapter keeps a dropped copy of its
+    # input and a 1-byte mask for backward (bot/calc/activations.py lora_dropout_bytes_per_token).
+    # None: 0, PEFT's default.
+    lora_dropout: float | None = None
+    # The training loop keeps the model's output (its logits) alive through backward: "fp32" (a
+    # transformers causal LM before v4.46 returns fp32-upcast logits), "16bit". None: the output is
+    # dropped before backward, as HF Trainer does (bot/calc/activations.py kept_logits_bytes_per_logit).
+    logits_kept: Literal["fp32", "16bit"] | None = None
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
@@ -266,7 +274,10 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
     if setup.optimizer == "adam8bit" and setup.optimizer_impl in ("fused", "forloop"):
         problems.append(Problem("optimizer_impl", f"{setup.optimizer_impl!r} is a torch.optim implementation; "
                                                   "8-bit Adam (bitsandbytes) has its own kernel"))
-    lora_only = [name for name in ("lora_targets", "base_dtype") if getattr(setup, name) is not None]
+    dropout = setup.lora_dropout
+    if dropout is not None and (dropout != dropout or not 0 <= dropout < 1):
+        problems.append(Problem("lora_dropout", f"a dropout probability is at least 0 and below 1, got {_show(dropout)}"))
+    lora_only = [name for name in ("lora_targets", "base_dtype", "lora_dropout") if getattr(setup, name) is not None]
     if setup.finetune == "full" and lora_only:
         problems.append(Problem(lora_only[0], f"{lora_only[0]} applies to LoRA/QLoRA, not a full fine-tune"))
     if setup.finetune == "qlora" and setup.base_dtype not in (None, "nf4"):

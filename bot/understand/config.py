@@ -99,6 +99,46 @@ def _unquote(value: str | None) -> str:
     return (value or "").strip().strip("\"'").strip().rstrip(".,;:")
 
 
+# LoRA target modules named one by one (PEFT ``target_modules``, LlamaFactory ``lora_target``, axolotl
+# ``lora_target_modules``), Llama-family names: which of the calculator's target sets they make
+# (bot/calc/states.py LORA_TARGET_SETS). Only the projections decide; other names are ignored.
+_QKV_MODULES = ("q_proj", "k_proj", "v_proj")
+_MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
+LORA_MODULE_LIST = r"[qkvo]_proj|gate_proj|up_proj|down_proj"
+
+
+def lora_target_set(value: str) -> str | None:
+    """"attention" for attention projections only, "all_linear" for q, k, v, o and the three MLP
+    projections, "all_linear_but_o" for the same without o_proj (Answer.AI fsdp_qlora's default);
+    None for a partial MLP set the calculator has no name for, or no projection at all."""
+    names = set(re.findall(rf"(?<![a-z_])(?:{LORA_MODULE_LIST})(?![a-z_])", value.lower()))
+    if not names & set(_QKV_MODULES):
+        return None
+    mlp = names & set(_MLP_MODULES)
+    if not mlp:
+        return "attention"
+    if mlp != set(_MLP_MODULES) or not set(_QKV_MODULES) <= names:
+        return None
+    return "all_linear" if "o_proj" in names else "all_linear_but_o"
+
+
+# What a sentence says about the target set: "all-linear" (PEFT's value), a module list, "attention only".
+_LORA_TARGET_WORDS = re.compile(rf"all[- _]?linear|all linear layers|lora_target:?\s*all\b|attention only|only attention|"
+                                rf"(?:{LORA_MODULE_LIST})(?:['\"]?\s*,\s*['\"]?(?:{LORA_MODULE_LIST}))+", re.I | re.A)
+
+
+def lora_targets_named(low: str) -> tuple[str, str] | None:
+    """The target set a sentence names and the words that name it (None: it names none the calculator
+    has, e.g. q_proj,v_proj,gate_proj)."""
+    for m in _LORA_TARGET_WORDS.finditer(low):
+        words = m.group(0)
+        if "linear" in words or re.match(r"lora_target", words, re.I):
+            return "all_linear", words
+        if targets := ("attention" if "attention" in words else lora_target_set(words)):
+            return targets, words
+    return None
+
+
 def _as_int(value: str) -> int | None:
     v = _unquote(value)
     if re.fullmatch(rf"-?\d{{1,{MAX_DIGITS}}}", v):
@@ -158,6 +198,15 @@ def read_config(text: str) -> ConfigReading:
         if name not in f and value is not None:
             f[name] = value
             spans[name] = raw[key][2]
+
+    def listed_after(key: str) -> str:
+        """The rest of a key's line and any YAML block-list items under it: a module list's value
+        ("[q_proj, k_proj, ...]", "q_proj,k_proj", "- q_proj" lines) is read whole, not to its first comma."""
+        end = raw[key][3][1]
+        line_end = text.find("\n", end)
+        rest = text[end: len(text) if line_end < 0 else line_end]
+        block = re.match(r"(?:\n[ \t]*-[ \t]*[\w'\"]+[ \t]*)+", text[len(text) if line_end < 0 else line_end:])
+        return rest + (block.group(0) if block else "")
 
     for key, (_orig, value, span_text, _) in raw.items():
         role = _ALL[key]
@@ -221,7 +270,9 @@ def read_config(text: str) -> ConfigReading:
             v = _unquote(value).lower()
             if v in ("all", "all-linear", "all_linear"):
                 put("lora_targets", "all_linear", key)
-            elif v and re.fullmatch(r"[\w,\s\[\]'\"]+", v) and re.search(r"q_proj|v_proj|k_proj|c_attn|wqkv|query|qkv", v) \
+            elif (targets := lora_target_set(v + listed_after(key))) and re.fullmatch(r"[\w,\s\[\]'\"-]*", v):
+                put("lora_targets", targets, key)
+            elif v and re.fullmatch(r"[\w,\s\[\]'\"]+", v) and re.search(r"c_attn|wqkv|query|qkv", v) \
                     and not re.search(r"gate|up_proj|down_proj|mlp|w1|w2|w3", v):
                 put("lora_targets", "attention", key)
         elif role == "deepspeed":

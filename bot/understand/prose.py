@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from bot.understand.config import lora_targets_named
 from bot.understand.text import NUM
 
 GPU = "Ǥ"
@@ -586,10 +587,8 @@ def read_training(text: str, out: ProseReading) -> None:
     if out.fields.get("finetune") in ("lora", "qlora"):
         if (m := _search(r"lora[_\s-]*(?:rank|r)\s*[=:]?\s*(\d{1,5})\b|\brank\s+(\d{1,5})\b", low)) and int(m.group(1) or m.group(2)) > 0:
             _set(out, "lora_rank", int(m.group(1) or m.group(2)), text[m.start(): m.end()])
-        if m := _search(r"all[- _]?linear|all linear layers|lora_target:?\s*all\b", low):
-            _set(out, "lora_targets", "all_linear", m.group(0))
-        elif m := _search(r"q_proj\s*,\s*v_proj|q_proj,?\s*k_proj,?\s*v_proj|attention only|only attention", low):
-            _set(out, "lora_targets", "attention", m.group(0))
+        if found := lora_targets_named(low):  # "all-linear", a module list, "attention only"
+            _set(out, "lora_targets", found[0], found[1])
 
     seq = _search(r"(?:seq(?:uence)?s?[_ -]?(?:len(?:gth)?)?|context(?: length| size)?|ctx|序列长度|序列|上下文(?:长度)?|"
                   r"max_?len(?:gth)?|cutoff_len|max_seq_len(?:gth)?|block_size|长度)\s*(?:of|is|=|:|为|是|设为|设置为)?\s*"
