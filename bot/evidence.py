@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.parallel_evidence import parallel_numbers, parallel_plan
 from bot.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -288,7 +289,7 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
         ev.capacity = capacity_search(resolved)
     ev.stored = _stored(resolved)
     ev.store_notices = _store_notices(ev.language)
-    ev.parallel = _parallel(resolved)
+    ev.parallel = parallel_plan(resolved)
 
 
 def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:
@@ -469,49 +470,6 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
                                     tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
-
-
-# Where a plan beyond FSDP is worth computing: big models across many GPUs, long sequences
-# (the Ultra-Scale Playbook's and torchtitan's ladder: FSDP + checkpointing first, then TP in a
-# node, CP for the sequence, PP when a node is too small)
-PARALLEL_MIN_GPUS = 8
-PARALLEL_MIN_PARAMS_B = 30.0
-PARALLEL_MIN_SEQ = 32_768
-
-
-def _parallel(resolved: ResolvedSetup) -> Any:
-    """The ladder's plan when it goes past FSDP + checkpointing (else None)."""
-    s = resolved.setup
-    if resolved.gpu_count < PARALLEL_MIN_GPUS or (resolved.model.params_b < PARALLEL_MIN_PARAMS_B
-                                                  and (s.seq_len or 0) < PARALLEL_MIN_SEQ):
-        return None
-    try:
-        from bot.calc.parallel_ladder import suggest_plan
-
-        suggestion = suggest_plan(resolved)
-    except Exception as err:  # noqa: BLE001  (a what-if must never stop an answer)
-        log.debug("no parallel plan: %s", err)
-        return None
-    plan = suggestion.plan
-    if plan is None or suggestion.memory is None or not (plan.degrees.get("tp", 1) > 1 or plan.degrees.get("cp", 1) > 1
-                                                         or plan.degrees.get("pp", 1) > 1):
-        return None
-    return suggestion
-
-
-def parallel_numbers(suggestion: Any) -> dict[str, float | int | bool]:
-    """The plan's figures under ``parallel.*`` keys (what an answer may print about it)."""
-    if suggestion is None or suggestion.plan is None or suggestion.memory is None:
-        return {}
-    d, mem = suggestion.plan.degrees, suggestion.memory
-    out: dict[str, float | int | bool] = {f"parallel.{axis}": int(d.get(axis, 1)) for axis in ("tp", "cp", "pp", "dp_shard")}
-    out["parallel.total_gib"] = round(mem.total_gib, 2)
-    out["parallel.usable_gib"] = round(mem.usable_gib, 2)
-    forced = next((st for st in suggestion.steps if st.step in ("tensor_parallel", "context_parallel",
-                                                                 "pipeline_parallel") and st.value is not None), None)
-    if forced is not None and forced.figure == "reserved_gib" and forced.limit is not None:
-        out["parallel.fsdp_only_gib"] = round(float(forced.value), 2)
-    return out
 
 
 def _store_notices(language: str) -> list[str]:

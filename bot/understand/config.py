@@ -27,7 +27,7 @@ _INT_KEYS = {
     "max_words": "seq_len",  # LLaMA-Adapter / LLaMA2-Accessory: tokens per sample, despite the name
     "lora_rank": "lora_rank", "lora_r": "lora_rank", "lora_dim": "lora_rank",  # lora_dim: DeepSpeed-Chat
     "nproc_per_node": "gpus_per_node", "num_gpus": "num_gpus", "n_gpus": "gpu_count", "gpus": "gpu_count",
-    "gpu_count": "gpu_count", "num_processes": "gpu_count", "data_parallel_shard_degree": "gpu_count",
+    "gpu_count": "gpu_count", "num_processes": "gpu_count",
     "world_size": "gpu_count", "devices": "gpu_count",
     "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes", "nodes": "nodes",
     "zero_stage": "zero_stage", "quantization_bit": "quant_bits",
