@@ -30,7 +30,7 @@ _OOM_NEW = re.compile(r"Tried to allocate " + _F + _UNIT + r"\.?\s*GPU\s*\d*\s*h
 _OOM_WORDS = re.compile(r"out of memory|OutOfMemoryError|\boom\b|爆显存|显存不足|显存不够|显存溢出|内存不够|"
                         r"超出显存|显存爆|cuda\s*oom|runs? out of (?:gpu )?(?:memory|vram)|ran out of (?:memory|vram)|out\s*of\s*memory|"
                         r"outofmemory|memory is insufficient|not enough (?:gpu )?memory|gpu is not enough|显存会不够|溢出|"
-                        r"(?<![a-z])oom(?![a-z])|爆了|内存不足|显存占满|"
+                        r"(?<![a-z])oom(?:s|ed|ing)?(?![a-z])|爆了|内存不足|显存占满|"
                         # a batch that runs only below the one asked for (DeepSpeedExamples#411)
                         r"(?:batch|bs)[ _a-z]{0,6}(?:最多)?只能(?:设置?|开|调|跑)?到\s*\d|"
                         r"can only (?:use|run|fit|set|train with) (?:a )?(?:micro[- ]?)?batch(?:[ _]size)?(?: of)? \d",
