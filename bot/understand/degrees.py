@@ -41,6 +41,9 @@ DEGREE_KEYS: dict[str, str] = {
     "ulysses_sequence_parallel_size": "cp", "ulysses_degree": "cp", "ring_degree": "cp",
     "tp_size": "tp", "pp_size": "pp", "cp_size": "cp", "tp": "tp", "pp": "pp", "cp": "cp",
     "tp_degree": "tp", "pp_degree": "pp", "cp_degree": "cp",
+    # the axis itself as the key ("tensor_parallelism=2", "pipeline_parallel: 4"): a degree when its value is a number
+    "tensor_parallelism": "tp", "pipeline_parallelism": "pp", "context_parallelism": "cp",
+    "tensor_parallel": "tp", "pipeline_parallel": "pp", "context_parallel": "cp", "sequence_parallel_degree": "cp",
 }
 FIELD_OF_AXIS = {"tp": "tensor_parallel", "pp": "pipeline_parallel", "cp": "context_parallel"}
 

@@ -29,6 +29,10 @@ def degrees(text: str) -> dict:
     ("sequence_parallel_size: 4\nQwen2.5-7B LoRA on 8x A100 80G with 128k samples OOMs. Any fix?", {"cp": 4}),
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 actor_rollout_ref.rollout.tensor_model_parallel_size=4\n"
      "GRPO Qwen2.5-7B on 8 H100 runs out of memory", {"cp": 2}),
+    # the axis name as the key
+    ("Megatron-DeepSpeed run:\ntensor_parallelism: 4\npipeline_parallelism: 2\nA 13B model, how many A100 80G do we need?",
+     {"tp": 4, "pp": 2}),
+    ("tensor_parallel=2 context_parallel=2 on 8 H100 for Llama-3-8B at 128k tokens: does it fit?", {"tp": 2, "cp": 2}),
     # compact prose
     ("We train a 70B model on 64 H100 with TP=8 and PP=2; the step is slow. How to speed it up?", {"tp": 8, "pp": 2}),
     ("8xA100 80G, 13B, tp4pp2: per-GPU memory?", {"tp": 4, "pp": 2}),
