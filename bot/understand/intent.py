@@ -11,8 +11,10 @@ contains ML words are ``out_of_scope``.
 **The question sentence decides; reported symptoms are context.** ``read_intent`` splits the
 person's words into sentences, classifies each question sentence (a question mark, 吗/呢, an
 interrogative such as 多少/为什么/how/which, "I would like to know ...") and the last one that has a
-class wins. Only a message with no classifiable question falls back on what it reports (an OOM or a
-slowdown is troubleshooting) and then on its words as a whole. ``bot.parse`` applies the same rule
+class wins. A sentence's class is the first entry of ``QUESTION_CUES`` that applies (a table of cue
+classes: pattern, intent, the context flags it needs or is ruled out by), so a rule is a row, never a
+branch keyed to one thread. Only a message with no classifiable question falls back on what it
+reports (an OOM or a slowdown is troubleshooting) and then on its words as a whole (``FALLBACK_CUES``). ``bot.parse`` applies the same rule
 across a conversation: a follow-up without a question keeps the question asked before it.
 """
 
@@ -483,22 +485,39 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
     return None
 
 
+# A message with no classifiable question: the same table form, read on the whole message (what it
+# reports, then its words). Flags: ``oom``, ``setup``, ``own`` (I/my/我), ``reported`` (an issue, a bug,
+# an error named), ``trouble`` (a failure or slowdown word) and ``tools`` (a strategy named).
+_WILL_IT_OOM = re.compile(r"会\s*oom\s*吗|会爆显存吗|will (?:it|this) (?:oom|fit)|would (?:it|this) oom", _I)
+_REPORTED = re.compile(r"\bissues?\b|problem|\bbug\b|error|问题|报错", _I)
+_TOOLS = re.compile(r"fsdp|ddp|zero|deepspeed|shard|hsdp", _I)
+_ANY = re.compile(r"", _I)
+FALLBACK_CUES: tuple[Cue, ...] = (
+    _cue("feature_discussion", "concept", _FEATURE, unless="oom"),  # "It would be beneficial if HYBRID_SHARD ..."
+    _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="oom setup"),
+    _cue("will_it_oom", "capacity", _WILL_IT_OOM, unless="oom"),
+    _cue("oom_reported", "troubleshoot", _ANY, needs="oom"),
+    _cue("symptom", "troubleshoot", _SYMPTOM),
+    _cue("run_symptom", "troubleshoot", _RUN_SYMPTOM),
+    _cue("trouble_with_setup", "troubleshoot", _TROUBLE, needs="setup"),
+    _cue("trouble_of_mine", "troubleshoot", _TROUBLE, needs="own"),
+    _cue("trouble_reported", "troubleshoot", _TROUBLE, needs="reported"),
+    _cue("tools_behaviour", "concept", _TROUBLE, needs="tools"),  # "full_shard ... its training speed is slow"
+    _cue("strategy_enough", "recommend", _STRATEGY_ENOUGH),
+    _cue("quantity", "capacity", _CAPACITY),
+    _cue("what_is", "concept", _CONCEPT, unless="setup"),
+    _cue("tools_discussion", "concept", _TOOLS, unless="setup own"),  # a statement about the tools, no run of theirs
+)
+
+
 def _fallback(text: str, *, has_setup: bool, oom: bool) -> str:
-    """A message with no classifiable question: what it reports, then its words as a whole."""
-    if _FEATURE.search(text) and not oom:
-        return "concept"  # "It would be beneficial if HYBRID_SHARD ...": a feature discussion
-    if not oom and not has_setup and _CONCEPT_STRONG.search(text):
-        return "concept"
-    if re.search(r"会\s*oom\s*吗|会爆显存吗|will (?:it|this) (?:oom|fit)|would (?:it|this) oom", text, _I) and not oom:
-        return "capacity"
-    reported = re.search(r"\bissues?\b|problem|\bbug\b|error|问题|报错", text, _I)
-    if oom or _SYMPTOM.search(text) or _RUN_SYMPTOM.search(text) or \
-            _TROUBLE.search(text) and (has_setup or _OWN_RUN.search(text) or reported):
-        return "troubleshoot"
-    if _TROUBLE.search(text) and re.search(r"fsdp|ddp|zero|deepspeed|shard|hsdp", text, _I):
-        return "concept"  # "full_shard ... its training speed is slow": how the tools behave, no run of theirs
-    if _STRATEGY_ENOUGH.search(text):
-        return "recommend"
+    """A message with no classifiable question: the first ``FALLBACK_CUES`` entry that applies, else recommend."""
+    flags = {name for name, on in (("oom", oom), ("setup", has_setup), ("own", bool(_OWN_RUN.search(text))),
+                                   ("reported", bool(_REPORTED.search(text))), ("tools", bool(_TOOLS.search(text)))) if on}
+    for cue in FALLBACK_CUES:
+        if cue.needs <= flags and not cue.unless & flags and cue.pattern.search(text):
+            return cue.intent
+    return "recommend"
     if _CAPACITY.search(text):
         return "capacity"
     if _CONCEPT.search(text) and not has_setup:

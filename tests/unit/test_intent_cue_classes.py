@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bot.parse import parse_conversation
-from bot.understand.intent import QUESTION_CUES
+from bot.understand.intent import FALLBACK_CUES, QUESTION_CUES
 
 FLAGS = {"own", "mine", "setup", "symptom", "i_here", "first_person", "why_only", "can", "advice"}
 
@@ -22,6 +22,8 @@ def test_the_cue_table_is_data_with_known_intents_and_flags():
     for cue in QUESTION_CUES:
         assert cue.needs <= FLAGS and cue.unless <= FLAGS, cue.name
     assert len({c.name for c in QUESTION_CUES}) == len(QUESTION_CUES)
+    for cue in FALLBACK_CUES:
+        assert cue.needs <= {"oom", "setup", "own", "reported", "tools"} and cue.unless <= {"oom", "setup", "own"}, cue.name
 
 
 # 1. a symptom of the run, then a knob or the working setup asked for: a fix, even naming strategies
