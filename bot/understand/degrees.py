@@ -52,6 +52,8 @@ _KEYED = re.compile(r"(?<![A-Za-z0-9_])(?:--)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_][\w
                     r"(?![\d.])", re.A)
 # sections whose degrees belong to an inference engine (verl's rollout, vLLM), not the training run
 _ENGINE_PATH = re.compile(r"(?:^|\.)(?:rollout|vllm|sglang|infer\w*|serving|generat\w*)(?:\.|$)", _I)
+# ... or a key written after an engine's name on its line ("16 for vllm_engines (8 engines, each tp_size = 2)")
+_ENGINE_BEFORE = re.compile(r"vllm|sglang|rollout|inference|推理|engine", _I)
 # compact: "TP=8", "TP4", "tp 2", "TP8PP2", "PP=4", "CP=2" (letters never glued to a word before)
 _COMPACT = re.compile(r"(?<![A-Za-z_\-])(tp|pp|cp)\s*(?:=|:|-|\s)?\s*(\d{1,4})(?![\d.]|\s*(?:gb|g\b|b\b|%|x\b))", _I)
 _AXIS_WORDS = {
@@ -140,7 +142,9 @@ def read_degrees(text: str) -> DegreeReading:
     for m in _KEYED.finditer(text):
         last, full = _norm_key(m.group(1))
         axis = DEGREE_KEYS.get(last)
-        if axis is None or _ENGINE_PATH.search(full):
+        # the words before it on its line, after any earlier key=value setting ("a.rollout.x=4 a.actor.y=2")
+        before = re.split(r"=\S*\s+", text[text.rfind("\n", 0, m.start()) + 1: m.start()])[-1]
+        if axis is None or _ENGINE_PATH.search(full) or _ENGINE_BEFORE.search(before):
             continue
         if len(last) == 2 and not (text[m.start(): m.start() + 2] == "--" or re.match(r"\s*[:=]", text[m.end(1): m.end(1) + 3])):
             continue  # "tp 4" without a flag or "=": the compact rule below reads it (with its question check)

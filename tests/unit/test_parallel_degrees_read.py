@@ -29,6 +29,8 @@ def degrees(text: str) -> dict:
     ("sequence_parallel_size: 4\nQwen2.5-7B LoRA on 8x A100 80G with 128k samples OOMs. Any fix?", {"cp": 4}),
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 actor_rollout_ref.rollout.tensor_model_parallel_size=4\n"
      "GRPO Qwen2.5-7B on 8 H100 runs out of memory", {"cp": 2}),
+    ("python -m verl.trainer.main_ppo actor_rollout_ref.rollout.tensor_model_parallel_size=2 "
+     "actor_rollout_ref.actor.ulysses_sequence_parallel_size=4\nPPO on 8 A100 80G with Qwen2.5-14B OOMs", {"cp": 4}),
     # the axis name as the key
     ("Megatron-DeepSpeed run:\ntensor_parallelism: 4\npipeline_parallelism: 2\nA 13B model, how many A100 80G do we need?",
      {"tp": 4, "pp": 2}),
@@ -65,6 +67,8 @@ def test_a_degree_being_weighed_is_not_the_setup(text):
     "cp 4 copies of the dataset to the 4 GPUs before training a 1B model",
     "A 7B LoRA on 2 RTX 4090 with seq 4096 (pp 2 in the paper table is another run)",  # no parallel context word
     "vLLM LLM(model='Qwen2.5-72B', rollout.tensor_model_parallel_size=4)",  # an engine's degree, not training's
+    "PPO on 16 A100: 8 GPUs for the actor, 8 for vllm engines with tp_size=2 each. How many nodes?",
+    "GRPO 用 8 张 H100，推理引擎 tensor_parallel_size=4，训练用 FSDP，显存够吗？",
 ])
 def test_not_a_training_degree(text):
     got = degrees(text)
