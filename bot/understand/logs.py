@@ -58,7 +58,7 @@ _STEP_LINE = re.compile(r"\b(?:global[_ ]?step|step|steps|iter|iters|iteration|e
                         r"tokens?/s|tok/s|tflops|mfu|samples?/s)\b\s*[=:：]?\s*\[?-?\d|\d\s*(?:it/s|s/it)\b|"
                         r"\d+/\d+\s*\[|\[rank\s*\d+\]|\brank\s*\d+\s*:|第\s*\d+\s*(?:步|轮|个?epoch)", re.I | re.A)
 _STEP_MEM = re.compile(r"(?<![A-Za-z_])((?:gpu[_ ]?|cuda[_ ]?|device[_ ]?|torch[_ ]?)?(?:max[_ ]?|peak[_ ]?)?"
-                       r"(?:mem(?:ory)?(?:[_ ](?:allocated|reserved|used|usage))?|allocated|reserved|mem[_ ]?gb|vram))"
+                       r"(?:mem(?:ory)?(?:[_ ](?:allocated|reserved|used|usage))?|allocated|reserved|mem[_ ]?gb|vram)|显存(?:占用)?)"
                        r"\s*(?:\((?:gi?b)\))?\s*[=:：]?\s*" + _F + _UNIT, re.I | re.A)
 _HOST_KEY = re.compile(r"(?:cpu|host|ram|rss|sys(?:tem)?)[_ ]?$", re.I | re.A)
 _DS_EST_HEAD = re.compile(r"Estimated memory needed[^\n]*\n(?:[^\n]*\n){0,3}", re.I | re.A)
@@ -169,6 +169,8 @@ def _step_memory(text: str, out: LogReading) -> None:
         for m in _STEP_MEM.finditer(line.group(0)):
             if _HOST_KEY.search(line.group(0)[max(0, m.start() - 6): m.start()]):
                 continue
+            if m.group(1).startswith("显存") and not re.search(r"[|=]", line.group(0)):
+                continue  # "第3个epoch时显存80G的卡OOM" is prose about the card; a log line has fields
             gib = round(_gib(m.group(2), m.group(3)), 2)
             if out.observed.used_per_gpu_gib is None:
                 out.observed.used_per_gpu_gib = gib

@@ -14,6 +14,7 @@ STEP_LOGS = [
     ("Epoch 2:  45%|####      | 900/2000 [12:01<14:40, loss=0.62, gpu_mem=19.8G]", 19.8),
     ("[rank3] global_step=77 loss=3.01 max_memory_allocated=66.0GB", 66.0),
     ("第 300 步 loss=1.52 lr=1e-5 mem=44.7GiB", 44.7),
+    ("epoch 1 | step 50 | loss 2.03 | 显存 61.2G | 1.9s/it", 61.2),
 ]
 
 
@@ -47,6 +48,7 @@ def test_host_ram_still_reads_as_host_ram(text, ram):
 
 
 @pytest.mark.parametrize("text", [
+    "训练到第 3 个 epoch 时，显存 48G 的卡就 OOM 了，4 张卡训 13B 怎么办？",
     "Epoch time is long. My GPU memory is 24GB; which strategy for a 7B LoRA?",
     "每张卡显存 48G，一共 4 张，训练 13B 用哪个策略？",
 ])
