@@ -334,6 +334,10 @@ _PROJECT_Q = re.compile(r"(?:is it possible|possible to|can (?:i|we|one|it|you)|
 _REQUIREMENTS = re.compile(r"requirements?\b|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
 _PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
                        r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
+# the best option asked for ("What is best for ... DDP or FSDP?", "the best way to shard 70B on 16 GPUs",
+# "哪种最合适"): with a setup, a recommendation (without one, a concept)
+_BEST_Q = re.compile(r"what(?:'s| is| are| would be) (?:the )?best|\bbest (?:way|strategy|option|choice|setup|approach|config\w*|"
+                     r"practice)\b|最好|最合适|最佳|最优", _I)
 _ACHIEVED = re.compile(r"how is .{1,60} achieved", _I)
 _FASTER_THAN = re.compile(r"\b(?:is|are|would|will)\b.{0,40}\b(?:faster|slower|better|worse|cheaper)\b.{0,12}\bthan\b", _I)
 _FIRST_PERSON_WORD = re.compile(r"\b(?:i|my|we|our|me)\b|我", _I)
@@ -376,6 +380,7 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("two_api_versions", "concept", _API_VERSIONS),       # "FSDP1 or FSDP2?" wherever it is asked
     _cue("what_went_wrong", "troubleshoot", _PROBLEM_Q),
     _cue("requirements", "capacity", _REQUIREMENTS),
+    _cue("best_option", "recommend", _BEST_Q, needs="setup"),
     _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="i_here"),
     _cue("how_achieved", "concept", _ACHIEVED),
     _cue("which_is_faster", "concept", _FASTER_THAN, unless="mine"),  # "Is an H100 faster than an A100 for 7B?"

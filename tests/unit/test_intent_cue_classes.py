@@ -156,3 +156,22 @@ def test_model_colon_in_a_sentence_is_not_a_config_setting(text):
     parsed = parse_conversation(text)
     assert parsed.setup.params_b in (7, 13, 70)
     assert parsed.intent in ("recommend", "capacity")
+
+
+# the convention's core: which/should/best with a setup = recommend; can-I on stated cards = recommend
+# (evals/cases/README.md); how many / requirements = capacity, also with a which-question beside it
+@pytest.mark.parametrize("text,expected", [
+    ("What is best for a 7B full fine-tune on 8 A100 80G, DDP or FSDP?", "recommend"),
+    ("What's the best way to shard a 70B model across 16 H100?", "recommend"),
+    ("13B 全参，4 张 A100 80G，哪种策略最合适？", "recommend"),
+    ("8 张 4090 微调 7B，用 DDP 还是 FSDP 好？", "recommend"),
+    ("Can I train a 13B model on 4 A100 40G?", "recommend"),
+    ("4 张 3090 能不能全参微调 7B？", "recommend"),
+    ("How many A100 80G do I need to fully fine-tune a 70B model?", "capacity"),
+    ("全参微调 72B 最少需要几张 H100？", "capacity"),
+    ("How many H100s do I need for Llama-3-70B, and should I use FSDP or DeepSpeed?", "capacity"),
+    ("训练 70B 需要多少张卡？用 FSDP 还是 ZeRO-3？", "capacity"),
+    ("What is the best way to shard a model in general?", "concept"),
+])
+def test_recommend_and_capacity_by_the_convention(text, expected):
+    assert intent(text) == expected
