@@ -221,12 +221,9 @@ _GPUS: list[GPUSpec] = [
             aliases=("a30", "a30-24gb", "a30 24g"), notes="a 2-way NVLink bridge (200 GB/s) is optional"),
     GPUSpec("L40 48GB", 48, 181, 0.864, **_pcie(_PCIE4), source_url=f"{_NV_DC}l40/",
             aliases=("l40", "l40-48gb", "l40 48g")),
-    GPUSpec("L20 48GB", 48, 119.5, 0.864, **_pcie(_PCIE4), source_url="https://www.nvidia.cn/data-center/l20/",
-            aliases=("l20", "l20-48gb", "l20 48g"), approximate=True,
-            notes="China export part; figures are the widely reported ones (48 GB GDDR6, 864 GB/s, "
-                  "119.5 TFLOPS bf16 dense)"),
     GPUSpec("RTX 6000 Ada 48GB", 48, 364.2, 0.96, **_pcie(_PCIE4), approximate=True,
-            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-6000/",
+            source_url="https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/rtx-6000/"
+                       "proviz-print-rtx6000-datasheet-web-2504660.pdf",
             notes="bf16 dense derived from the 1457 TFLOPS FP8 sparse figure (/4)",
             aliases=("rtx 6000 ada", "6000 ada", "rtx6000 ada", "rtx 6000 ada generation")),
     # --- AMD (ROCm: torch.cuda API, RCCL behind the "nccl" backend name) ----------------------------
@@ -277,7 +274,7 @@ FP32_TFLOPS: dict[str, float] = {
     # product pages / whitepapers of the cards above (CUDA cores x 2 x boost clock where not printed)
     "RTX 2080 Ti 11GB": 13.4, "RTX 3060 12GB": 12.7, "RTX 3080 12GB": 30.6, "RTX 4060 Ti 16GB": 22.1,
     "RTX 4080 16GB": 48.7, "RTX 5070 12GB": 30.9, "RTX 5070 Ti 16GB": 43.9, "RTX 5080 16GB": 56.3,
-    "A30 24GB": 10.3, "L40 48GB": 90.5, "L20 48GB": 59.4, "RTX 6000 Ada 48GB": 91.1,
+    "A30 24GB": 10.3, "L40 48GB": 90.5, "RTX 6000 Ada 48GB": 91.1,
 }
 # Where no fp32 figure is listed: the A100's ratio of dense bf16 tensor peak to fp32 (312 / 19.5 = 16).
 FP32_FALLBACK_RATIO = 16.0

@@ -12,7 +12,7 @@ from bot.parse import parse_conversation
 NEW_CARDS = {
     "RTX 2080 Ti 11GB": 11, "RTX 3060 12GB": 12, "RTX 3080 12GB": 12, "RTX 4060 Ti 16GB": 16,
     "RTX 4080 16GB": 16, "RTX 5070 12GB": 12, "RTX 5070 Ti 16GB": 16, "RTX 5080 16GB": 16,
-    "A30 24GB": 24, "L40 48GB": 48, "L20 48GB": 48, "RTX 6000 Ada 48GB": 48,
+    "A30 24GB": 24, "L40 48GB": 48, "RTX 6000 Ada 48GB": 48,
 }
 
 
@@ -37,7 +37,7 @@ def test_turing_has_no_bf16_and_no_tf32():
     ("2080ti", "RTX 2080 Ti 11GB"), ("2080 Ti", "RTX 2080 Ti 11GB"), ("RTX 2080Ti", "RTX 2080 Ti 11GB"),
     ("3060", "RTX 3060 12GB"), ("3060 12G", "RTX 3060 12GB"), ("RTX3060", "RTX 3060 12GB"),
     ("5070", "RTX 5070 12GB"), ("5070 Ti", "RTX 5070 Ti 16GB"), ("4060ti 16G", "RTX 4060 Ti 16GB"),
-    ("3080 12G", "RTX 3080 12GB"), ("3080", "RTX 3080 10GB"), ("L20", "L20 48GB"), ("a30", "A30 24GB"),
+    ("3080 12G", "RTX 3080 12GB"), ("3080", "RTX 3080 10GB"), ("a30", "A30 24GB"),
 ])
 def test_lookup_by_how_people_write_it(written, expected):
     assert lookup_gpu(written).name == expected
