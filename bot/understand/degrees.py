@@ -90,7 +90,8 @@ class DegreeReading:
     sources: dict[str, str] = field(default_factory=dict)    # field -> "config" | "stated"
     dp_shard: int | None = None                              # torchtitan data_parallel_shard_degree (> 0)
     dp_replicate: int | None = None
-    weighed: dict[str, str] = field(default_factory=dict)    # field -> span of a degree asked about, not used
+    # field -> (degree, span) asked about, not used as the setup (a follow-up's what-if applies it: bot.parse)
+    weighed: dict[str, tuple[int, str]] = field(default_factory=dict)
     consumed: list[tuple[int, int]] = field(default_factory=list)
 
     def world_size(self) -> int | None:
@@ -135,7 +136,7 @@ def read_degrees(text: str) -> DegreeReading:
             return
         raw = text[span[0]: span[1]].strip()
         if is_weighed(text, span[0], span[1]):
-            out.weighed[name] = raw
+            out.weighed[name] = (value, raw)
             return
         out.fields[name], out.spans[name], out.sources[name] = value, raw, source
 

@@ -88,6 +88,7 @@ class Reading:
     symptom: bool = False       # the message reports a failure or a slowdown
     can_question: bool = False  # "can I do it on <card>?" (bot.understand.intent.IntentReading)
     own_words: str = ""  # the text minus configs and logs
+    weighed_degrees: dict = field(default_factory=dict)  # "Should we add TP=8?": field -> (degree, span), not the setup
     text: str = ""       # the cleaned, capped text every span refers to
 
 
@@ -306,6 +307,7 @@ def read_turn(raw: object) -> Reading:
     out.text = text
     degrees = read_degrees(own)  # "TP=8", "--pipeline-model-parallel-size 2": never a count or a size
     asked_text, own = own, blank(own, degrees.consumed)
+    out.weighed_degrees = dict(degrees.weighed)
 
     models = find_models(own)
     foreign = [(m, hit) for m in models if (hit := _foreign_family(own, m))]

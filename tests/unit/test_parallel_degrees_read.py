@@ -95,3 +95,19 @@ def test_provenance_quotes_the_text():
     parsed = parse_conversation("16 H100, --tensor-model-parallel-size 8, 70B full fine-tune, which strategy?")
     prov = parsed.provenance["tensor_parallel"]
     assert prov.source == "config" and "8" in prov.span and "tensor-model-parallel-size" in prov.span
+
+
+@pytest.mark.parametrize("first,follow_up,field,degree", [
+    ("Llama-3-70B full fine-tune on 32 H100, memory per GPU?", "what if TP=4?", "tensor_parallel", 4),
+    ("Llama-3-70B 全参，32 张 H100，每卡显存多少？", "换成张量并行 8 路呢？", "tensor_parallel", 8),
+    ("Qwen2.5-72B on 4 nodes of 8 A800, which strategy?", "And if we add pipeline parallelism of 2?", "pipeline_parallel", 2),
+])
+def test_a_follow_up_what_if_changes_the_degree(first, follow_up, field, degree):
+    parsed = parse_conversation(follow_up, [first])
+    assert getattr(parsed.setup, field) == degree
+    assert parsed.provenance[field].source == "stated"
+    assert parsed.setup.gpu_count == 32  # the rest of the setup is kept
+
+
+def test_a_weighed_degree_in_a_first_message_is_not_the_setup_even_with_history_empty():
+    assert parse_conversation("Llama-3-70B full fine-tune on 32 H100. Should we add TP=8?").setup.tensor_parallel is None
