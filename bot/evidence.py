@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bot.core.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
+from bot.parallel_evidence import ladder_plan, parallel_numbers, past_fsdp, stated_plan
 from bot.strategies import TRAINING_STRATEGIES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,8 +301,11 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
         ev.capacity = capacity_search(resolved)
     ev.stored = _stored(resolved)
     ev.store_notices = _store_notices(ev.language)
-    checked = _parallel(resolved, asked=bool(ev.parsed.asked_axes))
-    ev.parallel = checked if past_fsdp(checked) else None
+    # the plan the person stated (TP/CP/PP degrees), else the ladder's: computed for a large setup
+    # or a question about an axis, shown when it goes past FSDP (bot.parallel_evidence)
+    stated = stated_plan(resolved)
+    checked = stated if stated is not None else ladder_plan(resolved, asked=bool(ev.parsed.asked_axes))
+    ev.parallel = checked if stated is not None or past_fsdp(checked) else None
     # kept (with its figures) only where an answer says something about it
     ev.parallel_checked = checked if ev.parsed.asked_axes or ev.parallel is not None else None
 
@@ -484,60 +488,6 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
                                     tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
-
-
-# Where a plan beyond FSDP is worth computing: big models across many GPUs, long sequences
-# (the Ultra-Scale Playbook's and torchtitan's ladder: FSDP + checkpointing first, then TP in a
-# node, CP for the sequence, PP when a node is too small)
-PARALLEL_MIN_GPUS = 8
-PARALLEL_MIN_PARAMS_B = 30.0
-PARALLEL_MIN_SEQ = 32_768
-
-
-def _parallel(resolved: ResolvedSetup, *, asked: bool = False) -> Any:
-    """The ladder's plan (bot.calc.parallel_ladder.suggest_plan) for a large or long-context setup,
-    or for any multi-GPU setup whose question asks about TP/CP/PP; None where it is not computed."""
-    s = resolved.setup
-    large = resolved.gpu_count >= PARALLEL_MIN_GPUS and (resolved.model.params_b >= PARALLEL_MIN_PARAMS_B
-                                                         or (s.seq_len or 0) >= PARALLEL_MIN_SEQ)
-    if not (large or (asked and resolved.gpu_count > 1)):
-        return None
-    try:
-        from bot.calc.parallel_ladder import suggest_plan
-
-        return suggest_plan(resolved)
-    except Exception as err:  # noqa: BLE001  (a what-if must never stop an answer)
-        log.debug("no parallel plan: %s", err)
-        return None
-
-
-def past_fsdp(suggestion: Any) -> bool:
-    """The plan fits and adds TP, CP or PP to FSDP."""
-    plan = getattr(suggestion, "plan", None)
-    return (plan is not None and suggestion.memory is not None
-            and any(plan.degrees.get(axis, 1) > 1 for axis in ("tp", "cp", "pp")))
-
-
-def parallel_numbers(suggestion: Any, resolved: ResolvedSetup | None = None) -> dict[str, float | int | bool]:
-    """The plan's figures under ``parallel.*`` keys (what an answer may print about it)."""
-    if suggestion is None or suggestion.plan is None or suggestion.memory is None:
-        return {}
-    d, mem = suggestion.plan.degrees, suggestion.memory
-    out: dict[str, float | int | bool] = {f"parallel.{axis}": int(d.get(axis, 1)) for axis in ("tp", "cp", "pp", "dp_shard")}
-    out["parallel.dp"] = int(suggestion.plan.dp)
-    out["parallel.gpus"] = int(suggestion.plan.world_size)
-    if resolved is not None and resolved.setup.seq_len:
-        # the smallest global batch the plan runs: one micro-batch per data-parallel rank per step
-        # (TP, CP and PP ranks share a rank's samples; torchtitan's global batch = local x dp)
-        mb = resolved.setup.micro_batch or 1
-        out["parallel.tokens_per_step"] = int(suggestion.plan.dp * mb * resolved.setup.seq_len)
-    out["parallel.total_gib"] = round(mem.total_gib, 2)
-    out["parallel.usable_gib"] = round(mem.usable_gib, 2)
-    forced = next((st for st in suggestion.steps if st.step in ("tensor_parallel", "context_parallel",
-                                                                 "pipeline_parallel") and st.value is not None), None)
-    if forced is not None and forced.figure == "reserved_gib" and forced.limit is not None:
-        out["parallel.fsdp_only_gib"] = round(float(forced.value), 2)
-    return out
 
 
 def _store_notices(language: str) -> list[str]:

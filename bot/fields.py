@@ -88,9 +88,12 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                      "of its input for backward.", ""),
     "logits_kept": ("The training loop keeps the model output's logits through backward: fp32 (transformers "
                     "before v4.46) or 16bit; default: dropped before backward, as HF Trainer does.", ""),
-    "tensor_parallel": ("Tensor-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
-    "pipeline_parallel": ("Pipeline-parallel degree, if any (not modelled: named in the answer's notices).", "stages"),
-    "context_parallel": ("Context-parallel degree, if any (not modelled: named in the answer's notices).", "ranks"),
+    "tensor_parallel": ("Tensor-parallel degree, if any: the answer computes the stated plan (FSDP over the rest); the "
+                        "strategy table still assumes pure data parallelism.", "ranks"),
+    "pipeline_parallel": ("Pipeline-parallel degree, if any: the answer computes the stated plan (FSDP over the rest); the "
+                        "strategy table still assumes pure data parallelism.", "stages"),
+    "context_parallel": ("Context-parallel degree, if any: the answer computes the stated plan (FSDP over the rest); the "
+                        "strategy table still assumes pure data parallelism.", "ranks"),
     # not a TrainingSetup field: the model as a config.json (TOOL_ONLY_FIELDS)
     "hf_config": ("The model as a Hugging Face config.json instead of model/params_b: a path to the file or "
                "its folder (on the server's machine), the JSON text or object itself, or a Hub id like "

@@ -330,6 +330,11 @@ def parse_conversation(question: str, history=None) -> Parsed:
     provenance = {k: (v if v.source in ("history", "assumed") else Provenance("history", v.span, v.confidence))
                   for k, v in provenance.items()}
     turn_fields, flags = parse_turn(question)
+    weighed = _read_cached(question).weighed_degrees if turns and fields and isinstance(question, str) else {}
+    for name, (degree, span) in weighed.items():  # "what if TP=4?" after a setup: the follow-up changes that field
+        if name not in turn_fields:
+            turn_fields[name] = degree
+            flags.provenance = {**flags.provenance, name: Provenance("stated", span)}
     fields, provenance, observed, new_setup = _start_new_setup(fields, provenance, observed, turn_fields)
     if new_setup is not None:
         read_notes.append(new_setup)

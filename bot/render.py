@@ -331,6 +331,9 @@ def _setup_line(answer: Answer, out: _Out) -> str:
         bits.append((f"micro-batch {s['micro_batch']}", "micro_batch"))
     if s.get("activation_checkpointing"):
         bits.append((_t(lang, "激活检查点", "activation checkpointing"), "activation_checkpointing"))
+    for axis, field in (("TP", "tensor_parallel"), ("CP", "context_parallel"), ("PP", "pipeline_parallel")):
+        if (s.get(field) or 1) > 1:  # a stated degree is shown, never dropped (issue 29)
+            bits.append((f"{axis} {s[field]}", field))
     keys = [f"setup.{f}" for text, f in bits for _ in numbers_in_text(text)]
     joined: list[str] = []
     for text, _field in bits:  # "8 x" and "3 张" run into the GPU name; the rest are comma-separated
@@ -408,7 +411,8 @@ def _value_label(field: str, value, lang: str) -> str:
         "micro_batch": ("micro-batch {v}", "micro-batch {v}"), "grad_accum_steps": ("梯度累积 {v} 步", "gradient accumulation {v}"),
         "cpu_ram_gb": ("CPU 内存 {v} GB", "{v} GB host RAM"), "inter_node_gbps": ("节点间 {v} Gb/s", "{v} Gb/s between nodes"),
         "lora_rank": ("LoRA rank {v}", "LoRA rank {v}"), "checkpoint_every": ("每 {v} 层检查点", "checkpoint every {v} blocks"),
-        "mfu": ("MFU {v}", "MFU {v}"),
+        "mfu": ("MFU {v}", "MFU {v}"), "tensor_parallel": ("张量并行 {v}", "tensor parallel {v}"),
+        "pipeline_parallel": ("流水线并行 {v}", "pipeline parallel {v}"), "context_parallel": ("上下文并行 {v}", "context parallel {v}"),
     }
     named = _RUN_OPTION_LABELS.get((field, value))
     if named:

@@ -178,6 +178,54 @@ _GPUS: list[GPUSpec] = [
             aliases=("4090", "rtx4090", "rtx 4090", "geforce rtx 4090", "4090 24g", "4090d", "rtx 4090d")),
     GPUSpec("RTX 5090 32GB", 32, 209.5, 1.792, **_pcie(_PCIE5, "PCIe Gen5 x16 (no NVLink)"), source_url=_BLACKWELL_RTX,
             aliases=("5090", "rtx5090", "rtx 5090", "geforce rtx 5090", "5090 32g")),
+    # Cards the architecture whitepapers do not tabulate: memory and bandwidth from the product page;
+    # the tensor peak is SMs x boost clock x the architecture's dense FP16-with-FP32-accumulate rate per
+    # SM per clock on GeForce (512 FLOP: RTX 3090 71 TFLOPS / (82 SMs x 1.695 GHz), RTX 4090 165.2 /
+    # (128 x 2.52), RTX 5090 209.5 / (170 x 2.41), from _AMPERE_GA102, _ADA, _BLACKWELL_RTX), so they
+    # are marked approximate.
+    GPUSpec("RTX 3060 12GB", 12, 25.5, 0.36, **_pcie(_PCIE4, "PCIe Gen4 x16 (no NVLink)"), approximate=True,
+            source_url="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3060-3060ti/",
+            notes="tensor peak derived: 28 SMs x 1.777 GHz x 512", aliases=(
+                "3060", "rtx3060", "rtx 3060", "geforce rtx 3060", "3060 12g", "rtx 3060 12g", "3060 12gb")),
+    GPUSpec("RTX 3080 12GB", 12, 61.3, 0.912, **_pcie(_PCIE4, "PCIe Gen4 x16 (no NVLink)"), approximate=True,
+            source_url="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3080-3080ti/",
+            notes="tensor peak derived: 70 SMs x 1.71 GHz x 512", aliases=("3080 12g", "rtx 3080 12g", "3080 12gb")),
+    GPUSpec("RTX 4060 Ti 16GB", 16, 44.1, 0.288, **_pcie(("PCIe Gen4 x8", 16.0), "PCIe Gen4 x8 (no NVLink)"),
+            approximate=True, source_url="https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/",
+            notes="tensor peak derived: 34 SMs x 2.535 GHz x 512; the card has an x8 host link", aliases=(
+                "4060ti", "4060 ti", "rtx 4060 ti", "rtx4060ti", "4060ti 16g", "4060 ti 16g", "rtx 4060 ti 16g")),
+    GPUSpec("RTX 4080 16GB", 16, 97.5, 0.717, **_pcie(_PCIE4, _NO_P2P), source_url=_ADA,
+            aliases=("4080", "rtx4080", "rtx 4080", "geforce rtx 4080", "4080 16g", "4080 super", "rtx 4080 super")),
+    GPUSpec("RTX 5070 12GB", 12, 61.7, 0.672, **_pcie(_PCIE5, "PCIe Gen5 x16 (no NVLink)"), approximate=True,
+            source_url="https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5070-family/",
+            notes="tensor peak derived: 48 SMs x 2.51 GHz x 512",
+            aliases=("5070", "rtx5070", "rtx 5070", "geforce rtx 5070", "5070 12g")),
+    GPUSpec("RTX 5070 Ti 16GB", 16, 87.8, 0.896, **_pcie(_PCIE5, "PCIe Gen5 x16 (no NVLink)"), approximate=True,
+            source_url="https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5070-family/",
+            notes="tensor peak derived: 70 SMs x 2.45 GHz x 512",
+            aliases=("5070ti", "5070 ti", "rtx 5070 ti", "rtx5070ti", "5070 ti 16g")),
+    GPUSpec("RTX 5080 16GB", 16, 112.6, 0.96, **_pcie(_PCIE5, "PCIe Gen5 x16 (no NVLink)"), approximate=True,
+            source_url="https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5080/",
+            notes="tensor peak derived: 84 SMs x 2.62 GHz x 512",
+            aliases=("5080", "rtx5080", "rtx 5080", "geforce rtx 5080", "5080 16g")),
+    # Turing: FP16 tensor with FP32 accumulate 53.8 TFLOPS (reference clocks), 616 GB/s, no bf16, no TF32,
+    # PCIe Gen3 x16; a 2-way NVLink bridge (100 GB/s total) is optional (Turing whitepaper, appendix table)
+    GPUSpec("RTX 2080 Ti 11GB", 11, 53.8, 0.616, **_pcie(_PCIE3), supports_bf16=False,
+            source_url="https://images.nvidia.com/aem-dam/en-zz/Solutions/design-visualization/technologies/"
+                       "turing-architecture/NVIDIA-Turing-Architecture-Whitepaper.pdf",
+            notes="a 2-way NVLink bridge is optional", aliases=(
+                "2080ti", "2080 ti", "rtx 2080 ti", "rtx2080ti", "rtx 2080ti", "geforce rtx 2080 ti", "2080ti 11g",
+                "2080 ti 11g", "2080ti 11gb")),
+    # --- NVIDIA data center / workstation, more ----------------------------------------------------
+    GPUSpec("A30 24GB", 24, 165, 0.933, **_pcie(_PCIE4), source_url=f"{_NV_DC}products/a30-gpu/",
+            aliases=("a30", "a30-24gb", "a30 24g"), notes="a 2-way NVLink bridge (200 GB/s) is optional"),
+    GPUSpec("L40 48GB", 48, 181, 0.864, **_pcie(_PCIE4), source_url=f"{_NV_DC}l40/",
+            aliases=("l40", "l40-48gb", "l40 48g")),
+    GPUSpec("RTX 6000 Ada 48GB", 48, 364.2, 0.96, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/rtx-6000/"
+                       "proviz-print-rtx6000-datasheet-web-2504660.pdf",
+            notes="bf16 dense derived from the 1457 TFLOPS FP8 sparse figure (/4)",
+            aliases=("rtx 6000 ada", "6000 ada", "rtx6000 ada", "rtx 6000 ada generation")),
     # --- AMD (ROCm: torch.cuda API, RCCL behind the "nccl" backend name) ----------------------------
     GPUSpec("MI250X 64GB (one GCD)", 64, 191.5, 1.6, **_fabric("Infinity Fabric", 100), vendor="amd",
             source_url="https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
@@ -223,11 +271,15 @@ FP32_TFLOPS: dict[str, float] = {
     "H100 NVL 94GB": 60.0, "H800 80GB SXM": 67.0, "H200 141GB SXM": 67.0, "B200 180GB": 75.0,
     "L40S 48GB": 91.6, "L4 24GB": 30.3, "A10 24GB": 31.2, "RTX 4090 24GB": 82.6,
     "V100 16GB SXM2": 15.7, "V100 32GB SXM2": 15.7, "T4 16GB": 8.1,
+    # product pages / whitepapers of the cards above (CUDA cores x 2 x boost clock where not printed)
+    "RTX 2080 Ti 11GB": 13.4, "RTX 3060 12GB": 12.7, "RTX 3080 12GB": 30.6, "RTX 4060 Ti 16GB": 22.1,
+    "RTX 4080 16GB": 48.7, "RTX 5070 12GB": 30.9, "RTX 5070 Ti 16GB": 43.9, "RTX 5080 16GB": 56.3,
+    "A30 24GB": 10.3, "L40 48GB": 90.5, "RTX 6000 Ada 48GB": 91.1,
 }
 # Where no fp32 figure is listed: the A100's ratio of dense bf16 tensor peak to fp32 (312 / 19.5 = 16).
 FP32_FALLBACK_RATIO = 16.0
 # Cards without TF32 tensor cores (pre-Ampere): TF32 cannot be turned on.
-NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40")
+NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40", "RTX 2080")
 
 
 def fp32_tflops(gpu: GPUSpec, tf32: bool = False) -> float:

@@ -392,9 +392,12 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 @words_for(Code.PARALLEL_PLAN)
 def _parallel_plan(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     """The ladder past FSDP (bot.calc.parallel_ladder): the degrees it adds and the per-GPU memory."""
+    from bot.parallel_evidence import is_stated
+
     degrees = r.values["suggestion"].plan.degrees
     return say.msg("what_if.parallel_plan", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
-                   pp=degrees.get("pp", 1) > 1, before="parallel.fsdp_only_gib" in say.numbers)
+                   pp=degrees.get("pp", 1) > 1, before="parallel.fsdp_only_gib" in say.numbers,
+                   stated=is_stated(r.values["suggestion"]), batch="parallel.local_batch" in say.numbers)
 
 
 @words_for(Code.ASKED_PARALLEL)

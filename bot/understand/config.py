@@ -27,7 +27,7 @@ _INT_KEYS = {
     "max_words": "seq_len",  # LLaMA-Adapter / LLaMA2-Accessory: tokens per sample, despite the name
     "lora_rank": "lora_rank", "lora_r": "lora_rank", "lora_dim": "lora_rank",  # lora_dim: DeepSpeed-Chat
     "nproc_per_node": "gpus_per_node", "num_gpus": "num_gpus", "n_gpus": "gpu_count", "gpus": "gpu_count",
-    "gpu_count": "gpu_count", "num_processes": "gpu_count", "data_parallel_shard_degree": "gpu_count",
+    "gpu_count": "gpu_count", "num_processes": "gpu_count",
     "world_size": "gpu_count", "devices": "gpu_count",
     "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes", "nodes": "nodes",
     "zero_stage": "zero_stage", "quantization_bit": "quant_bits",
@@ -76,6 +76,9 @@ _KV = re.compile(r"(?<![A-Za-z0-9_\-./])[\"']?([A-Za-z_][A-Za-z0-9_.]{0,60})[\"'
 _INCLUDE = re.compile(r"--include[= ]+(?:localhost|[\w.\-]+):([\d,]+)")
 _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES\s*=\s*[\"']?([\d,]+)")
 _PATHISH = re.compile(r"[/\\]|\.(?:json|ya?ml|toml|py|sh)\b")
+# words that continue a sentence after "model:" ("a 7B model: would it fit?"), never a model's name
+_PROSE_WORDS = {"would", "will", "can", "could", "should", "is", "are", "does", "do", "the", "a", "an", "it", "i", "we",
+                "how", "what", "which", "why", "and", "with", "for", "to", "in", "on", "of", "but", "so", "or"}
 _TRUE = {"true", "1", "yes", "on", "y", "t", "auto"}  # "bf16: auto" (axolotl, HF): on where the card has it
 _FALSE = {"false", "0", "no", "off", "n", "f", "none", "null"}
 
@@ -183,6 +186,8 @@ def read_config(text: str) -> ConfigReading:
         raw.setdefault(nk, (key, value, text[span[0]:span[1]].strip(), span))
         if _INT_KEYS.get(nk) in ("gpu_count", "gpus_per_node", "nodes") and value is not None and _as_int(value) is None:
             return  # "GPU: 1*A100" is prose, not a count setting: leave it to the prose rules
+        if _STR_KEYS.get(nk) == "model" and _unquote(value).lower() in _PROSE_WORDS:
+            return  # "... for a 7B model: would FSDP fit?": a sentence going on, not a model setting
         out.consumed.append(span)
 
     for m in _FLAG.finditer(text):

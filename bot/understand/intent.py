@@ -11,8 +11,10 @@ contains ML words are ``out_of_scope``.
 **The question sentence decides; reported symptoms are context.** ``read_intent`` splits the
 person's words into sentences, classifies each question sentence (a question mark, 吗/呢, an
 interrogative such as 多少/为什么/how/which, "I would like to know ...") and the last one that has a
-class wins. Only a message with no classifiable question falls back on what it reports (an OOM or a
-slowdown is troubleshooting) and then on its words as a whole. ``bot.parse`` applies the same rule
+class wins. A sentence's class is the first entry of ``QUESTION_CUES`` that applies (a table of cue
+classes: pattern, intent, the context flags it needs or is ruled out by), so a rule is a row, never a
+branch keyed to one thread. Only a message with no classifiable question falls back on what it
+reports (an OOM or a slowdown is troubleshooting) and then on its words as a whole (``FALLBACK_CUES``). ``bot.parse`` applies the same rule
 across a conversation: a follow-up without a question keeps the question asked before it.
 """
 
@@ -33,7 +35,7 @@ _TRAIN = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|pretrain|预
                     r"optimizer|优化器|梯度|gradient", _I)
 _QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)|胡说八道|不收敛|效果(?:差|不好)", _I)
 _PAPER = re.compile(r"(?:your|the) (?:web page|paper|readme|blog)|you (?:say|said) you used|论文里", _I)
-_FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|我们|我的|我在|我用", _I)
+_FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|\b(?:we|our)\b|我们|我的|我在|我用", _I)
 _OTHER_STACK = re.compile(r"\btpu\b|\bjax\b|\bxla\b|\bflax\b|tensorflow|\bkeras\b|mirroredstrategy|paddle|飞桨|"
                           r"mindspore|\bmlx\b|apple silicon|\bm[1-4] (?:ultra|max|pro)\b|colossalai|geminiplugin|"
                           r"mxnet|oneflow|评测|evaluat(?:e|ion) (?:on|with)", _I)
@@ -53,7 +55,7 @@ _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|
                         r"怎么做.{0,6}(?:吃|菜|汤|肉)|红烧|天气|weather|股票|stock price|"
                         r"horoscope|football|足球|电影|movie|训练我的狗|训狗|我家的狗|狗狗|宠物|小狗", _I)
 
-_TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
+_TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom(?:s|ed|ing)?\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
                       r"fall(?:s)? to|drop(?:s|ped)? to|decreas|why my|为什么我|爆显存|显存不足|显存不够|显存溢出|超出显存|内存不够|溢出|跑不动|跑不起来|"
                       r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|慢了|变慢|更慢|比.{0,12}慢|slower|too slow|"
                       r"much slower|speed (?:is|was) (?:low|slow)|速度.{0,8}(?:慢|相同|一样|下降)|throughput.{0,20}(?:drop|lower|low)|"
@@ -202,25 +204,29 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)(?=\s|$)")
 _QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|几张|几台|几块|几个|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
                        r"有没有|什么|请问|求教|想问|想了解|想知道|问一下|"
                        r"^\s*(?:how|what|which|why|can|could|should|is|are|does|do|did|would|will|any)\b|"
-                       r"\bi (?:would like|want|'d like) to know|\bi(?:'m| am)? wonder(?:ing)?|could you|please (?:share|tell|advise)|"
-                       r"(?:have|got) a question about|想问一下|咨询", _I)
+                       r"\bi (?:would like|want|'d like) to (?:know|ask)|\bi(?:'m| am)? wonder(?:ing)?|could you|please (?:share|tell|advise)|"
+                       r"(?:have|got) a question about|想问一下|咨询|\bi(?:'m| am) curious|\bcurious (?:why|about|whether|if)|"
+                       r"不明白|不理解|搞不懂|想不通", _I)
 # how to fix a run, or why it failed / is slow
 _FIX_Q = re.compile(r"为什么|为啥|是什么原因|什么原因|原因是|\bwhy\b|how (?:can|do|should|could) (?:i|we) (?:fix|solve|avoid|resolve|speed|"
                     r"make it|get rid|adjust|reduce|lower)|how to (?:fix|solve|avoid|resolve|speed up|deal with|get rid)|"
                     r"any (?:solutions?|ideas?|fix(?:es)?|suggestions?|workarounds?|advice|hints?)|solutions? for|怎么办|咋办|"
-                    r"(?:如何|怎么|怎样|怎么样)(?:才能)?(?:解决|处理|优化|避免|加速|提速)|有没有(?:什么)?(?:办法|方法)|有什么(?:办法|方法|解决)|"
+                    r"(?:如何|怎么|怎样|怎么样)(?:才能)?(?:解决|处理|优化|避免|加速|提速|修复|修正|排查)|有没有(?:什么)?(?:办法|方法)|有什么(?:办法|方法|解决)|"
                     r"有办法|哪里出(?:现)?了?问题|什么问题|what(?:'s| is) (?:wrong|the (?:problem|issue|reason|cause))|"
-                    r"is (?:this|that|it) (?:normal|expected)|正常吗|是正常的|这正常吗|what (?:am i|did i) (?:do(?:ing)? wrong|miss)|"
+                    r"is (?:this|that|it) (?:normal|expected)|(?:if|whether) (?:this|that|it) is (?:normal|expected)|正常吗|是正常的|这正常吗|"
+                    r"what (?:am i|are we|did i|did we) (?:do(?:ing)? wrong|did wrong|miss(?:ing)?)|"
                     r"what (?:could|might) (?:cause|be)|what causes|i(?:'m| am)? wonder(?:ing)? why|doesn'?t work as expected|"
-                    r"speed (?:it |things |training )?up|to speed|加速|提速|(?:any|some|another|other) (?:other )?ways? to (?:save|reduce|lower|"
-                    r"cut|avoid)|save (?:gpu |cuda )?memory|节省显存|省显存|降低显存|出错|哪个地方|什么地方|哪里.{0,4}(?:错|问题)|"
+                    r"speed (?:it |things |training )?up|to speed|加速|提速|出错|哪个地方|什么地方|哪里.{0,4}(?:错|问题)|"
+                    r"(?:怎样|怎么|如何)[^？?。]{0,40}(?:不报错|不出错|不再报错|不oom|不爆显存)|"
+                    r"how (?:can|do|could|to) [^?.]{0,40}without (?:the |an |this |any )?(?:\w+ ){0,2}(?:error|oom|crash|exception)|"
                     r"what (?:might|could|would) (?:this |that |it )?(?:cause|be causing)|what should (?:i|we) (?:change|do|try|modify|set)|"
                     r"what (?:can|do) (?:i|we) (?:change|do|try)|应该怎么(?:改|调|办|设置)|该怎么(?:改|调|办)", _I)
 # "why" asked about how things behave in general (no run, setup or symptom of the person's) is a concept
 _WHY = re.compile(r"为什么|为啥|\bwhy\b|是什么原因|什么原因|原因是", _I)
 # a quantity asked for: GPUs, memory, resources
 _CAPACITY_Q = re.compile(r"how many|how much|多少|几张|几台|几块|几个(?:gpu|卡|节点|机器)|要几|多大|最低|至少需要|最少需要|最少要|至少要|"
-                         r"minimum|requirements?\b|怎样的(?:配置|资源)|什么(?:样的)?配置|哪些资源|怎么算|how (?:to|do i) (?:calculate|estimate)|"
+                         r"minimum|requirements?\b|硬件(?:条件|要求|需求)|配置要求|(?:需要|要)什么(?:样的)?(?:硬件|显卡)|"
+                         r"怎样的(?:配置|资源)|什么(?:样的)?配置|哪些资源|怎么算|how (?:to|do i) (?:calculate|estimate)|"
                          r"which size|what size|how (?:big|large) (?:a|of a)? ?model|"
                          r"need\w*\s+(?:\d+|two|three|four|eight|sixteen)\s+(?:nodes|gpus|cards|machines|servers)|"
                          r"需要\s*\d+(?:\.\d+)?\s*(?:g|gb|t|tb)?\s*的?\s*(?:内存|显存)|(?:内存|显存)占用|memory (?:usage|footprint|requirements?)", _I)
@@ -229,6 +235,7 @@ _CAN_Q = re.compile(r"can (?:i|we|it|this|one)|could (?:i|we|it)|\b(?:can|could)
                     r"hold|support)\b|is (?:it|this|that) possible|possible to|是否(?:可以|能)|能否|可否|"
                     r"能不能|可不可以|可以[^？?。\n]{0,40}?[吗嘛么呢]|能[^？?。\n]{0,40}?[吗嘛么呢]|有机会|跑通|够吗|够不够|够用吗|足够吗|"
                     r"\benough\b|suffic|will (?:it|this|that) (?:fit|work|oom|run)|would (?:it|this|that) (?:fit|work|oom)|"
+                    r"would [^?.。？]{1,40}? fit\b|要不要|该不该|需不需要|有没有必要|值不值得|is it worth|"
                     r"(?:does|do|will) (?:it|this|that|they) fit|fits? (?:on|in|into|onto)|会\s*oom吗|会爆显存吗|\bwhich\b|哪种|哪个|选哪|"
                     r"用什么|用哪|用啥|should (?:i|we)|do (?:i|we) need|行吗|行不行|可行|怎么做|如何(?:做|进行)|"
                     r"how (?:do|can|should) (?:i|we) (?:train|fine-?tune|finetune|do|run|set ?up)|"
@@ -240,6 +247,7 @@ _CONCEPT_Q = re.compile(r"what(?:'s| is| are| does)\b|difference|区别|差别|�
                         r"how (?:do|can) (?:i|we|you) (?:turn|enable|disable|use|set|configure|specify|switch)|how to (?:use|enable|disable|set|"
                         r"configure|turn|specify|switch)|怎么(?:用|开启|关闭|设置|配置)|如何(?:使用|开启|关闭|设置|配置)|how is .{1,60} achieved", _I)
 _CHOICE = re.compile(r"\bwhich\b|哪种|哪个|选哪|用什么|用哪|用啥|should (?:i|we)|do (?:i|we) need|怎么做|如何(?:做|进行)|"
+                     r"\brecommend(?:ations?|ed)?\b|推荐|建议|"
                      r"how (?:do|can|should) (?:i|we) (?:train|fine-?tune|finetune|do|run|set ?up)|"
                      r"(?:ddp|fsdp|hsdp|zero[- _]?\d?|deepspeed|lora|qlora|offload|shard\w*|megatron)\s*(?:\bor\b|还是|vs\.?|/)", _I)
 _OWN_RUN = re.compile(r"\bi\b|\bmy\b|\bwe\b|\bour\b|我", _I)
@@ -295,32 +303,133 @@ _API_VERSIONS = re.compile(r"fsdp\s*-?\s*1\b.{0,40}?fsdp\s*-?\s*2\b|fsdp\s*-?\s*
                            r"(?:old|new|旧|新)(?:er)?\s*(?:版)?\s*fsdp.{0,30}?(?:old|new|旧|新)(?:er)?\s*(?:版)?\s*fsdp", re.I | re.A | re.S)
 
 
-def _question_class(sentence: str, *, has_setup: bool, own: bool = True, mine: bool = True) -> str | None:
-    """The intent one question sentence asks for (None: not a question, or none of ours). ``own``:
-    the message is about a run or setup of the person's (a setup, "I/my/我", a symptom); ``mine``: it
-    speaks of the person's own run ("I/my/我", an OOM)."""
+# --- the cue table: which class of question a sentence asks -------------------------------------
+# Cues the rules above do not cover, each a class of wording (never one thread's sentence):
+# the person asks what went wrong in their run ("what is the problem?", "问题出在哪里")
+_PROBLEM_Q = re.compile(r"what(?:'s| is) (?:wrong|the (?:problem|issue|cause))|问题出在哪|哪里出(?:现)?了?问题|出了什么问题|"
+                        r"怎么回事|是怎么(?:错误|出错|回事)|(?:什么|啥)错误|"
+                        r"what (?:am i|are we|did i|did we) (?:do(?:ing)? wrong|did wrong|missing)|"
+                        r"what (?:i|we) (?:am|are|did|was|were) (?:do(?:ing)? )?wrong", _I)
+# a knob to change, or the working setup asked for, after a failure ("Should I adjust some NCCL
+# parameters?", "Are there any parameters we need to set?", "How can I enable more than one GPU?",
+# "can you share your config?", "需要设置什么参数"): with a reported symptom, a fix. Not "should I switch
+# to FSDP?" after an OOM: a strategy asked for is recommend (evals/cases/README.md, Intent labels)
+_KNOB_Q = re.compile(r"should (?:i|we) (?:adjust|change|tune|set|tweak|modify|increase|decrease|raise|lower|add|enable|disable)\b|"
+                     r"(?:are|is) there (?:any |some )?(?:parameters?|settings?|options?|flags?|env(?:ironment)? var\w*|configs?)"
+                     r"[^.?]{0,30}(?:need|have|should|must) to (?:set|change|add|pass)|"
+                     r"how (?:can|do|should|could) (?:i|we) (?:enable|use|make (?:it|this) use|get (?:it|this) to use|utili[sz]e|"
+                     r"run on|train on) (?:more than one|multiple|all(?: the)?|several|both|the other|\d+|two|four|eight) "
+                     r"(?:gpus?|cards?|devices?)|"
+                     r"(?:share|provide|post|send) (?:your|the|a) (?:\w+ ){0,2}(?:config\w*|settings|script|command|yaml|json|setup)|"
+
+                     r"(?:需要|要)(?:设置|修改|调整|加)(?:什么|哪些)(?:参数|配置)?|(?:分享|提供|发)(?:一下)?(?:你们?的)?(?:配置|脚本|参数)", _I)
+# ways to save memory: a fix where a run failed, otherwise advice on the setup (ranked with it)
+_SAVE_Q = re.compile(r"(?:any|some|another|other) (?:other )?ways? to (?:save|reduce|lower|cut|avoid)|save (?:gpu |cuda )?memory|"
+                     r"节省显存|省显存|降低显存|减少显存", _I)
+# a design choice asked about: how a tool or a project is built ("Why use FSDP instead of DeepSpeed?",
+# "why do you only use one GPU in this example?", "why is X adopted?", "why not simply ...", "为什么要用 X")
+_DESIGN_WHY = re.compile(r"\bwhy (?:use|choose|pick|prefer|adopt|did you|do you|would you|is \S+(?: \S+){0,4} "
+                         r"(?:adopted|used|chosen|preferred|recommended|needed|required)\b|not (?:simply|just))|\bexplain why|"
+                         r"为什么(?:要|选择|采用)|为何(?:要|采用|选择)", _I)
+# the project's own model or code asked about ("Is it possible to train your model with DDP?"): no setup needed
+_PROJECT_THING = r"(?:your|this) (?:model|code|codebase|repo\w*|project|implementation|script|example|framework|library)\b"
+_PROJECT_Q = re.compile(r"(?:is it possible|possible to|can (?:i|we|one|it|you)|could (?:i|we)|does (?:it|this)|is there (?:a )?way)"
+                        r"[^.?]{0,60}?\b" + _PROJECT_THING + r"|^\s*(?:can|could|does|do|is|will) " + _PROJECT_THING, _I)
+# requirements asked for ("What are the hardware requirements ...?", "硬件条件是什么"): a quantity, before "what are"
+_REQUIREMENTS = re.compile(r"requirements?\b|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
+_PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
+                       r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
+# the best option asked for ("What is best for ... DDP or FSDP?", "the best way to shard 70B on 16 GPUs",
+# "哪种最合适"): with a setup, a recommendation (without one, a concept)
+_BEST_Q = re.compile(r"what(?:'s| is| are| would be) (?:the )?best|\bbest (?:way|strategy|option|choice|setup|approach|config\w*|"
+                     r"practice)\b|最好|最合适|最佳|最优", _I)
+_ACHIEVED = re.compile(r"how is .{1,60} achieved", _I)
+_FASTER_THAN = re.compile(r"\b(?:is|are|would|will)\b.{0,40}\b(?:faster|slower|better|worse|cheaper)\b.{0,12}\bthan\b", _I)
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|my|we|our|me)\b|我", _I)
+_ADVICE = re.compile(r"should|need|用什么|用啥|怎么做|如何", _I)
+# a run's symptom the message reports, beyond an OOM or an error: one GPU busy, no speed-up, uneven
+# memory, a setting without effect, a killed process
+_RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?:one|a single|1|the first) (?:gpu|card|device)|"
+                          r"(?:uses?|using|runs? on) only (?:one|a single|1) (?:gpu|card)|concentrates? on a single gpu|"
+                          r"\bgpu\s*0 (?:is )?(?:busy|used|utili[sz]ed|at 100)|只有.{0,12}(?:在跑|在用|利用率|有负载)|只用了?一张卡|"
+                          r"利用率\s*[=:：]?\s*0\s*%|(?:same|similar) (?:speed|throughput|time)|speed is (?:the )?same|"
+                          r"(?:speed|速度)[^.。]{0,60}(?:similar|same as|一样|差不多)|different amounts? of (?:gpu )?memory|uneven|不均衡|"
+                          r"不均匀|\d\s*号卡[^。，,]{0,12}(?:占用|显存|利用率)|不起作用|没有?作用|没效果|doesn'?t (?:work|take effect|help)|"
+                          r"has no effect|burst\w* (?:the )?(?:gpu )?memory|memory (?:burst|explod)|爆内存|exits? with (?:return )?code|"
+                          r"return code\s*=?\s*-?\d", _I)
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One class of question wording and the intent it asks for. ``needs``: context flags that must
+    hold; ``unless``: flags that rule it out (see ``_flags``). The first cue of ``QUESTION_CUES``
+    that applies to a question sentence is its class."""
+
+    name: str
+    intent: str
+    pattern: re.Pattern[str]
+    needs: frozenset[str] = frozenset()
+    unless: frozenset[str] = frozenset()
+
+
+def _cue(name: str, intent: str, pattern: re.Pattern[str], needs: str = "", unless: str = "") -> Cue:
+    return Cue(name, intent, pattern, frozenset(needs.split()), frozenset(unless.split()))
+
+
+# Order is precedence. Flags: ``own`` the message is about a run or setup of the person's; ``mine``
+# it speaks of the person's own run; ``setup`` a model or hardware is stated; ``symptom`` a run's
+# failure or slowdown is reported; ``i_here`` / ``first_person`` the sentence says I/my/we;
+# ``why_only`` its only fix cue is a bare why; ``can`` it is a can-I/which question; ``advice`` it
+# asks what to do ("should", "need", "用什么").
+QUESTION_CUES: tuple[Cue, ...] = (
+    _cue("two_api_versions", "concept", _API_VERSIONS),       # "FSDP1 or FSDP2?" wherever it is asked
+    _cue("what_went_wrong", "troubleshoot", _PROBLEM_Q),
+    _cue("requirements", "capacity", _REQUIREMENTS),
+    _cue("best_option", "recommend", _BEST_Q, needs="setup"),
+    _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="i_here"),
+    _cue("how_achieved", "concept", _ACHIEVED),
+    _cue("which_is_faster", "concept", _FASTER_THAN, unless="mine"),  # "Is an H100 faster than an A100 for 7B?"
+    _cue("design_choice", "concept", _DESIGN_WHY, unless="i_here"),
+    _cue("why_in_general", "concept", _WHY, needs="why_only", unless="own symptom"),  # "为什么FSDP的显存比DDP少？"
+    _cue("fix_or_why", "troubleshoot", _FIX_Q),
+    _cue("knob_after_failure", "troubleshoot", _KNOB_Q, needs="symptom"),
+    _cue("save_memory_after_failure", "troubleshoot", _SAVE_Q, needs="symptom"),
+    _cue("quantity", "capacity", _CAPACITY_Q),
+    _cue("the_projects_code", "concept", _PROJECT_Q, unless="setup first_person"),
+    _cue("choice_in_general", "concept", _CHOICE, needs="can", unless="setup first_person advice"),
+    _cue("can_or_which", "recommend", _CAN_Q),
+    _cue("save_memory", "recommend", _SAVE_Q),
+    _cue("what_is", "concept", _CONCEPT_Q, unless="setup"),
+)
+
+
+def _flags(sentence: str, *, has_setup: bool, own: bool, mine: bool, symptom: bool) -> frozenset[str]:
+    """The context flags of one question sentence (the names ``QUESTION_CUES`` use)."""
+    flags = {name for name, on in (("setup", has_setup), ("own", own), ("mine", mine), ("symptom", symptom)) if on}
+    sentence = _PREAMBLE.sub("", sentence)  # "I'm curious, why do you ...": the asking is not the person's run
+    if _OWN_RUN.search(sentence):
+        flags.add("i_here")
+    if _FIRST_PERSON_WORD.search(sentence):
+        flags.add("first_person")
+    if _WHY.search(sentence) and not _FIX_Q.search(_WHY.sub(" ", sentence)):
+        flags.add("why_only")
+    if _CAN_Q.search(sentence):
+        flags.add("can")
+    if _ADVICE.search(sentence):
+        flags.add("advice")
+    return frozenset(flags)
+
+
+def _question_class(sentence: str, *, has_setup: bool, own: bool = True, mine: bool = True,
+                    symptom: bool = False) -> str | None:
+    """The intent one question sentence asks for (None: not a question, or none of ours): the first
+    cue of ``QUESTION_CUES`` whose pattern it matches and whose conditions hold."""
     if not _QUESTION.search(sentence):
         return None
-    if _API_VERSIONS.search(sentence):
-        return "concept"  # "FSDP1 or FSDP2?": which API, answered as a concept wherever it is asked
-    if _CONCEPT_STRONG.search(sentence) and not _OWN_RUN.search(sentence) or re.search(r"how is .{1,60} achieved", sentence, _I):
-        return "concept"
-    if re.search(r"\b(?:is|are|would|will)\b.{0,40}\b(?:faster|slower|better|worse|cheaper)\b.{0,12}\bthan\b", sentence, _I) \
-            and not mine:
-        return "concept"  # "Is an H100 faster than an A100 for 7B?"
-    if _FIX_Q.search(sentence):
-        if not own and _WHY.search(sentence) and not _FIX_Q.search(_WHY.sub(" ", sentence)):
-            return "concept"  # "为什么FSDP的显存比DDP少那么多？": how things behave, not a run of theirs
-        return "troubleshoot"
-    if _CAPACITY_Q.search(sentence):
-        return "capacity"
-    if _CAN_Q.search(sentence):
-        if not has_setup and _CHOICE.search(sentence) and not re.search(r"\b(?:i|my|we|our|me)\b|我", sentence, _I) and \
-                not re.search(r"should|need|用什么|用啥|怎么做|如何", sentence, _I):
-            return "concept"  # "SHARD_GRAD_OP vs FULL_SHARD: when is each better?" in general
-        return "recommend"
-    if _CONCEPT_Q.search(sentence) and not has_setup:
-        return "concept"
+    flags = _flags(sentence, has_setup=has_setup, own=own, mine=mine, symptom=symptom)
+    for cue in QUESTION_CUES:
+        if cue.needs <= flags and not cue.unless & flags and cue.pattern.search(sentence):
+            return cue.intent
     return None
 
 
@@ -346,7 +455,11 @@ def read_intent(prose: str, *, has_setup: bool, oom: bool) -> IntentReading:
         return IntentReading(scope, True, symptom)
     own = has_setup or oom or bool(_OWN_RUN.search(text)) or bool(_SYMPTOM.search(text))
     mine = oom or bool(_OWN_RUN.search(text))
-    asked = [(x, c) for x in sentences_of(text) if (c := _question_class(x, has_setup=has_setup, own=own, mine=mine))]
+    # a run's failure the message reports (narrower than ``symptom``: a "why" in general is none)
+    run_symptom = oom or bool(_SYMPTOM.search(text) or _RUN_SYMPTOM.search(text)) or bool(
+        _TROUBLE.search(text) and (has_setup or _OWN_RUN.search(text)))
+    asked = [(x, c) for x in sentences_of(text)
+             if (c := _question_class(x, has_setup=has_setup, own=own, mine=mine, symptom=run_symptom))]
     if asked:
         decided = max((c for _, c in asked), key=_RANK.__getitem__)
         can = decided == "recommend" and not any(c == "recommend" and _CHOICE.search(x) for x, c in asked)
@@ -382,21 +495,39 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
     return None
 
 
+# A message with no classifiable question: the same table form, read on the whole message (what it
+# reports, then its words). Flags: ``oom``, ``setup``, ``own`` (I/my/我), ``reported`` (an issue, a bug,
+# an error named), ``trouble`` (a failure or slowdown word) and ``tools`` (a strategy named).
+_WILL_IT_OOM = re.compile(r"会\s*oom\s*吗|会爆显存吗|will (?:it|this) (?:oom|fit)|would (?:it|this) oom", _I)
+_REPORTED = re.compile(r"\bissues?\b|problem|\bbug\b|error|问题|报错", _I)
+_TOOLS = re.compile(r"fsdp|ddp|zero|deepspeed|shard|hsdp", _I)
+_ANY = re.compile(r"", _I)
+FALLBACK_CUES: tuple[Cue, ...] = (
+    _cue("feature_discussion", "concept", _FEATURE, unless="oom"),  # "It would be beneficial if HYBRID_SHARD ..."
+    _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="oom setup"),
+    _cue("will_it_oom", "capacity", _WILL_IT_OOM, unless="oom"),
+    _cue("oom_reported", "troubleshoot", _ANY, needs="oom"),
+    _cue("symptom", "troubleshoot", _SYMPTOM),
+    _cue("run_symptom", "troubleshoot", _RUN_SYMPTOM),
+    _cue("trouble_with_setup", "troubleshoot", _TROUBLE, needs="setup"),
+    _cue("trouble_of_mine", "troubleshoot", _TROUBLE, needs="own"),
+    _cue("trouble_reported", "troubleshoot", _TROUBLE, needs="reported"),
+    _cue("tools_behaviour", "concept", _TROUBLE, needs="tools"),  # "full_shard ... its training speed is slow"
+    _cue("strategy_enough", "recommend", _STRATEGY_ENOUGH),
+    _cue("quantity", "capacity", _CAPACITY),
+    _cue("what_is", "concept", _CONCEPT, unless="setup"),
+    _cue("tools_discussion", "concept", _TOOLS, unless="setup own"),  # a statement about the tools, no run of theirs
+)
+
+
 def _fallback(text: str, *, has_setup: bool, oom: bool) -> str:
-    """A message with no classifiable question: what it reports, then its words as a whole."""
-    if _FEATURE.search(text) and not oom:
-        return "concept"  # "It would be beneficial if HYBRID_SHARD ...": a feature discussion
-    if not oom and not has_setup and _CONCEPT_STRONG.search(text):
-        return "concept"
-    if re.search(r"会\s*oom\s*吗|会爆显存吗|will (?:it|this) (?:oom|fit)|would (?:it|this) oom", text, _I) and not oom:
-        return "capacity"
-    reported = re.search(r"\bissues?\b|problem|\bbug\b|error|问题|报错", text, _I)
-    if oom or _SYMPTOM.search(text) or _TROUBLE.search(text) and (has_setup or _OWN_RUN.search(text) or reported):
-        return "troubleshoot"
-    if _TROUBLE.search(text) and re.search(r"fsdp|ddp|zero|deepspeed|shard|hsdp", text, _I):
-        return "concept"  # "full_shard ... its training speed is slow": how the tools behave, no run of theirs
-    if _STRATEGY_ENOUGH.search(text):
-        return "recommend"
+    """A message with no classifiable question: the first ``FALLBACK_CUES`` entry that applies, else recommend."""
+    flags = {name for name, on in (("oom", oom), ("setup", has_setup), ("own", bool(_OWN_RUN.search(text))),
+                                   ("reported", bool(_REPORTED.search(text))), ("tools", bool(_TOOLS.search(text)))) if on}
+    for cue in FALLBACK_CUES:
+        if cue.needs <= flags and not cue.unless & flags and cue.pattern.search(text):
+            return cue.intent
+    return "recommend"
     if _CAPACITY.search(text):
         return "capacity"
     if _CONCEPT.search(text) and not has_setup:

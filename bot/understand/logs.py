@@ -30,7 +30,7 @@ _OOM_NEW = re.compile(r"Tried to allocate " + _F + _UNIT + r"\.?\s*GPU\s*\d*\s*h
 _OOM_WORDS = re.compile(r"out of memory|OutOfMemoryError|\boom\b|爆显存|显存不足|显存不够|显存溢出|内存不够|"
                         r"超出显存|显存爆|cuda\s*oom|runs? out of (?:gpu )?(?:memory|vram)|ran out of (?:memory|vram)|out\s*of\s*memory|"
                         r"outofmemory|memory is insufficient|not enough (?:gpu )?memory|gpu is not enough|显存会不够|溢出|"
-                        r"(?<![a-z])oom(?![a-z])|爆了|内存不足|显存占满|"
+                        r"(?<![a-z])oom(?:s|ed|ing)?(?![a-z])|爆了|内存不足|显存占满|"
                         # a batch that runs only below the one asked for (DeepSpeedExamples#411)
                         r"(?:batch|bs)[ _a-z]{0,6}(?:最多)?只能(?:设置?|开|调|跑)?到\s*\d|"
                         r"can only (?:use|run|fit|set|train with) (?:a )?(?:micro[- ]?)?batch(?:[ _]size)?(?: of)? \d",
@@ -50,6 +50,17 @@ _DS_HW = re.compile(r"HW: Setup with (\d+) nodes?, (\d+) GPUs per node", re.I | 
 _LOG_LINE = re.compile(r"^[ \t]*(?:\[rank\d+\]:?[ \t]*)?(?:Traceback|torch\.\w+(?:\.\w+)*Error|\w*Error:|File \"|"
                        r"[WEI]\d{4} |\[(?:INFO|WARNING|ERROR)|(?:WARNING|INFO|ERROR)\b|\w+Warning:|If reserv)[^\n]*$",
                        re.M | re.A)
+# A per-step training-log line (a step/iteration/epoch counter, a loss, a rate) and a memory field in it
+# ("mem=61.2GiB", "memory: 41.5GB", "gpu_mem=19.8G", "max_reserved 70G", "memory_allocated: 38GB"): the
+# GPU memory the run used at that step, an observation, never host RAM or the card's size. A field
+# named for the host ("cpu_mem", "host_mem", "ram", "rss") is left to the prose rules.
+_STEP_LINE = re.compile(r"\b(?:global[_ ]?step|step|steps|iter|iters|iteration|epoch|loss|lm loss|lr|grad[_ ]?norm|"
+                        r"tokens?/s|tok/s|tflops|mfu|samples?/s)\b\s*[=:：]?\s*\[?-?\d|\d\s*(?:it/s|s/it)\b|"
+                        r"\d+/\d+\s*\[|\[rank\s*\d+\]|\brank\s*\d+\s*:|第\s*\d+\s*(?:步|轮|个?epoch)", re.I | re.A)
+_STEP_MEM = re.compile(r"(?<![A-Za-z_])((?:gpu[_ ]?|cuda[_ ]?|device[_ ]?|torch[_ ]?)?(?:max[_ ]?|peak[_ ]?)?"
+                       r"(?:mem(?:ory)?(?:[_ ](?:allocated|reserved|used|usage))?|allocated|reserved|mem[_ ]?gb|vram)|显存(?:占用)?)"
+                       r"\s*(?:\((?:gi?b)\))?\s*[=:：]?\s*" + _F + _UNIT, re.I | re.A)
+_HOST_KEY = re.compile(r"(?:cpu|host|ram|rss|sys(?:tem)?)[_ ]?$", re.I | re.A)
 _DS_EST_HEAD = re.compile(r"Estimated memory needed[^\n]*\n(?:[^\n]*\n){0,3}", re.I | re.A)
 
 
@@ -148,6 +159,27 @@ class LogReading:
     params_span: str = ""
 
 
+def _step_memory(text: str, out: LogReading) -> None:
+    """Memory fields of per-step training-log lines (``_STEP_MEM``): the first is what the run used per
+    GPU, the largest its peak; every one is consumed so the prose never reads it as RAM or a card."""
+    peak: float | None = None
+    for line in re.finditer(r"[^\n]+", text):
+        if not _STEP_LINE.search(line.group(0)):
+            continue
+        for m in _STEP_MEM.finditer(line.group(0)):
+            if _HOST_KEY.search(line.group(0)[max(0, m.start() - 6): m.start()]):
+                continue
+            if m.group(1).startswith("显存") and not re.search(r"[|=]", line.group(0)):
+                continue  # "第3个epoch时显存80G的卡OOM" is prose about the card; a log line has fields
+            gib = round(_gib(m.group(2), m.group(3)), 2)
+            if out.observed.used_per_gpu_gib is None:
+                out.observed.used_per_gpu_gib = gib
+            peak = max(peak or 0.0, gib)
+            out.spans.append((line.start() + m.start(), line.start() + m.end()))
+    if peak is not None and out.observed.used_per_gpu_gib is not None:
+        out.observed.used_per_gpu_gib = max(out.observed.used_per_gpu_gib, peak)
+
+
 def read_logs(text: str) -> LogReading:
     out = LogReading()
     obs = out.observed
@@ -185,6 +217,7 @@ def read_logs(text: str) -> LogReading:
         out.spans.append(m.span())
     for m in _LOG_LINE.finditer(text):
         out.spans.append(m.span())
+    _step_memory(text, out)
     if any(not _OOM_HYPOTHETICAL.search(text[max(0, m.start() - 24): m.end() + 3]) for m in _OOM_WORDS.finditer(text)):
         obs.oom = True
     if (marked := table_oom(text)) is not None:

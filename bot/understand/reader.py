@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from bot.catalog import UnknownNameError, lookup_model
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
+from bot.understand.degrees import read_degrees
 from bot.understand.intent import compare_of, read_intent, topics_of
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
@@ -87,6 +88,7 @@ class Reading:
     symptom: bool = False       # the message reports a failure or a slowdown
     can_question: bool = False  # "can I do it on <card>?" (bot.understand.intent.IntentReading)
     own_words: str = ""  # the text minus configs and logs
+    weighed_degrees: dict = field(default_factory=dict)  # "Should we add TP=8?": field -> (degree, span), not the setup
     text: str = ""       # the cleaned, capped text every span refers to
 
 
@@ -303,6 +305,9 @@ def read_turn(raw: object) -> Reading:
     own = blank(work, cfg.consumed)
     out.own_words = own
     out.text = text
+    degrees = read_degrees(own)  # "TP=8", "--pipeline-model-parallel-size 2": never a count or a size
+    asked_text, own = own, blank(own, degrees.consumed)
+    out.weighed_degrees = dict(degrees.weighed)
 
     models = find_models(own)
     foreign = [(m, hit) for m in models if (hit := _foreign_family(own, m))]
@@ -333,9 +338,9 @@ def read_turn(raw: object) -> Reading:
     marked, aside_notes = set_aside(marked)  # "we also have some V100s", "the recipe uses 4 nodes"
     # the intent is not read from an aside either ("还有几台V100" says "a few", it asks no count),
     # unless the aside is itself a question
-    intent_text = own if before_aside == marked else "".join(
+    intent_text = asked_text if before_aside == marked else "".join(
         " " if m == " " and b != " " and not _clause_asks(before_aside, i) else o
-        for i, (o, b, m) in enumerate(zip(own, before_aside, marked, strict=False)))
+        for i, (o, b, m) in enumerate(zip(asked_text, before_aside, marked, strict=False)))
     gpus = [g for g in gpus if marked[g.start] == GPU]
     unknown_cards = [g for g in unknown_cards if marked[g.start] == GPU]
     prose = read_prose(marked)
@@ -471,6 +476,8 @@ def read_turn(raw: object) -> Reading:
             put("gpu_count", logs.nodes * (logs.gpus_per_node or 0) or None, "log", logs.hw_span)
     if "gpu_count" not in f and "gpus_per_node" in f and "nodes" not in f and prov["gpus_per_node"].source == "config":
         put("gpu_count", f["gpus_per_node"], "config", prov["gpus_per_node"].span)  # torchrun's default: one node
+    if "gpu_count" not in f and (world := degrees.world_size()):  # torchtitan: dp_replicate x dp_shard x cp x tp x pp
+        put("gpu_count", world, "config", "; ".join(degrees.spans.values()) or "data_parallel_shard_degree")
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
         put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
     if prose.total_memory_gb and "gpu_memory_gb" not in f:
@@ -496,6 +503,8 @@ def read_turn(raw: object) -> Reading:
     for key, value in prose.fields.items():
         if key not in _HARDWARE and key != "params_b":
             put(key, value, "stated", _origin(prose.spans[key], marked, text))
+    for axis_field, degree in degrees.fields.items():
+        put(axis_field, degree, "config" if degrees.sources[axis_field] == "config" else "stated", degrees.spans[axis_field])
     if f.get("base_dtype") == "nf4" and f.get("finetune") == "lora":
         f["finetune"] = "qlora"
     if "lora_targets" in f and f.get("finetune") not in ("lora", "qlora"):
