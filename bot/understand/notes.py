@@ -64,7 +64,7 @@ _CONTRADICTION: dict[str, tuple[str, str]] = {
 def note_text(note: ReadNote, lang: str) -> str:
     """The note in ``lang`` ("zh" or "en"); the code itself when it has no wording."""
     zh, en = _NOTES.get(note.code, (note.code, note.code))
-    values = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in note.values.items()}
+    values = {k: (", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v) for k, v in note.values.items()}
     values = {k: (v if v not in ("", None) else "-") for k, v in values.items()}
     try:
         return (zh if lang == "zh" else en).format(**values)

@@ -453,11 +453,6 @@ def count_roles(text: str) -> tuple[int | None, int, list[tuple[int, int]], str,
     return (fail_value or None), work_value, spans, fail_span, work_span
 
 
-def _count_text(span_text: str) -> str:
-    """A count mention without its card marker ("8 ǤǤǤǤs" -> "8"), for blanking and wording."""
-    return span_text.split(GPU)[0].strip() or span_text
-
-
 def read_counts(text: str, out: ProseReading) -> None:
     if roles := count_roles(text):
         failed, worked, spans, fail_span, work_span = roles
@@ -465,7 +460,7 @@ def read_counts(text: str, out: ProseReading) -> None:
             head = text[start:end].split(GPU)[0]
             text = text[:start] + " " * len(head) + text[start + len(head):]
         out.notes.append(("failed_run_count", {"failed": failed if failed else "several", "worked": worked,
-                                               "failed_span": _count_text(fail_span), "worked_span": _count_text(work_span)}))
+                                               "failed_span": fail_span, "worked_span": work_span}))
         out.observed["worked_gpu_count"] = worked
         if failed and re.fullmatch(r"\D*\d+", fail_span):
             _set(out, "gpu_count", failed, fail_span)  # "OOMs on 4": no other rule reads a figure without its unit

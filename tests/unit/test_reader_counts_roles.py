@@ -196,3 +196,17 @@ def test_models_people_fine_tune_are_in_the_catalog_with_their_published_size(te
     parsed = parse_conversation(text)
     assert parsed.setup.model == name
     assert lookup_model(name).published_params_b == size
+
+
+@pytest.mark.parametrize("text", [
+    "8xA100 (40GB) or 8xA100 (80GB) for Llama-2-13B full fine-tuning?",
+    "Llama-2-7B LoRA works on 2 GPUs but OOMs on 4 A100 40GB, why?",
+])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_new_notes_have_wording_that_quotes_the_persons_words(text, lang):
+    from bot.understand.notes import note_text
+
+    parsed = parse_conversation(text)
+    for note in parsed.notes:
+        worded = note_text(note, lang)
+        assert worded != note.code and "Ǥ" not in worded and "Ḿ" not in worded, worded
