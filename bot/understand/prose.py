@@ -28,7 +28,8 @@ _EN_NUMBERS = {"one": 1, "single": 1, "a single": 1, "two": 2, "three": 3, "four
                "sixty-four": 64}
 _EN = "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
 # A count: digits, a small Chinese numeral (两, 十六) or an English word; never glued to a name.
-COUNT = (r"(?<![A-WYZa-wyz0-9_.同第每])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d]|\.\d)")
+# A Chinese numeral may follow a Latin name or path ("belle.py两张卡"): only digits are glued to one.
+COUNT = (r"(?:(?<![A-WYZa-wyz0-9_.同第每])|(?<=[A-Za-z0-9_.])(?=[零〇一二两俩三四五六七八九十双]))(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d]|\.\d)")
 
 
 def to_int(token: str) -> int | None:
@@ -273,7 +274,8 @@ def read_memory(text: str, out: ProseReading) -> None:
 _NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机)(?!内存)"
 _NODES = [
     re.compile(COUNT + r"\s*" + _NODE_WORD),
-    re.compile(COUNT + r"[\s-]*(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
+    re.compile(COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
+               r"(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
     re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+(?:nodes?|machines?|servers?|hosts?)", re.I | re.A),
     re.compile(r"(双)(?:机|节点)"),
     # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200)

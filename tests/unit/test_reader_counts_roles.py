@@ -210,3 +210,21 @@ def test_the_new_notes_have_wording_that_quotes_the_persons_words(text, lang):
     for note in parsed.notes:
         worded = note_text(note, lang)
         assert worded != note.code and "Ǥ" not in worded and "Ḿ" not in worded, worded
+
+
+@pytest.mark.parametrize("text, count", [
+    ("用 train_multi.py两张卡报显存溢出，Llama-2-7B LoRA", 2),
+    ("python finetune.py三张卡跑 Qwen2.5-7B 很慢", 3),
+    ("跑 run.sh 四块卡就 OOM，Llama-2-13B", 4),
+])
+def test_a_chinese_count_right_after_a_file_name_is_read(text, count):
+    assert parse_conversation(text).setup.gpu_count == count
+
+
+@pytest.mark.parametrize("text, nodes", [
+    ("a single machine takes 30 hours, but training across 2 identical machines is estimated at 900 hours", 2),
+    ("3 separate servers with one A100 each, Llama-2-7B LoRA is slow", 3),
+    ("一台机器要 30 小时，两台相同的机器反而要 900 小时", 2),
+])
+def test_the_multi_machine_run_is_the_setup_beside_a_single_machine_baseline(text, nodes):
+    assert parse_conversation(text).setup.nodes == nodes
