@@ -179,6 +179,11 @@ def _without_inference_words(text: str, found: list[re.Match]) -> str:
     return "".join(chars)
 
 
+# One node said in the singular: "a 4 x P40 node", "on one server", "一台机器", "单机"
+_ONE_NODE = re.compile(r"\b(?:a|an|one|single|my|our)\s+(?:[^\s.,;]+\s+){0,4}?(?:node|machine|server|box|host)\b(?!s)|"
+                       r"一台(?:机器|服务器|主机)|单机|单节点", re.I | re.A)
+
+
 _CLAUSE_END = re.compile(r"[.;；。!?！？\n，,]")
 
 
@@ -519,6 +524,9 @@ def read_turn(raw: object) -> Reading:
             put("gpu_count", logs.nodes * (logs.gpus_per_node or 0) or None, "log", logs.hw_span)
     if "gpu_count" not in f and "gpus_per_node" in f and "nodes" not in f and prov["gpus_per_node"].source == "config":
         put("gpu_count", f["gpus_per_node"], "config", prov["gpus_per_node"].span)  # torchrun's default: one node
+    if "gpu_count" not in f and "gpus_per_node" in f and "nodes" not in f and _ONE_NODE.search(own):
+        # "a 4 x P40 node", "my server with 8 A100s": one node, so its GPUs are the run's
+        put("gpu_count", f["gpus_per_node"], prov["gpus_per_node"].source, prov["gpus_per_node"].span)
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
         put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
     if prose.total_memory_gb and "gpu_memory_gb" not in f:

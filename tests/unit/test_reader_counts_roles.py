@@ -228,3 +228,23 @@ def test_a_chinese_count_right_after_a_file_name_is_read(text, count):
 ])
 def test_the_multi_machine_run_is_the_setup_beside_a_single_machine_baseline(text, nodes):
     assert parse_conversation(text).setup.nodes == nodes
+
+
+@pytest.mark.parametrize("text, gpu, count", [
+    ("QLoRA on a node of 4 x P40, Mixtral 8x7B OOMs", "P40 24GB", 4),
+    ("4张 Tesla P40 微调 Llama-2-7B LoRA", "P40 24GB", 4),
+    ("只有3090ti，Xtuner 微调 7B 怎么把显存降到 24G 以内", "RTX 3090 Ti 24GB", 1),
+    ("I only have an RTX 3090 Ti, can Llama-2-7B be fine-tuned with LoRA?", "RTX 3090 Ti 24GB", 1),
+])
+def test_cards_people_train_on_are_read(text, gpu, count):
+    s = parse_conversation(text).setup
+    assert (s.gpu, s.gpu_count) == (gpu, count), s
+
+
+@pytest.mark.parametrize("text, count", [
+    ("my home lab is basically a 4 x P40 node, Llama-2-7B LoRA", 4),
+    ("one server with 8 GPUs each A100 80GB, Llama-2-13B full", 8),
+    ("一台机器，每台机器8张A100，Llama-2-13B 全参", 8),
+])
+def test_gpus_of_one_node_are_the_count(text, count):
+    assert parse_conversation(text).setup.gpu_count == count
