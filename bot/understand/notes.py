@@ -36,10 +36,9 @@ _NOTES: dict[str, tuple[str, str]] = {
     "failed_run_count": ("按失败的那次运行（`{failed_span}`）计算；能跑的那次（`{worked_span}`）只当作观察到的情况。",
                          "Computed for the run that fails (`{failed_span}`); the one that works (`{worked_span}`) is "
                          "taken as an observation, not the setup."),
-    "memory_alternatives": ("问题里列了几种显存（`{span}`）：按最小的那种计算，它放得下的大卡也放得下；"
-                            "如果你用的是大的那种，请说明，以便按它计算。",
-                            "The question lists several card sizes (`{span}`): computed for the smallest, since what "
-                            "fits it fits the larger ones too; say which you have to have it computed for that one."),
+    "memory_alternatives": ("问题里列了几种显存（{sizes} GB）：表格按最小的那种计算（它放得下的大卡也放得下）。",
+                            "The question lists several card sizes ({sizes} GB): the table is for the smallest (what "
+                            "fits it fits the larger ones too)."),
     "inference_in_training": ("`{span}` 是训练过程中的推理（评估或训练前的试跑），按训练问题回答。",
                               "`{span}` is inference inside the training run (evaluation, or a check before "
                               "training), so this is answered as a training question."),
