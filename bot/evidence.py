@@ -163,6 +163,8 @@ class Evidence:
     configs: list[Config] = field(default_factory=list)
     scenarios: list[Scenario] = field(default_factory=list)  # the card unstated: one per common card
     count_scenarios: list[Scenario] = field(default_factory=list)  # the count unstated: one per count
+    # card sizes listed as alternatives ("40GB or 80GB A100"): one per size (note memory_alternatives)
+    size_scenarios: list[Scenario] = field(default_factory=list)
     capacity: Capacity | None = None
     stored: list[StoredFigure] = field(default_factory=list)
     passages: list[Any] = field(default_factory=list)  # bot.knowledge.answering.Passage
@@ -292,6 +294,9 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
         if variant is not None:
             ev.variants[name] = Variant(name, changes, variant, estimate(variant))
     ev.configs = _configs(ev)
+    listed = next((n.values.get("sizes") for n in getattr(ev.parsed, "notes", []) if n.code == "memory_alternatives"), None)
+    if listed:
+        ev.size_scenarios = _size_scenarios(resolved, [float(x) for x in listed])
     if ev.gpu_unknown:
         ev.scenarios = _scenarios(ev.parsed.setup, resolved)
     elif "gpu_count" in resolved.assumed and ev.parsed.intent != "capacity":
@@ -411,6 +416,30 @@ def _scenarios(setup: TrainingSetup, asked: ResolvedSetup) -> list[Scenario]:
         except SetupError:
             continue
         out.append(Scenario(gpu=gpu.name, memory_gb=gpu.memory_gb, gpu_count=resolved.gpu_count,
+                            resolved=resolved, estimate=estimate(resolved)))
+    return out
+
+
+def _size_scenarios(asked: ResolvedSetup, sizes: list[float]) -> list[Scenario]:
+    """The same setup on each card size the question lists ("40GB or 80GB A100"): the catalog card of
+    the named family at that size (a size it is not sold in gets no line)."""
+    from bot.calc import estimate
+    from bot.catalog import list_gpus
+    from bot.understand.spans import card_family
+
+    family = card_family(asked.gpu.name) if asked.gpu else None
+    out = []
+    for size in sizes:
+        same = next((g.name for g in list_gpus() if family and card_family(g.name) == family
+                     and abs(float(g.memory_gb) - size) <= 0.5), None)
+        if same is None:  # a size the named family is not sold in: no line (its citation names a card)
+            continue
+        try:
+            resolved = _same_model(resolve_setup(asked.setup.model_copy(update={"gpu": same, "gpu_memory_gb": size}),
+                                                 default_gpu_count=asked.gpu_count), asked)
+        except SetupError:
+            continue
+        out.append(Scenario(gpu=same, memory_gb=resolved.gpu_memory_gb, gpu_count=resolved.gpu_count,
                             resolved=resolved, estimate=estimate(resolved)))
     return out
 

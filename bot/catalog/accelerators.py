@@ -76,6 +76,10 @@ _A100 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf
 _H100 = "https://www.nvidia.com/en-us/data-center/h100/"
 _V100 = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
 _P100 = "https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf"
+_P40 = "https://images.nvidia.com/content/pdf/tesla/184427-Tesla-P40-Datasheet-NV-Final-Letter-Web.pdf"
+# fp16 arithmetic throughput per SM per clock by compute capability (6.1: 2 vs 128 fp32 results)
+_CUDA_THROUGHPUT = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions"
+_RTX_3090_TI = "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3090-3090ti/"
 _AMPERE_GA102 = "https://images.nvidia.com/aem-dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
 _ADA = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
 _BLACKWELL_RTX = "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf"
@@ -131,6 +135,12 @@ _GPUS: list[GPUSpec] = [
     GPUSpec("P100 16GB PCIe", 16, 18.7, 0.732, **_pcie(_PCIE3), supports_bf16=False, source_url=_P100,
             notes="no tensor cores; fp16 at 2x the fp32 rate",
             aliases=("p100 pcie", "p100-pcie-16gb", "tesla p100 pcie")),
+    # Tesla P40 (GP102, compute capability 6.1): 24 GB GDDR5 at 346 GB/s, 12 TFLOPS fp32, PCIe Gen3
+    # x16 (datasheet). No tensor cores and fp16 at 1/64 of the fp32 rate on 6.1 (_CUDA_THROUGHPUT):
+    # 12 / 64 = 0.19 TFLOPS, which is why P40 runs train in fp32.
+    GPUSpec("P40 24GB", 24, 0.19, 0.346, **_pcie(_PCIE3), supports_bf16=False, source_url=_P40,
+            notes="no tensor cores; fp16 at 1/64 of the 12 TFLOPS fp32 rate (train in fp32)",
+            aliases=("p40", "tesla p40", "p40 24g", "p40-24gb", "tesla p40 24gb")),
     # --- NVIDIA data center: Volta, Turing, Ada ----------------------------------------------------
     # Host interface PCIe Gen3 x16: 32 GB/s in both directions, 16 per direction (datasheet)
     GPUSpec("V100 16GB SXM2", 16, 125, 0.9, **_fabric("NVLink 2 (300 GB/s total)", 150), supports_bf16=False,
@@ -172,7 +182,13 @@ _GPUS: list[GPUSpec] = [
     GPUSpec("RTX 3080 10GB", 10, 59.5, 0.76, **_pcie(_PCIE4, "PCIe Gen4 x16 (no NVLink)"), source_url=_AMPERE_GA102,
             aliases=("3080", "rtx3080", "rtx 3080", "geforce rtx 3080", "3080 10g")),
     GPUSpec("RTX 3090 24GB", 24, 71, 0.936, **_pcie(_PCIE4), source_url=_AMPERE_GA102,
-            aliases=("3090", "rtx3090", "rtx 3090", "geforce rtx 3090", "3090 24g", "3090 ti", "rtx 3090 ti"),
+            aliases=("3090", "rtx3090", "rtx 3090", "geforce rtx 3090", "3090 24g"),
+            notes="a 2-way NVLink bridge is optional"),
+    # RTX 3090 Ti: the full GA102, 84 SMs at a 1.86 GHz boost, 24 GB GDDR6X at 21 Gbps on 384 bits =
+    # 1008 GB/s (product page); dense fp16/bf16 tensor with fp32 accumulate 512 FLOP/clk/SM on GeForce
+    # GA102 (_AMPERE_GA102: the 3090's 71 TFLOPS = 82 SMs x 1.695 GHz x 512), so 84 x 1.86 x 512 = 80 TFLOPS
+    GPUSpec("RTX 3090 Ti 24GB", 24, 80, 1.008, **_pcie(_PCIE4), source_url=_RTX_3090_TI,
+            aliases=("3090 ti", "3090ti", "rtx 3090 ti", "rtx3090ti", "geforce rtx 3090 ti", "3090 ti 24g"),
             notes="a 2-way NVLink bridge is optional"),
     GPUSpec("RTX 4090 24GB", 24, 165.2, 1.008, **_pcie(_PCIE4, _NO_P2P), source_url=_ADA,
             aliases=("4090", "rtx4090", "rtx 4090", "geforce rtx 4090", "4090 24g", "4090d", "rtx 4090d")),
@@ -270,7 +286,7 @@ FP32_TFLOPS: dict[str, float] = {
     "A800 80GB SXM": 19.5, "A800 80GB PCIe": 19.5, "H100 80GB SXM": 67.0, "H100 80GB PCIe": 51.0,
     "H100 NVL 94GB": 60.0, "H800 80GB SXM": 67.0, "H200 141GB SXM": 67.0, "B200 180GB": 75.0,
     "L40S 48GB": 91.6, "L4 24GB": 30.3, "A10 24GB": 31.2, "RTX 4090 24GB": 82.6,
-    "V100 16GB SXM2": 15.7, "V100 32GB SXM2": 15.7, "T4 16GB": 8.1,
+    "V100 16GB SXM2": 15.7, "V100 32GB SXM2": 15.7, "T4 16GB": 8.1, "P40 24GB": 12.0,
     # product pages / whitepapers of the cards above (CUDA cores x 2 x boost clock where not printed)
     "RTX 2080 Ti 11GB": 13.4, "RTX 3060 12GB": 12.7, "RTX 3080 12GB": 30.6, "RTX 4060 Ti 16GB": 22.1,
     "RTX 4080 16GB": 48.7, "RTX 5070 12GB": 30.9, "RTX 5070 Ti 16GB": 43.9, "RTX 5080 16GB": 56.3,

@@ -300,6 +300,8 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         sec.reasons = _scenario_lines(ev.scenarios, "scenario.intro", say, cites) + sec.reasons
     if ev.count_scenarios:
         sec.reasons = _scenario_lines(ev.count_scenarios, "scenario.intro_count", say, cites) + sec.reasons
+    if ev.size_scenarios:
+        sec.reasons = _scenario_lines(ev.size_scenarios, "scenario.intro_sizes", say, cites) + sec.reasons
     sec.howto = _howto(ev, d)
 
 

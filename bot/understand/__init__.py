@@ -69,7 +69,9 @@ class ReadNote:
     Codes: ``size_from_name`` {name, params_b, span}; ``moe_from_name`` {name, experts, expert_b,
     params_b, active_b}; ``active_from_name`` {name, params_b, active_b}; ``model_unsized`` {name};
     ``count_implied`` {count, span}; ``used_not_capacity`` {gib, span}; ``aside_hardware`` {span};
-    ``alternative_weighed`` {option, span}; ``method_asked`` {span}; ``failed_run_setup`` {failed, worked}; ``others_setup``
+    ``alternative_weighed`` {option, span}; ``method_asked`` {span}; ``failed_run_setup`` {failed, worked};
+    ``failed_run_count`` {failed (a count, or "several"), worked, failed_span, worked_span}; ``memory_alternatives``
+    {sizes, span}; ``inference_in_training`` {span}; ``others_setup``
     {span}; ``one_process`` {span}; ``new_setup`` {carried: [fields], dropped: [fields]};
     ``condensed`` {chars, kept_chars}; ``id_number_ignored`` {digits}.
     """
@@ -102,6 +104,8 @@ class Observed:
     allocated_gib: float | None = None         # "X GiB already allocated"
     tried_to_allocate_gib: float | None = None  # "Tried to allocate X GiB"
     used_per_gpu_gib: float | None = None      # "每张卡只占用了13G", "uses 67G per GPU"
+    free_gib: float | None = None              # "显存还剩 10G", "12GB spare": memory a run leaves unused
+    worked_gpu_count: int | None = None        # "works on 2 GPUs but OOMs on 4": the run that worked (2)
     estimate_gib: float | None = None          # a tool's estimate quoted by the user
     framework: str | None = None               # "deepspeed", "accelerate", "torchrun", "llamafactory", ...
     deepspeed: bool = False                    # the run itself uses DeepSpeed (its launcher, a config, a ZeRO stage)

@@ -131,8 +131,9 @@ def _gib(value: str, unit: str) -> float:
 # Marketed card sizes (GB). A log's capacity is a little under the label ("79.35 GiB" on an
 # "80GB" card: the driver and ECC reserve the rest), so the label is the smallest size at or just
 # above it. Sizes from NVIDIA/AMD/Huawei/Intel datasheets of the cards in bot.catalog plus the
-# common consumer sizes.
-_STANDARD_SIZES = (4, 6, 8, 10, 11, 12, 16, 20, 22, 24, 32, 40, 44, 48, 64, 80, 94, 96, 128, 141, 180, 192, 256, 288)
+# common consumer sizes, down to the 2 GB and 3 GB entry cards (GTX 1050, GTX 1060 3GB) an OOM
+# message may come from ("GPU 0; 2.00 GiB total capacity").
+_STANDARD_SIZES = (2, 3, 4, 6, 8, 10, 11, 12, 16, 20, 22, 24, 32, 40, 44, 48, 64, 80, 94, 96, 128, 141, 180, 192, 256, 288)
 
 
 def card_size_gb(capacity_gib: float) -> float | None:

@@ -33,6 +33,15 @@ _NOTES: dict[str, tuple[str, str]] = {
                      "`{span}` asks which fine-tuning method to use; the answer covers both."),
     "failed_run_setup": ("按失败的那次运行（{failed}）计算；能跑的那次（{worked}）不是要解决的。",
                          "Computed for the run that failed ({failed}); the one that works ({worked}) is not the problem."),
+    "failed_run_count": ("按失败的那次运行（`{failed_span}`）计算；能跑的那次（`{worked_span}`）只当作观察到的情况。",
+                         "Computed for the run that fails (`{failed_span}`); the one that works (`{worked_span}`) is "
+                         "taken as an observation, not the setup."),
+    "memory_alternatives": ("问题里列了几种显存（{sizes} GB）：表格按最小的那种计算（它放得下的大卡也放得下）。",
+                            "The question lists several card sizes ({sizes} GB): the table is for the smallest (what "
+                            "fits it fits the larger ones too)."),
+    "inference_in_training": ("`{span}` 是训练过程中的推理（评估或训练前的试跑），按训练问题回答。",
+                              "`{span}` is inference inside the training run (evaluation, or a check before "
+                              "training), so this is answered as a training question."),
     "one_process": ("`{span}`：每个节点只有一个进程，它看到节点上所有的卡，不是每卡一个 DDP/FSDP 进程。",
                     "`{span}`: one process per node sees all of its GPUs; that is not one DDP/FSDP rank per GPU."),
     "new_setup": ("这是新的配置：沿用了之前的 {carried}；之前的 {dropped} 没有沿用。",
@@ -54,7 +63,7 @@ _CONTRADICTION: dict[str, tuple[str, str]] = {
 def note_text(note: ReadNote, lang: str) -> str:
     """The note in ``lang`` ("zh" or "en"); the code itself when it has no wording."""
     zh, en = _NOTES.get(note.code, (note.code, note.code))
-    values = {k: (", ".join(v) if isinstance(v, list) else v) for k, v in note.values.items()}
+    values = {k: (", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v) for k, v in note.values.items()}
     values = {k: (v if v not in ("", None) else "-") for k, v in values.items()}
     try:
         return (zh if lang == "zh" else en).format(**values)

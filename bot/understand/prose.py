@@ -29,7 +29,8 @@ _EN_NUMBERS = {"one": 1, "single": 1, "a single": 1, "two": 2, "three": 3, "four
                "sixty-four": 64}
 _EN = "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
 # A count: digits, a small Chinese numeral (两, 十六) or an English word; never glued to a name.
-COUNT = (r"(?<![A-WYZa-wyz0-9_.同第每])(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d]|\.\d)")
+# A Chinese numeral may follow a Latin name or path ("belle.py两张卡"): only digits are glued to one.
+COUNT = (r"(?:(?<![A-WYZa-wyz0-9_.同第每])|(?<=[A-Za-z0-9_.])(?=[零〇一二两俩三四五六七八九十双]))(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d]|\.\d)")
 
 
 def to_int(token: str) -> int | None:
@@ -92,7 +93,10 @@ _SIZE_TARGET = re.compile(r"(?:压缩到|压缩成|裁剪到|剪枝到|缩小到
                           + NUM + r"\s*(?:b|bn|billion)(?![A-Za-z])", re.I | re.A)
 
 
-_MORE_SIZES = re.compile(r"(?:\s*(?:/|or|或者?|、)\s*" + NUM + r"\s*b(?![a-z]))+", re.I | re.A)
+# "7b/8b/9b", "7B or 32B", "7B、32B", "7B, 32B LLMs", "either 13B or 34B": sizes listed together are
+# alternatives (the largest is computed and the answer says so), never a contradiction; only a size
+# that carries its own noun again ("7B model, 70B model") is one (``_two_sizes``)
+_MORE_SIZES = re.compile(r"(?:\s*(?:/|\bor\b|或者?|还是|、|,|，|\band\b|和|与|及)\s*" + NUM + r"\s*b(?![a-z]))+", re.I | re.A)
 
 
 # Only separators (and the word "model") between two readings: nothing says which one is meant
@@ -153,6 +157,12 @@ _CARD_NEAR = re.compile(r"(单卡|每张卡?|每卡|每块|单张|each(?: with)?
 _EST_BEFORE = re.compile(r"(estimat\w*|estimator\w*|估算)[^\n]{0,30}$", re.I | re.A)
 _CARD_BEFORE = re.compile(r"(单卡|每张卡?|每卡|每块|each|per card|per gpu|" + G + r"|卡|显卡|gpu|显存|vram|memory)"
                           r"\s*[:：(（]?\s*(?:是|为|有|都是)?\s*$", re.I | re.A)
+# Spare or free memory ("有20GB的显存是盈余的", "显存还剩 10G", "12GB spare on each card", "空闲 8G"):
+# what a run leaves unused, never the card's size
+_FREE_BEFORE = re.compile(r"(?:还剩|剩下|剩余|只剩|空闲|盈余|富余|多出|spare|free|available|headroom|left over)\s*(?:了|有|约|大约|about|around|~)?\s*$",
+                          re.I | re.A)
+_FREE_AFTER = re.compile(r"^\s*(?:的)?\s*(?:显存)?\s*(?:是|都是|还是)?\s*(?:的)?\s*(?:盈余|富余|空闲|剩余|空着|没用上|没用到|"
+                         r"free|spare|left|unused|available|remaining|(?:of )?headroom)", re.I | re.A)
 # Largest single card in any catalog (MI300X/MI325X class); a figure beyond is a total or RAM.
 MAX_CARD_GB = 300
 
@@ -165,6 +175,23 @@ def _memory_span(text: str, start: int, end: int) -> str:
     prefix = prefix[cut + 1:]
     digit = max((i for i, ch in enumerate(prefix) if ch.isdigit()), default=-1)
     return (prefix[digit + 1:] + text[start:end]).strip()
+
+
+# "40GB or 80GB A100", "A100 40G还是80G", "40G 或者 80G 都可以": card sizes offered as alternatives
+_MEMORY_ALTERNATIVES = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:gb|g)(?![a-z])[^,，。;；\n\d]{0,24}?(?:\bor\b|或者?|还是|/)"
+                                  r"[^,，。;；\n]{0,24}?(?<![\d.])(\d{1,3})\s*(?:gb|g)(?![a-z])(?!\s*/\s*s|ps)", re.I | re.A)
+
+
+def memory_alternatives(text: str) -> tuple[list[int], str] | None:
+    """Two card sizes offered as alternatives ("40GB or 80GB A100"): (sizes, span), else None."""
+    from bot.understand.logs import card_size_gb
+
+    for m in _MEMORY_ALTERNATIVES.finditer(text):
+        sizes = sorted({int(m.group(1)), int(m.group(2))})
+        if len(sizes) == 2 and all(card_size_gb(float(v)) == float(v) for v in sizes) and \
+                not _NET.search(text[m.end(): m.end() + 12]):
+            return sizes, m.group(0)
+    return None
 
 
 def read_memory(text: str, out: ProseReading) -> None:
@@ -192,6 +219,9 @@ def read_memory(text: str, out: ProseReading) -> None:
             continue
         if re.match(r"^\s*(?:/\s*)?(?:each|per gpu|per card)?\s*(?:memory )?in use", after, re.I | re.A):
             out.observed.setdefault("used_per_gpu_gib", value)
+            continue
+        if _FREE_BEFORE.search(before[-12:]) or _FREE_AFTER.match(after):
+            out.observed.setdefault("free_gib", value)
             continue
         if _CARD_NEAR.search(before[-8:]):
             if card is None:
@@ -245,7 +275,8 @@ def read_memory(text: str, out: ProseReading) -> None:
 _NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机)(?!内存)"
 _NODES = [
     re.compile(COUNT + r"\s*" + _NODE_WORD),
-    re.compile(COUNT + r"[\s-]*(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
+    re.compile(COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
+               r"(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
     re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+(?:nodes?|machines?|servers?|hosts?)", re.I | re.A),
     re.compile(r"(双)(?:机|节点)"),
     # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200)
@@ -261,6 +292,8 @@ _PER_NODE = [
     re.compile(r"\b(?:per[- ]node|each node|each)\s*(?:has\s*)?" + COUNT + r"\s*(?:x\s*)?(?:gpus?|" + G + ")", re.I | re.A),
     re.compile(r"\(\s*(?:每个节点|每节点|每台)\s*" + COUNT + r"\s*卡"),
     re.compile(r"(?<=台)\s*" + COUNT + r"\s*(?:张|块)?\s*(?:卡|" + G + ")"),  # "2台8卡A800": 8 per machine
+    # "两台机器各一张3090", "每台单卡4090", "每个节点一块A100": one card on each machine
+    re.compile(r"(?:各|每台(?:机器|服务器|主机|电脑)?|每个?节点|每机)\s*(?:上)?\s*(?:有|都是|是|配)?\s*(单|一)\s*(?:张|块|个)?\s*(?:卡|显卡|" + G + ")"),
 ]
 _NOT_NODES = r"(?!" + GPU + r"|s?\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b|\s*(?:节点|服务器|机器))"
 _GPU_COUNT = [
@@ -349,7 +382,8 @@ _NODES_OF_CARDS = re.compile(COUNT + r"\s+(\d{1,2})\s*(?:x\s*)?(?:nvidia\s+)?" +
 _MACHINES_OF_CARDS = re.compile(COUNT + r"\s*(?:台|个节点|节点)(?:机器)?\s*(\d{1,2})\s*[x×*]?\s*(?:张|块|卡)?\s*" + G, re.I | re.A)
 # one card in the person's own words, no count anywhere: "a NVIDIA A100 with 80Gb", "I have A100 80GB",
 # "I'm running RoCM(RX 5600XT, 8GB of Vram)"
-_ONE_CARD = re.compile(r"(?:\b(?:an?|one|my)\s+(?:single\s+)?(?:nvidia\s+|amd\s+|rtx\s+)?" + G +
+_ONE_CARD = re.compile(r"(?:(?:只有|只剩|仅有|就(?:只有)?|手上(?:只有)?|我(?:的|有))\s*(?:一张|一块|一个)?\s*(?:nvidia\s*|rtx\s*)?" + G +
+                       r"|\b(?:an?|one|my)\s+(?:single\s+)?(?:nvidia\s+|amd\s+|rtx\s+)?" + G +
                        r"|\bi(?:'ve| have|'m| am)?\s*(?:got|have|own|running|using|use|run|on)\s+(?:on\s+)?(?:an?\s+|one\s+)?"
                        r"(?:nvidia\s+|amd\s+)?(?:[a-z]{2,8}\s*\(\s*)?" + G + r")(?!" + GPU + r"|\s*(?:[x×*s]|gpus|cards|nodes?|servers?|"
                        r"machines?|cluster|instances?|box))", re.I | re.A)
@@ -366,7 +400,73 @@ _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple 
                    r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
 
 
+# The run that failed and the one that worked, by GPU count: "works on 2 GPUs but OOMs on 4",
+# "单卡能跑，四卡就报错", "fine on one card, fails with DDP on 8". The failing run is the setup; the
+# working one is an observation (first-contact batches c and d).
+_RUN_CLAUSE = re.compile(r"[,，;；。!?！？\n]|(?<!\d)\.(?!\d)|\bbut\b|\bhowever\b|\bwhereas\b|\bwhile\b|但是?|可是|然而|却", re.I | re.A)
+_RUN_FAILS = re.compile(r"oom\w*|out of memory|fail\w*|crash\w*|\bkilled\b|\berrors?\b|\bhangs?\b|\bstuck\b|"
+                        r"does(?:n'?t| not) (?:fit|work|run)|won'?t (?:fit|run)|runs? out|爆显存|爆了|炸|显存不够|溢出|"
+                        r"跑不(?:起来|动|了)|报错|不行|失败|卡住|挂了", re.I | re.A)
+_RUN_WORKS = re.compile(r"\bworks?\b|\bworked\b|\bworking\b|(?:runs?|ran|trains?|trained|is|was|it'?s|goes|went)\s+(?:fine|ok|okay|well)\b|"
+                        r"\bfine (?:on|with)\b|no problems?\b|能跑|可以跑|跑得(?:起来|动)|(?<!不)正常|没(?:有)?问题|成功|跑通", re.I | re.A)
+_RUN_COUNT = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpus?\b|cards?\b|" + G + r"s?)|"
+                        r"(单卡|单张卡?|一张卡|一块卡|\b(?:a )?single (?:gpu|card)\b|\bone (?:gpu|card)\b)|"
+                        r"(多卡|多张卡|multi-?gpu|multiple gpus|several gpus|\bmore gpus)", re.I | re.A)
+# "OOMs on 4": the unit said once, in the other clause
+_RUN_BARE = re.compile(r"(?:\bon|\bwith|\bto|用|到|上)\s*(\d{1,3})(?![\d.]|\s*(?:gb|g|b|k|steps?|epochs?)\b)\s*$", re.I | re.A)
+
+
+def _run_state(clause: str) -> str | None:
+    fails, works = bool(_RUN_FAILS.search(clause)), bool(_RUN_WORKS.search(clause))
+    return "failed" if fails and not works else "worked" if works and not fails else None
+
+
+def count_roles(text: str) -> tuple[int | None, int, list[tuple[int, int]], str, str] | None:
+    """(failed count or None for "several", worked count, spans of the worked count, failed span,
+    worked span) when one clause says a run with one count failed and another that a run with a
+    different count worked; else None."""
+    bounds = [0, *(x for m in _RUN_CLAUSE.finditer(text) for x in (m.start(), m.end())), len(text)]
+    clauses = []
+    for start, end in zip(bounds[::2], bounds[1::2], strict=False):
+        chunk = text[start:end]
+        mentions = []
+        for m in _RUN_COUNT.finditer(chunk):
+            value = to_int(m.group(1)) if m.group(1) else 1 if m.group(2) else 0
+            if value is not None and not one_gpu_symptom(text, start + m.start(), start + m.end()):
+                mentions.append((value, (start + m.start(), start + m.end()), m.group(0)))
+        clauses.append([_run_state(chunk), mentions, chunk, start])
+    for i, clause in enumerate(clauses):  # "when I use 4 GPUs, the job is killed": the next clause says
+        if clause[0] is None and clause[1] and i + 1 < len(clauses) and not clauses[i + 1][1]:
+            clause[0] = clauses[i + 1][0]
+    if not any(c[0] == "worked" and c[1] for c in clauses):
+        return None
+    for clause in clauses:  # "... but OOMs on 4": the count alone, its unit said in the other clause
+        if clause[0] and not clause[1] and (bare := _RUN_BARE.search(clause[2])):
+            at = clause[3] + bare.start(1)
+            clause[1] = [(int(bare.group(1)), (at, at + len(bare.group(1))), bare.group(0).strip())]
+    failed = {v for c in clauses if c[0] == "failed" for v, _, _ in c[1]}
+    worked = {v for c in clauses if c[0] == "worked" for v, _, _ in c[1]}
+    if len(failed) != 1 or len(worked) != 1 or failed == worked or worked == {0}:
+        return None
+    fail_value, work_value = failed.pop(), worked.pop()
+    fail_span = next(sp for c in clauses if c[0] == "failed" for v, _, sp in c[1] if v == fail_value)
+    work_span = next(sp for c in clauses if c[0] == "worked" for v, _, sp in c[1] if v == work_value)
+    # every mention of the working count is the working run (it may come again in another clause)
+    spans = [span for c in clauses for v, span, _ in c[1] if v == work_value and c[0] != "failed"]
+    return (fail_value or None), work_value, spans, fail_span, work_span
+
+
 def read_counts(text: str, out: ProseReading) -> None:
+    if roles := count_roles(text):
+        failed, worked, spans, fail_span, work_span = roles
+        for start, end in spans:  # blank the count words, keep the card named beside them
+            head = text[start:end].split(GPU)[0]
+            text = text[:start] + " " * len(head) + text[start + len(head):]
+        out.notes.append(("failed_run_count", {"failed": failed if failed else "several", "worked": worked,
+                                               "failed_span": fail_span, "worked_span": work_span}))
+        out.observed["worked_gpu_count"] = worked
+        if failed and re.fullmatch(r"\D*\d+", fail_span):
+            _set(out, "gpu_count", failed, fail_span)  # "OOMs on 4": no other rule reads a figure without its unit
     grid = _NODES_BY_GPUS.search(text) or _NODES_OF_CARDS.search(text) or _MACHINES_OF_CARDS.search(text)
     if grid:  # "2x8 H100", "two 8 A100 Server": nodes x GPUs per node
         _set(out, "nodes", to_int(grid.group(1)), grid.group(0))
@@ -437,12 +537,23 @@ def read_counts(text: str, out: ProseReading) -> None:
             (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
                                         r"a single node|in one machine|on one machine|a machine with", text)):
         nodes, node_text = 1, m.group(0)
+    if nodes is not None and nodes > 1 and per_node is None and node_span and count == 1 and \
+            (lone := _SINGLE_GPU.search(text, node_span[1])) and \
+            re.fullmatch(r"\s*(?:,|，|with|of|each with|each has|each having|and)?\s*(?:an?\s+)?", text[node_span[1]: lone.start()],
+                         re.I | re.A):
+        # "two machines single RTX3090", "2 nodes with a single A100": one card on each machine
+        per_node, per_text, count = 1, text[node_span[0]: lone.end()], None
     if nodes is not None:
         _set(out, "nodes", nodes, node_text)
     if per_node is not None:
         _set(out, "gpus_per_node", per_node, per_text)
     if count is not None and out.fields.get("gpus_per_node") == count and (out.fields.get("nodes") or 1) > 1 and grid:
         count = None  # "two 8 A100 Server ... another 8 A100 machine": the per-node count again, not the total
+    if count == 1 and "gpu_count" not in out.fields and not re.search(r"\d", count_text) and \
+            (GPU in count_text or re.search(re.escape(count_text.strip()) + r"\s*" + G, text)) and \
+            not any(code == "count_implied" for code, _ in out.notes):
+        # "只有4090", "一张4090", "on my 4090", "my single 3090": a card named in the singular is one card
+        out.notes.append(("count_implied", {"count": 1, "span": count_text.strip()}))
     if count is not None:
         _set(out, "gpu_count", count, count_text)
 

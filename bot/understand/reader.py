@@ -22,7 +22,7 @@ from bot.understand.degrees import read_degrees
 from bot.understand.intent import compare_of, read_intent, topics_of
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
-from bot.understand.prose import GPU, MODEL, read_prose
+from bot.understand.prose import GPU, MODEL, memory_alternatives, read_prose
 from bot.understand.roles import set_aside
 from bot.understand.spans import (
     NameMention,
@@ -147,6 +147,45 @@ def _asked_about(span: str, text: str) -> bool:
             return True
     return False
 
+# Inference inside a training run: evaluation during training, a check before it, or "training works
+# but inference OOMs" — a training question, not a serving one (first-contact batch b/c class 10).
+# Serving words anywhere ("deploy", "vLLM", "部署") leave the text as it is.
+_INFER = r"(?:推理|inference|generation|生成)"
+_TRAINING = r"(?:训练|微调|training|fine-?tuning|train)"
+_INFERENCE_IN_TRAINING = re.compile(
+    r"(?:(?:baseline|eval\w*|validation|sanity[- ]check)\s+)?inference\s+(?:during|while|in|before|prior to|ahead of|after each|"
+    r"at the start of|between)\s+(?:the\s+|my\s+)?(?:\w+\s+)?(?:training|fine-?tuning|eval\w*|validation|epochs?|steps?)|"
+    r"(?:eval\w*|validation|baseline)\s+inference|"
+    r"(?:训练|微调)(?:过程)?(?:中|时|里|期间|阶段)的?(?:评估|验证|eval)?(?:的)?推理|(?:评估|验证|eval)(?:阶段|时|的时候)?的?推理|"
+    + _TRAINING + r"[^.。!?！？\n]{0,24}?(?:works?|fine|ok|正常|没问题|能跑|可以)[^.。!?！？\n]{0,16}?" + _INFER + r"|"
+    + _INFER + r"[^.。!?！？\n]{0,16}?(?:oom\w*|爆显存|显存不够|out of memory|报错|溢出)[^.。!?！？\n]{0,6}?[,，;；]\s*" + _TRAINING
+    + r"[^.。!?！？\n]{0,6}?(?:正常|没问题|works?|fine|ok)", re.I | re.A)
+_SERVING = re.compile(r"\bserv(?:e|ing)\b|\bdeploy|部署|上线|vllm|\btgi\b|sglang|tensorrt|llama\.cpp|ollama|\bapi\b", re.I | re.A)
+
+
+def inference_in_training(text: str) -> list[re.Match]:
+    """The inference mentions of a training question ("OOM when I run baseline inference before
+    training", "训练正常，推理时爆显存"); none when the text is about serving."""
+    if _SERVING.search(text) or not re.search(_TRAINING, text, re.I | re.A):
+        return []
+    return list(_INFERENCE_IN_TRAINING.finditer(text))
+
+
+def _without_inference_words(text: str, found: list[re.Match]) -> str:
+    """``text`` with the inference words inside the matched training clauses blanked (same length)."""
+    chars = list(text)
+    for m in found:
+        for w in re.finditer(_INFER + r"|\binfer\b", m.group(0), re.I | re.A):
+            for i in range(m.start() + w.start(), m.start() + w.end()):
+                chars[i] = " "
+    return "".join(chars)
+
+
+# One node said in the singular: "a 4 x P40 node", "on one server", "一台机器", "单机"
+_ONE_NODE = re.compile(r"\b(?:a|an|one|single|my|our)\s+(?:[^\s.,;]+\s+){0,4}?(?:node|machine|server|box|host)\b(?!s)|"
+                       r"一台(?:机器|服务器|主机)|单机|单节点", re.I | re.A)
+
+
 _CLAUSE_END = re.compile(r"[.;；。!?！？\n，,]")
 
 
@@ -159,12 +198,16 @@ _SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:has|have|with|is|comes with|有|是|�
                            re.I | re.A)
 
 
-def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: list[NameMention], marked: str) -> None:
+def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: list[NameMention], marked: str,
+                              unblanked: str = "") -> None:
     """Notes on the roles the reader gave figures, and contradictions (each also a problem, so the
     answer asks which reading holds instead of computing one picked silently)."""
     for code, values in [*aside_notes, *prose.notes]:
         if code == "used_not_capacity" and "gpu_memory_gb" in out.fields:
             continue  # the card's size is known: the used figure needs no explanation
+        # a note quotes the person's words: a span read from the marked copy gets its names back
+        values = {k: (_origin(v, unblanked or marked, out.text) if isinstance(v, str) and (GPU in v or MODEL in v) else v)
+                  for k, v in values.items()}
         out.notes.append(ReadNote(code, values))
     if cfg.observed.get("one_process"):
         out.notes.append(ReadNote("one_process", {"span": cfg.observed["one_process"]}))
@@ -459,6 +502,16 @@ def read_turn(raw: object) -> Reading:
             put(key, prose.fields[key], "stated", _origin(prose.spans[key], marked, text))
     if logs.gpu_memory_gb is not None:
         put("gpu_memory_gb", int(logs.gpu_memory_gb), "log", logs.memory_span)
+    if (alternatives := memory_alternatives(own)) and prov.get("gpu_memory_gb") is not None and \
+            prov["gpu_memory_gb"].source != "log":
+        # "40GB or 80GB A100": the smallest bounds what fits; the note says both were read
+        sizes, span = alternatives
+        f["gpu_memory_gb"] = sizes[0]
+        prov["gpu_memory_gb"] = Provenance("stated", span.strip())
+        if gpus and gpus[0].name and (smaller := _resolve_gpu(gpus[0].raw, sizes[0], gpus[0].form)):
+            f["gpu"] = smaller
+        out.notes.append(ReadNote("memory_alternatives", {"sizes": sizes, "span": span.strip()}))
+        prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_memory_gb"]
     weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
         r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)
     launcher = "nodes" in cfg.fields and "gpus_per_node" in cfg.fields and "gpu_count" in cfg.fields
@@ -478,6 +531,9 @@ def read_turn(raw: object) -> Reading:
         put("gpu_count", f["gpus_per_node"], "config", prov["gpus_per_node"].span)  # torchrun's default: one node
     if "gpu_count" not in f and (world := degrees.world_size()):  # torchtitan: dp_replicate x dp_shard x cp x tp x pp
         put("gpu_count", world, "config", "; ".join(degrees.spans.values()) or "data_parallel_shard_degree")
+    if "gpu_count" not in f and "gpus_per_node" in f and "nodes" not in f and _ONE_NODE.search(own):
+        # "a 4 x P40 node", "my server with 8 A100s": one node, so its GPUs are the run's
+        put("gpu_count", f["gpus_per_node"], prov["gpus_per_node"].source, prov["gpus_per_node"].span)
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
         put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
     if prose.total_memory_gb and "gpu_memory_gb" not in f:
@@ -513,9 +569,11 @@ def read_turn(raw: object) -> Reading:
 
     # --- observed ------------------------------------------------------------------------------
     obs = logs.observed
-    for key in ("used_per_gpu_gib", "estimate_gib"):
+    for key in ("used_per_gpu_gib", "estimate_gib", "free_gib"):
         if getattr(obs, key) is None and key in prose.observed:
             setattr(obs, key, float(prose.observed[key]))
+    if "worked_gpu_count" in prose.observed:
+        obs.worked_gpu_count = int(prose.observed["worked_gpu_count"])
     for key in ("zero_stage", "zero_offload", "fsdp_strategy", "framework"):
         if key in cfg.observed and getattr(obs, key) is None:
             setattr(obs, key, cfg.observed[key])
@@ -554,14 +612,18 @@ def read_turn(raw: object) -> Reading:
 
     prov = {k: (Provenance(v.source, _gap_free(v.span), v.confidence) if GAP in v.span else v) for k, v in prov.items()}
     out.fields, out.provenance, out.observed = f, prov, obs
-    _roles_and_contradictions(out, prose, aside_notes, cfg, gpus, marked)
+    _roles_and_contradictions(out, prose, aside_notes, cfg, gpus, marked, before_aside)
     lines = [ln for ln in own.splitlines()
              if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
     words = "\n".join(lines)
     if not (_EN_WORD.search(words) or CJK.search(words)):
         words = own if (_EN_WORD.search(own) or CJK.search(own)) else text
     out.language = detect_language(words)
-    out.topics = topics_of(own)
+    if in_training := inference_in_training(own):
+        # the inference is part of the training run: neither the intent nor the topics are serving
+        intent_text = _without_inference_words(intent_text, in_training) if len(intent_text) == len(own) else intent_text
+        out.notes.append(ReadNote("inference_in_training", {"span": in_training[0].group(0).strip()}))
+    out.topics = topics_of(_without_inference_words(own, in_training))
     if obs.oom and "oom" not in out.topics:
         out.topics.append("oom")
     if obs.models and "multi_model_rl" not in out.topics:

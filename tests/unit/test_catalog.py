@@ -363,7 +363,7 @@ SPEC_SHEET_MEMORY = {
     "A100 80GB PCIe": 80, "A800 80GB SXM": 80, "A800 80GB PCIe": 80, "H100 80GB PCIe": 80, "H100 80GB SXM": 80,
     "H100 NVL 94GB": 94, "H800 80GB SXM": 80, "H20 96GB": 96, "H200 141GB SXM": 141, "B200 180GB": 180,
     "MI250X 64GB (one GCD)": 64, "MI300X 192GB": 192, "Gaudi 2 96GB": 96, "Gaudi 3 128GB": 128,
-    "Ascend 910B 64GB": 64,
+    "Ascend 910B 64GB": 64, "P40 24GB": 24, "RTX 3090 Ti 24GB": 24,
     "RTX 2080 Ti 11GB": 11, "RTX 3060 12GB": 12, "RTX 3080 12GB": 12, "RTX 4060 Ti 16GB": 16, "RTX 4080 16GB": 16,
     "RTX 5070 12GB": 12, "RTX 5070 Ti 16GB": 16, "RTX 5080 16GB": 16, "A30 24GB": 24, "L40 48GB": 48,
     "RTX 6000 Ada 48GB": 48,
@@ -405,6 +405,7 @@ def test_geforce_40_series_defaults_to_pcie_without_p2p():
     ("Gaudi2", "Gaudi 2 96GB"), ("Intel Gaudi 3", "Gaudi 3 128GB"), ("L4", "L4 24GB"), ("A10G", "A10G 24GB"),
     ("RTX 5090", "RTX 5090 32GB"), ("B200", "B200 180GB"), ("H200", "H200 141GB SXM"), ("V100 16GB", "V100 16GB SXM2"),
     ("L40S", "L40S 48GB"), ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"), ("3090", "RTX 3090 24GB"),
+    ("Tesla P40", "P40 24GB"), ("P40", "P40 24GB"), ("3090ti", "RTX 3090 Ti 24GB"), ("RTX 3090 Ti", "RTX 3090 Ti 24GB"),
 ])
 def test_card_names_as_people_write_them(typed, name):
     assert lookup_gpu(typed).name == name
