@@ -26,8 +26,9 @@ def test_cards_without_a_model_get_the_largest_size_per_method(question, count):
     assert n["sizes.gpu_count"] == count
     full, lora, qlora = (n.get(f"sizes.{m}.max_params_b") for m in METHODS)
     assert qlora is not None and lora is not None and (full or 0) <= lora <= qlora  # the methods' order holds
-    first = answer.text.strip().split("\n")[0]
-    assert f"{qlora:g}B" in answer.text and ("QLoRA" in first or "QLoRA" in answer.text.split("\n\n")[0])
+    # the first paragraph after the reader's notes (quoted "> ..." lines) is the sizes sentence
+    first = next(p for p in answer.text.strip().split("\n\n") if not p.startswith(">"))
+    assert f"{qlora:g}B" in first and "QLoRA" in first, first
     assert "params_b" in answer.questions  # the model is still asked for, for exact figures
     case = Case(id="t", turns=[question])
     assert check_calc_citations(case, answer).passed, check_calc_citations(case, answer).detail
