@@ -140,29 +140,66 @@ def howto_code(answer: Answer) -> str:
 # Answers -> outputs
 # ----------------------------------------------------------------------------------------------
 
-# Outputs every answering handler returns, in this order.
+# What an answer updates besides the chat, in three steps so the browser never does it all in
+# one task: ``process`` puts the text in the chat; then ``show_chart`` draws the chart (Plotly's
+# layout of the bars is the largest single piece of main-thread work); then ``show_details``
+# fills the panel (some 25 fields), the notes, how-to, simulate, link and downloads. Each step is
+# its own event, so each lands in its own browser task, with a paint between (measured with
+# ``evals/bench_web_load.py --long-tasks``).
 N_PANEL = len(PANEL_FIELDS)
+N_DETAILS = N_PANEL + 7  # panel, missing note, how-to, simulate button and note, link, downloads, drop
 
 
-def _skip_outputs() -> list[Any]:
-    """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
-    downloads)."""
-    return [gr.skip()] * (2 + N_PANEL + 7)
+def _skip_details() -> list[Any]:
+    return [gr.skip()] * N_DETAILS
 
 
-def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
-    """Chart, chart text, panel, notes, how-to, simulate button and note, share query, download links."""
+def _latest(conv: Conversation, step: str) -> Answer | None:
+    """The tab's latest answer when ``step`` has not shown it yet (else None: nothing to redo;
+    a ``process`` that found another worker busy, or several answers in a row, show it once)."""
+    with conv.lock:
+        if not conv.answer or conv.painted.get(step) == conv.answer_id:
+            return None
+        conv.painted[step] = conv.answer_id or ""
+        return Answer.model_validate(conv.answer)
+
+
+def chart_outputs(answer: Answer) -> list[Any]:
+    """The chart and its description in words."""
+    return [plotly_figure(answer), lang_tagged(chart_summary(answer), answer.language)]
+
+
+def detail_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """Panel, notes, how-to, simulate button and note, share query, download links, drop button."""
     sources = view.field_sources(answer, set(conv.stated))
     config, why_not, skipped = sim.simulation_config(answer)
     sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, ResultStore())
     lang = answer.language
-    return [plotly_figure(answer), lang_tagged(chart_summary(answer), lang), *panel_updates(answer, sources),
+    return [*panel_updates(answer, sources),
             lang_tagged(panel_note(answer, sources), lang), howto_code(answer),
             gr.update(interactive=config is not None and not conv.simulating), lang_tagged(sim_note, lang),
             setup_query(conv.stated, answer.language,
                         conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
             downloads.links_markdown(conv.key, conv.answer_id or "", answer),
             gr.update(visible=bool(conv.carried))]
+
+
+def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """Everything an answer updates besides the chat, in the order of the page's outputs."""
+    return [*chart_outputs(answer), *detail_outputs(conv, answer)]
+
+
+def show_chart(request: gr.Request):
+    """Step 2 of an answer: its chart (skipped when this tab's latest answer is drawn already)."""
+    answer = _latest(store.get(request.session_hash if request else None), "chart")
+    return [gr.skip(), gr.skip()] if answer is None else chart_outputs(answer)
+
+
+def show_details(request: gr.Request):
+    """Step 3 of an answer: the panel and the rest (skipped when already shown)."""
+    conv = store.get(request.session_hash if request else None)
+    answer = _latest(conv, "details")
+    return _skip_details() if answer is None else detail_outputs(conv, answer)
 
 
 def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
@@ -221,24 +258,22 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
 
 
 def process(request: gr.Request):
-    """The tab's worker: answers pending exchanges oldest first, showing each as it lands.
+    """The tab's worker: answers pending exchanges oldest first, showing each in the chat as it
+    lands (the chart and the panel follow in their own events: ``show_chart``, ``show_details``).
     Returns at once when another event of this tab is already working (it takes ours too)."""
     conv = store.get(request.session_hash if request else None)
     token = conv.claim()
     if token is None:
-        yield [gr.skip()] + _skip_outputs()
+        yield gr.skip()
         return
     try:
         answered = False
         while (ex := conv.next_pending(token)) is not None:
-            answer = run_exchange(conv, ex)
+            run_exchange(conv, ex)
             answered = True
-            if answer is None:
-                yield [conv.messages()] + _skip_outputs()
-            else:
-                yield [conv.messages(), *answer_outputs(conv, answer)]
+            yield conv.messages()
         if not answered:
-            yield [gr.skip()] + _skip_outputs()
+            yield gr.skip()
     finally:
         conv.release(token)
 
@@ -558,15 +593,22 @@ def build_demo():
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
-        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
+        chart_out = [plot, chart_note]
+        detail_out = [*fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
+        answer_outputs = [*chart_out, *detail_out]
         # No progress overlays: one over the message box or the panel would swallow the next click
         # or keystroke while an answer is pending (the chat shows its own pending dots).
         work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
                 "show_progress": "minimal"}
         fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple", "show_progress": "hidden"}
 
+        # An answer in three events (see ``show_chart``): the text, then the chart, then the rest.
+        steps = {"queue": False, "api_visibility": "private", "show_progress": "hidden"}
+
         def answered(event, **options):
-            (event.then(process, None, [chat, *answer_outputs], **{**work, **options})
+            (event.then(process, None, [chat], **{**work, **options})
+             .then(show_chart, None, chart_out, **steps)
+             .then(show_details, None, detail_out, **steps)
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
         # The box is emptied in the browser at once (a reply from the server would land later
