@@ -40,9 +40,8 @@ configure_offline()  # before gradio reads its analytics and hub switches
 import gradio as gr  # noqa: E402
 
 from bot.answer import Answer  # noqa: E402
-from bot.bench.store import ResultStore  # noqa: E402
-from bot.setup import SetupError, TrainingSetup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
+from bot.tools import catalog_names, run_simulation, simulation_store, stored_simulation  # noqa: E402
 from bot.web import answer_view as view  # noqa: E402
 from bot.web import downloads, pool  # noqa: E402
 from bot.web import simulation as sim  # noqa: E402
@@ -173,7 +172,7 @@ def detail_outputs(conv: Conversation, answer: Answer) -> list[Any]:
     """Panel, notes, how-to, simulate button and note, share query, download links, drop button."""
     sources = view.field_sources(answer, set(conv.stated))
     config, why_not, skipped = sim.simulation_config(answer)
-    sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, ResultStore())
+    sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, simulation_store())
     lang = answer.language
     return [*panel_updates(answer, sources),
             lang_tagged(panel_note(answer, sources), lang), howto_code(answer),
@@ -226,20 +225,12 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
         else:
             data = dict(ex.payload["setup"])
             language = ex.payload.get("language", language)
-            answer = pool.run(pool.answer_setup, TrainingSetup(**data), language, conv.framework)
+            answer = pool.run(pool.answer_setup, data, language, conv.framework)
             notice = None
             conv.stated = data
     except Exception as err:  # a bug must not take the page down; the log has the traceback
-        from pydantic import ValidationError
-
-        if isinstance(err, ValidationError | SetupError | pool.SetupProblem):
-            if isinstance(err, ValidationError):
-                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-            elif isinstance(err, SetupError):
-                problems = "; ".join(str(p) for p in err.problems)
-            else:
-                problems = str(err)
-            message = panel_words("invalid", language, problems=problems)
+        if isinstance(err, pool.SetupProblem):  # a setup the pipeline cannot answer: said, in words
+            message = panel_words("invalid", language, problems=str(err))
         else:
             log.exception("answering failed")
             message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
@@ -444,8 +435,6 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
     """Simulate the last answer's recommended configuration (its variant included); says which
     setup it measured, whether the figure came from the store, and, when another answer landed
     while it ran, which question it belongs to (Gradio injects ``progress``)."""
-    from bot.bench.simulate import simulate_cached
-
     conv = store.get(request.session_hash if request else None)
     if not conv.answer:
         return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
@@ -460,7 +449,7 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
             return gr.skip(), gr.skip(), gr.skip()
         conv.simulating = True
     try:
-        results = ResultStore()
+        results = simulation_store()
         setup_line = sim.setup_line(cfg, answer.language)
         pending_edit = bool(values) and edited_setup(list(values), conv.stated, conv.shown)[1]
         note = None
@@ -472,12 +461,12 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
                                          + sim.chosen_label(answer) + " · " + setup_line,
                                          ex.id, note=note, kind="simulate")
         conv.add(ex)
-        cached = results.find_simulation(cfg) is not None
+        cached = stored_simulation(cfg, results)
         wait = sim.wait_note(answer, cfg, skipped, results) if not cached else sim.words("wait_stored", answer.language)
         progress(0.0, desc=sim.words("running", answer.language, name=sim.chosen_label(answer), wait=wait))
         started = time.monotonic()
         try:
-            run_id, result = simulate_cached(cfg, progress=lambda m, f: progress(f, desc=m))
+            run_id, result = run_simulation(cfg, progress=lambda m, f: progress(f, desc=m))
         except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
             log.exception("simulation failed")
             with conv.lock:
@@ -544,8 +533,7 @@ def share_href(query: str) -> str:
 
 def build_demo():
     """The Blocks app (not launched)."""
-    from bot.catalog import list_gpus, list_models
-
+    model_names, gpu_names = catalog_names()
     with gr.Blocks(title="shardwise: DDP or FSDP?", analytics_enabled=False) as demo:
         gr.Markdown(INTRO, elem_id="sw-intro")
         with gr.Row(equal_height=False):
@@ -582,7 +570,7 @@ def build_demo():
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
                 drop = gr.Button("Drop carried settings", elem_id="sw-drop-carried", size="sm", visible=False)
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
-                    fields = _panel_components(list_models(), list_gpus())
+                    fields = _panel_components(model_names, gpu_names)
                     with gr.Row():
                         again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
                         upload = gr.UploadButton("Model from config.json", file_types=[".json"],

@@ -338,8 +338,8 @@ def _panel_components(models, gpus) -> list:
         "finetune": ["full", "lora", "qlora"],
         "optimizer_impl": ["foreach", "fused", "forloop"],
         "loss_impl": ["standard", "fused", "chunked"],
-        "model": [m.name for m in models],
-        "gpu": [g.name for g in gpus],
+        "model": [m if isinstance(m, str) else m.name for m in models],
+        "gpu": [g if isinstance(g, str) else g.name for g in gpus],
     }
 
     def number(name: str):

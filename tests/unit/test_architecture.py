@@ -65,15 +65,12 @@ PIPELINE = ("bot.llm", "bot.assistant", "bot.answer", "bot.render", "bot.tools",
             "bot.slack_transport")  # Slack's own HTTP transport (retries, bounded server): part of that surface
 # Where a surface still reaches below the pipeline today; strict: the fix flips the mark.
 SURFACES_NOT_YET_THIN = {
-    "webui.py": "the page calls the calculator and the catalog itself (issue 28: its tables become Answer sections)",
     "mcp_server.py": "MCP's simulate_memory builds its SimConfig itself (not yet in the bot.tools registry)",
     "llm.py": "the LLM path re-reads the question (bot.parse, bot.setup, bot.understand.proposal)",
     "web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
     "web/share.py": "a share link parses its setup itself",
     "web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
-    "web/precision.py": "the strategy x precision table calls the calculator (issue 28: an Answer section)",
     "web/serving.py": "the page's start-up builds the knowledge index",
-    "web/simulation.py": "simulate resolves the recommended setup into a SimConfig itself",
 }
 
 
