@@ -359,8 +359,9 @@ def test_the_answer_text_chart_and_panel_land_in_separate_tasks(desktop):
     desktop.ask(LLAMA)
     page.wait_for_function("() => window.__steps.chart && window.__steps.panel", timeout=30_000)
     steps = page.evaluate("() => window.__steps")
-    assert steps["text"] < steps["timer"] < steps["chart"], steps
-    assert steps["chart"] <= steps["panel"], steps
+    # (Before: the panel landed in the text's own task, 1 ms after it, before the queued timer.)
+    assert steps["text"] < steps["timer"] < steps["panel"], steps
+    assert steps["timer"] < steps["chart"] <= steps["panel"], steps
     layout = page.evaluate("() => { const gd = document.querySelector('#sw-chart .js-plotly-plot');"
                            " return {auto: gd.layout.yaxis.automargin, l: gd._fullLayout._size.l}; }")
     assert layout["auto"] is False, layout  # one drawing, no automargin redraw
