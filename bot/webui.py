@@ -1,8 +1,8 @@
 """The Gradio chat page: chat, editable setup panel, interactive memory chart, simulate, how-to,
 shareable link and downloads.
 
-This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
-return and wires the events; its parts live in ``bot/web/``: ``answer_view`` (each message as one
+This module only presents what ``bot.llm.answer`` / ``answer_for_setup`` / the tool registry
+(``bot.tools``: the simulator, the catalog's names) return and wires the events; its parts live in ``bot/web/``: ``answer_view`` (each message as one
 inert HTML block), ``chart``, ``panel`` (the setup fields), ``simulation`` (what Simulate
 measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conversation``,
 ``share``, ``downloads``, ``assets``, ``guard`` (request bounds), ``serving`` and ``pool``.
@@ -10,6 +10,8 @@ measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conve
 Messages: every submitted message is appended to the tab's conversation at once (no queue,
 milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled
 into its own place, so messages sent while another is answered are neither lost nor reordered.
+An answer reaches the browser in three events (text, chart, the rest: ``show_chart``), so no
+single browser task renders all of it.
 
 The setup panel shows each field's origin: stated, assumed (highlighted, and named in the
 answer) or missing (⚠). An edit sends only what the user stated or changed: assumed fields are
