@@ -314,6 +314,103 @@ def _bench_fields() -> Fields:
 
 
 # ---------------------------------------------------------------------------------------------
+# The page's calls (bot/web): its strategy x precision table, Simulate and the setup panel reach
+# the calculator, the simulator and the catalog through these, as the agent and MCP do through
+# the tools above; the page itself only shows what comes back.
+class SimulationUnavailable(ToolInputError):
+    """A setup Simulate cannot run: ``incomplete`` when fields are missing, else a setup the
+    simulator refuses (LoRA, a model it cannot build)."""
+
+    def __init__(self, message: str, incomplete: bool) -> None:
+        super().__init__(message)
+        self.incomplete = incomplete
+
+
+def setup_arguments(setup: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an answer's ``setup`` that ``estimate_memory`` takes (unset ones left out)."""
+    return {k: v for k, v in setup.items() if k in TrainingSetup.model_fields and v is not None}
+
+
+def estimate_precisions(setup: dict[str, Any], precisions: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """``estimate_memory``'s flat ``numbers`` for ``setup`` at each precision, by precision; a
+    precision the setup cannot run (bf16 on a card without it) is left out."""
+    base = setup_arguments(setup)
+    out: dict[str, dict[str, Any]] = {}
+    for precision in precisions:
+        try:
+            out[precision] = estimate_memory(**{**base, "precision": precision}).numbers
+        except ToolInputError:
+            continue
+    return out
+
+
+def simulation_config(setup: dict[str, Any], strategy: str) -> Any:
+    """The simulator's config (``bot.bench.simulate.SimConfig``, normalised) for ``setup`` under
+    ``strategy``; raises :class:`SimulationUnavailable`."""
+    from bot.bench.simulate import SimConfig, SimError
+
+    try:
+        resolved = resolve_setup(TrainingSetup(**setup_arguments(setup)))
+    except (SetupError, ValueError) as err:
+        raise SimulationUnavailable(str(err), incomplete=True) from None
+    try:
+        return SimConfig.from_resolved(resolved, strategy).normalized()
+    except SimError as err:
+        raise SimulationUnavailable(str(err).rstrip("."), incomplete=False) from None
+
+
+def simulation_store() -> Any:
+    """The result store simulations are kept in (``bot.bench.store.ResultStore``)."""
+    from bot.bench.store import ResultStore
+
+    return ResultStore()
+
+
+def simulated_params_b(config: Any) -> float | None:
+    """The parameter count (billions) of a simulation config or a stored run's config dict;
+    None for an old stored config the catalog no longer knows."""
+    from bot.bench.simulate import SimConfig
+
+    try:
+        cfg = SimConfig.from_dict(config) if isinstance(config, dict) else config
+        return float(cfg.spec().params_b)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def stored_simulation(config: Any, store: Any = None) -> bool:
+    """Whether this config was simulated before (its result is in the store)."""
+    return (store or simulation_store()).find_simulation(config) is not None
+
+
+def run_simulation(config: Any, progress: Callable[[str, float], None] | None = None) -> tuple[str, Any]:
+    """``(run_id, SimResult)``: the stored result, else simulated now (a child process) and stored."""
+    from bot.bench.simulate import simulate_cached
+
+    return simulate_cached(config, progress=progress)
+
+
+def catalog_names() -> tuple[list[str], list[str]]:
+    """The catalog's model and GPU names, for the setup panel's lists."""
+    from bot.catalog import list_gpus, list_models
+
+    return [m.name for m in list_models()], [g.name for g in list_gpus()]
+
+
+def model_stand_in(written: str | None, model: str | None) -> bool:
+    """Whether the catalog entry ``model`` that the name ``written`` resolved to is another
+    release standing in for it (``Qwen2-7B`` -> ``Qwen2.5-7B``, ``Llama-3-8B`` ->
+    ``Llama-3.1-8B``), not the same model written differently (``Qwen/Qwen2.5-7B-Instruct``,
+    ``llama2 7b``, ``千问2.5-7B``): the family words of the two names differ."""
+    from bot.catalog.names import split_name
+
+    if not written or not model:
+        return False
+    said, entry = split_name(written), split_name(model)
+    return said is not None and entry is not None and said.family_key != entry.family_key
+
+
+# ---------------------------------------------------------------------------------------------
 # The registry
 ESTIMATE_DESCRIPTION = (
     "Compute per-GPU memory (params, grads, optimizer state, activations, buffers; whether it fits "

@@ -38,7 +38,9 @@ the benchmark's browsers rather than the server. Niced, they still hold their se
 the same time and wait for their answers, and get every cycle the server leaves; the report
 prints the browsers' CPU seconds, and ``--browser-nice 0`` measures both at one priority. Timing (``--timing N``): in N fresh tabs, one after another, the page's
 DOMContentLoaded, first contentful paint and the message box shown (from navigation start), then
-the answer shown after pressing Ask.
+the answer shown after pressing Ask. Main-thread work (``--long-tasks N``): in N fresh tabs at
+1440x900 and N at 390x844, the longest task (Long Tasks API) from Ask until text, chart and
+downloads are shown, and while a 50 KB log is pasted with Ctrl+V.
 """
 
 from __future__ import annotations
@@ -393,6 +395,59 @@ _NAV_JS = """() => { const n = performance.getEntriesByType('navigation')[0];
   return {dcl: n.domContentLoadedEventEnd, fcp: p ? p.startTime : null, kb: kb}; }"""
 
 
+# Main-thread tasks over 50 ms (the Long Tasks API), from the page's start.
+_LONG_TASKS_INIT = """window.__swLong = []; new PerformanceObserver((l) => l.getEntries().forEach(
+  (e) => window.__swLong.push(e.duration))).observe({type: 'longtask', buffered: true});"""
+_PASTE = ("step 120 loss 2.31 mem=61.2GiB lr 3e-4 tokens/s 12345 grad_norm 0.9\n" * 800)[:50_000]
+
+
+async def _longest_task(page, action) -> float:
+    """The longest main-thread task (ms) while ``action`` runs and the page settles after it."""
+    await page.evaluate("() => { window.__swLong = []; }")
+    await action()
+    await page.wait_for_timeout(1500)
+    return max(await page.evaluate("() => window.__swLong"), default=0.0)
+
+
+async def long_tasks_run(url: str, questions: list[str], viewport: dict) -> dict[str, list[float]]:
+    """Per fresh tab: the longest task from Ask until the answer's text, chart and downloads are
+    all shown (Plotly already loaded at idle, as a user's tab has it by the time they ask), and
+    the longest while a 50 KB log is pasted (the clipboard and Ctrl+V, as a user pastes)."""
+    from playwright.async_api import async_playwright
+
+    out: dict[str, list[float]] = {"answer_task": [], "paste_task": []}
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for question in questions:
+            context = await browser.new_context(viewport=viewport, permissions=["clipboard-read", "clipboard-write"])
+            page = await context.new_page()
+            await page.add_init_script(_LONG_TASKS_INIT)
+            await page.goto(url, wait_until="domcontentloaded")
+            await page.wait_for_selector("#sw-msg textarea", timeout=120_000)
+            # A tab left open a moment: Plotly loaded at idle, then nothing long for a second.
+            await page.wait_for_function("() => window.Plotly", timeout=120_000)
+            for _ in range(30):
+                if not await _longest_task(page, lambda page=page: page.wait_for_timeout(0)):
+                    break
+
+            async def ask(question=question, page=page):
+                await page.fill("#sw-msg textarea", question)
+                await page.click("#sw-send")
+                await page.wait_for_selector("#sw-chart .js-plotly-plot", timeout=120_000)
+                await page.wait_for_selector("#sw-downloads a", timeout=120_000)
+
+            async def paste(page=page):
+                await page.evaluate("(t) => navigator.clipboard.writeText(t)", _PASTE)
+                await page.focus("#sw-msg textarea")
+                await page.keyboard.press("Control+V")
+
+            out["answer_task"].append(await _longest_task(page, ask))
+            out["paste_task"].append(await _longest_task(page, paste))
+            await context.close()
+        await browser.close()
+    return out
+
+
 async def timing_run(url: str, questions: list[str]) -> dict[str, list[float]]:
     from playwright.async_api import async_playwright
 
@@ -504,6 +559,15 @@ def measure_round(page: Page, figures: Figures, args, offset: int) -> tuple[int,
         print(f"  {page.name}: page load median: DOMContentLoaded {statistics.median(timing['dcl']):.2f} s, "
               f"message box {statistics.median(timing['box']):.2f} s; answer {statistics.median(timing['answer']):.2f} s",
               flush=True)
+    if args.long_tasks:
+        for size, viewport in (("1440x900", {"width": 1440, "height": 900}), ("390x844", {"width": 390, "height": 844})):
+            questions = [c[0] for c in cases(args.long_tasks, offset + used)]
+            used += args.long_tasks
+            tasks = asyncio.run(long_tasks_run(page.url, questions, viewport))
+            figures.add(f"{size}: longest task, Ask to full answer, ms", statistics.median(tasks["answer_task"]))
+            figures.add(f"{size}: longest task, 50 KB paste, ms", statistics.median(tasks["paste_task"]))
+            print(f"  {page.name}: {size} longest tasks (ms): answer {[round(t) for t in tasks['answer_task']]}, "
+                  f"paste {[round(t) for t in tasks['paste_task']]}", flush=True)
     return bad, used
 
 
@@ -559,6 +623,8 @@ def main() -> None:
                         help="niceness of the tabs' Chromium (0: the server's priority); see the module docstring")
     parser.add_argument("--single", type=int, default=5, help="single /chat calls for the unloaded median")
     parser.add_argument("--timing", type=int, default=0, help="page load and answer times, N fresh tabs")
+    parser.add_argument("--long-tasks", type=int, default=0,
+                        help="longest main-thread task of an answer and a 50 KB paste, N fresh tabs per width")
     parser.add_argument("--rounds", type=int, default=1, help="rounds per page, alternating pages")
     args = parser.parse_args()
     args.client = [k.strip() for k in args.client.split(",") if k.strip()]
@@ -580,7 +646,7 @@ def main() -> None:
         figures = {p.name: Figures() for p in pages}
         for page in pages:  # warm-up: models and corpus loaded, first page served
             asyncio.run(_http_burst(page.url, cases(1)))
-            if args.timing or args.tabs:
+            if args.timing or args.tabs or args.long_tasks:
                 asyncio.run(timing_run(page.url, [cases(1)[0][0]]))
         bad, offset = 0, 1
         for _ in range(args.rounds):

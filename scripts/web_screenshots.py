@@ -3,9 +3,10 @@
     .venv/bin/python scripts/web_screenshots.py                 # starts app.py on a free port
     .venv/bin/python scripts/web_screenshots.py --url http://127.0.0.1:7860/
 
-Debian's Chromium through Playwright (never ``playwright install``), kept off the network. Five
-shots: desktop 1440x900 after the page's own GPT-2 XL example (at 0.75 scale) and after comparing
-it with a second setup, the Chinese answer's full page (0.6), and the phone at 390x844 before and
+Debian's Chromium through Playwright (never ``playwright install``), kept off the network. Six
+shots: desktop 1440x900 after the page's own GPT-2 XL example (at 0.75 scale), after comparing
+it with a second setup, and the note beside the setup for a model computed in place of the one
+asked (Qwen2-7B); the Chinese answer's full page (0.6), and the phone at 390x844 before and
 after a question.
 """
 
@@ -23,6 +24,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 EN_QUESTION = "Can I train GPT-2 XL on 4x RTX 4090 24GB with plain DDP?"
 ZH_QUESTION = "7B模型全参微调，8张A100 40G，用DDP还是FSDP？"
+STAND_IN_QUESTION = "DDP or FSDP for Qwen2-7B on 8x A100 80GB?"
 ANSWER = "#sw-chat .sw-answer"
 
 
@@ -33,7 +35,8 @@ def ask(page, question: str) -> None:
     page.wait_for_function(f"() => document.querySelectorAll({ANSWER!r}).length > {before} && "
                            f"[...document.querySelectorAll({ANSWER!r})].pop().innerText.length > 40",
                            timeout=120_000)
-    page.wait_for_timeout(1500)  # the chart draws after the text
+    page.wait_for_selector("#sw-downloads a", timeout=60_000)  # the chart, then the panel and links
+    page.wait_for_timeout(1500)
 
 
 def shoot(url: str, out: Path) -> list[Path]:
@@ -59,6 +62,16 @@ def shoot(url: str, out: Path) -> list[Path]:
             page.locator("#sw-chart").scroll_into_view_if_needed()
             shots.append(out / "web-desktop-compare.png")
             page.screenshot(path=str(shots[-1]))
+            # a model the catalog computes in place of the one asked, said next to the setup
+            ask(page, STAND_IN_QUESTION)
+            page.wait_for_function("() => document.querySelector('#sw-missing-note').innerText.includes('place')",
+                                   timeout=30_000)
+            note = page.locator("#sw-missing-note")
+            note.scroll_into_view_if_needed()
+            box = note.bounding_box()
+            shots.append(out / "web-desktop-stand-in.png")
+            page.screenshot(path=str(shots[-1]), clip={"x": box["x"] - 8, "y": box["y"] - 8,
+                                                       "width": box["width"] + 16, "height": box["height"] + 260})
             desk.close()
 
             full = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=0.6)

@@ -1,8 +1,8 @@
 """The Gradio chat page: chat, editable setup panel, interactive memory chart, simulate, how-to,
 shareable link and downloads.
 
-This module only presents what ``bot.surfaces.llm.answer`` / ``answer_for_setup`` / the benchmark simulator
-return and wires the events; its parts live in ``bot/surfaces/web/``: ``answer_view`` (each message as one
+This module only presents what ``bot.surfaces.llm.answer`` / ``answer_for_setup`` / the tool registry
+(``bot.tools``: the simulator, the catalog's names) return and wires the events; its parts live in ``bot/surfaces/web/``: ``answer_view`` (each message as one
 inert HTML block), ``chart``, ``panel`` (the setup fields), ``simulation`` (what Simulate
 measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conversation``,
 ``share``, ``downloads``, ``assets``, ``guard`` (request bounds), ``serving`` and ``pool``.
@@ -10,6 +10,8 @@ measures), ``precision``, ``text``, ``style`` (CSS and the page script), ``conve
 Messages: every submitted message is appended to the tab's conversation at once (no queue,
 milliseconds) and one worker per tab answers the pending ones oldest first, each answer filled
 into its own place, so messages sent while another is answered are neither lost nor reordered.
+An answer reaches the browser in three events (text, chart, the rest: ``show_chart``), so no
+single browser task renders all of it.
 
 The setup panel shows each field's origin: stated, assumed (highlighted, and named in the
 answer) or missing (⚠). An edit sends only what the user stated or changed: assumed fields are
@@ -40,8 +42,6 @@ configure_offline()  # before gradio reads its analytics and hub switches
 import gradio as gr  # noqa: E402
 
 from bot.answer import Answer  # noqa: E402
-from bot.bench.store import ResultStore  # noqa: E402
-from bot.core.setup import SetupError, TrainingSetup  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
 from bot.surfaces.web import answer_view as view  # noqa: E402
 from bot.surfaces.web import downloads, pool  # noqa: E402
@@ -96,6 +96,7 @@ from bot.surfaces.web.text import (  # noqa: E402,F401
     prepare_message,
     user_message_html,
 )
+from bot.tools import catalog_names, run_simulation, simulation_store, stored_simulation  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -140,29 +141,66 @@ def howto_code(answer: Answer) -> str:
 # Answers -> outputs
 # ----------------------------------------------------------------------------------------------
 
-# Outputs every answering handler returns, in this order.
+# What an answer updates besides the chat, in three steps so the browser never does it all in
+# one task: ``process`` puts the text in the chat; then ``show_chart`` draws the chart (Plotly's
+# layout of the bars is the largest single piece of main-thread work); then ``show_details``
+# fills the panel (some 25 fields), the notes, how-to, simulate, link and downloads. Each step is
+# its own event, so each lands in its own browser task, with a paint between (measured with
+# ``evals/bench_web_load.py --long-tasks``).
 N_PANEL = len(PANEL_FIELDS)
+N_DETAILS = N_PANEL + 7  # panel, missing note, how-to, simulate button and note, link, downloads, drop
 
 
-def _skip_outputs() -> list[Any]:
-    """No change to any answer output (chart, chart text, panel, notes, how-to, simulate, link,
-    downloads)."""
-    return [gr.skip()] * (2 + N_PANEL + 7)
+def _skip_details() -> list[Any]:
+    return [gr.skip()] * N_DETAILS
 
 
-def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
-    """Chart, chart text, panel, notes, how-to, simulate button and note, share query, download links."""
+def _latest(conv: Conversation, step: str) -> Answer | None:
+    """The tab's latest answer when ``step`` has not shown it yet (else None: nothing to redo;
+    a ``process`` that found another worker busy, or several answers in a row, show it once)."""
+    with conv.lock:
+        if not conv.answer or conv.painted.get(step) == conv.answer_id:
+            return None
+        conv.painted[step] = conv.answer_id or ""
+        return Answer.model_validate(conv.answer)
+
+
+def chart_outputs(answer: Answer) -> list[Any]:
+    """The chart and its description in words."""
+    return [plotly_figure(answer), lang_tagged(chart_summary(answer), answer.language)]
+
+
+def detail_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """Panel, notes, how-to, simulate button and note, share query, download links, drop button."""
     sources = view.field_sources(answer, set(conv.stated))
     config, why_not, skipped = sim.simulation_config(answer)
-    sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, ResultStore())
+    sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, simulation_store())
     lang = answer.language
-    return [plotly_figure(answer), lang_tagged(chart_summary(answer), lang), *panel_updates(answer, sources),
+    return [*panel_updates(answer, sources),
             lang_tagged(panel_note(answer, sources), lang), howto_code(answer),
             gr.update(interactive=config is not None and not conv.simulating), lang_tagged(sim_note, lang),
             setup_query(conv.stated, answer.language,
                         conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
             downloads.links_markdown(conv.key, conv.answer_id or "", answer),
             gr.update(visible=bool(conv.carried))]
+
+
+def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """Everything an answer updates besides the chat, in the order of the page's outputs."""
+    return [*chart_outputs(answer), *detail_outputs(conv, answer)]
+
+
+def show_chart(request: gr.Request):
+    """Step 2 of an answer: its chart (skipped when this tab's latest answer is drawn already)."""
+    answer = _latest(store.get(request.session_hash if request else None), "chart")
+    return [gr.skip(), gr.skip()] if answer is None else chart_outputs(answer)
+
+
+def show_details(request: gr.Request):
+    """Step 3 of an answer: the panel and the rest (skipped when already shown)."""
+    conv = store.get(request.session_hash if request else None)
+    answer = _latest(conv, "details")
+    return _skip_details() if answer is None else detail_outputs(conv, answer)
 
 
 def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
@@ -189,20 +227,12 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
         else:
             data = dict(ex.payload["setup"])
             language = ex.payload.get("language", language)
-            answer = pool.run(pool.answer_setup, TrainingSetup(**data), language, conv.framework)
+            answer = pool.run(pool.answer_setup, data, language, conv.framework)
             notice = None
             conv.stated = data
     except Exception as err:  # a bug must not take the page down; the log has the traceback
-        from pydantic import ValidationError
-
-        if isinstance(err, ValidationError | SetupError | pool.SetupProblem):
-            if isinstance(err, ValidationError):
-                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-            elif isinstance(err, SetupError):
-                problems = "; ".join(str(p) for p in err.problems)
-            else:
-                problems = str(err)
-            message = panel_words("invalid", language, problems=problems)
+        if isinstance(err, pool.SetupProblem):  # a setup the pipeline cannot answer: said, in words
+            message = panel_words("invalid", language, problems=str(err))
         else:
             log.exception("answering failed")
             message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
@@ -221,24 +251,22 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
 
 
 def process(request: gr.Request):
-    """The tab's worker: answers pending exchanges oldest first, showing each as it lands.
+    """The tab's worker: answers pending exchanges oldest first, showing each in the chat as it
+    lands (the chart and the panel follow in their own events: ``show_chart``, ``show_details``).
     Returns at once when another event of this tab is already working (it takes ours too)."""
     conv = store.get(request.session_hash if request else None)
     token = conv.claim()
     if token is None:
-        yield [gr.skip()] + _skip_outputs()
+        yield gr.skip()
         return
     try:
         answered = False
         while (ex := conv.next_pending(token)) is not None:
-            answer = run_exchange(conv, ex)
+            run_exchange(conv, ex)
             answered = True
-            if answer is None:
-                yield [conv.messages()] + _skip_outputs()
-            else:
-                yield [conv.messages(), *answer_outputs(conv, answer)]
+            yield conv.messages()
         if not answered:
-            yield [gr.skip()] + _skip_outputs()
+            yield gr.skip()
     finally:
         conv.release(token)
 
@@ -409,8 +437,6 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
     """Simulate the last answer's recommended configuration (its variant included); says which
     setup it measured, whether the figure came from the store, and, when another answer landed
     while it ran, which question it belongs to (Gradio injects ``progress``)."""
-    from bot.bench.simulate import simulate_cached
-
     conv = store.get(request.session_hash if request else None)
     if not conv.answer:
         return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
@@ -425,7 +451,7 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
             return gr.skip(), gr.skip(), gr.skip()
         conv.simulating = True
     try:
-        results = ResultStore()
+        results = simulation_store()
         setup_line = sim.setup_line(cfg, answer.language)
         pending_edit = bool(values) and edited_setup(list(values), conv.stated, conv.shown)[1]
         note = None
@@ -437,12 +463,12 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
                                          + sim.chosen_label(answer) + " · " + setup_line,
                                          ex.id, note=note, kind="simulate")
         conv.add(ex)
-        cached = results.find_simulation(cfg) is not None
+        cached = stored_simulation(cfg, results)
         wait = sim.wait_note(answer, cfg, skipped, results) if not cached else sim.words("wait_stored", answer.language)
         progress(0.0, desc=sim.words("running", answer.language, name=sim.chosen_label(answer), wait=wait))
         started = time.monotonic()
         try:
-            run_id, result = simulate_cached(cfg, progress=lambda m, f: progress(f, desc=m))
+            run_id, result = run_simulation(cfg, progress=lambda m, f: progress(f, desc=m))
         except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
             log.exception("simulation failed")
             with conv.lock:
@@ -509,8 +535,7 @@ def share_href(query: str) -> str:
 
 def build_demo():
     """The Blocks app (not launched)."""
-    from bot.catalog import list_gpus, list_models
-
+    model_names, gpu_names = catalog_names()
     with gr.Blocks(title="shardwise: DDP or FSDP?", analytics_enabled=False) as demo:
         gr.Markdown(INTRO, elem_id="sw-intro")
         with gr.Row(equal_height=False):
@@ -547,7 +572,7 @@ def build_demo():
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
                 drop = gr.Button("Drop carried settings", elem_id="sw-drop-carried", size="sm", visible=False)
                 with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
-                    fields = _panel_components(list_models(), list_gpus())
+                    fields = _panel_components(model_names, gpu_names)
                     with gr.Row():
                         again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
                         upload = gr.UploadButton("Model from config.json", file_types=[".json"],
@@ -558,15 +583,22 @@ def build_demo():
                 with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
-        answer_outputs = [plot, chart_note, *fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
+        chart_out = [plot, chart_note]
+        detail_out = [*fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
+        answer_outputs = [*chart_out, *detail_out]
         # No progress overlays: one over the message box or the panel would swallow the next click
         # or keystroke while an answer is pending (the chat shows its own pending dots).
         work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
                 "show_progress": "minimal"}
         fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple", "show_progress": "hidden"}
 
+        # An answer in three events (see ``show_chart``): the text, then the chart, then the rest.
+        steps = {"queue": False, "api_visibility": "private", "show_progress": "hidden"}
+
         def answered(event, **options):
-            (event.then(process, None, [chat, *answer_outputs], **{**work, **options})
+            (event.then(process, None, [chat], **{**work, **options})
+             .then(show_chart, None, chart_out, **steps)
+             .then(show_details, None, detail_out, **steps)
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
         # The box is emptied in the browser at once (a reply from the server would land later

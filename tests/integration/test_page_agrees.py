@@ -337,23 +337,74 @@ def test_two_setups_side_by_side_on_one_chart(desktop):
 
 # -- 8. main-thread freezes ---------------------------------------------------------------------
 
-_LONGTASKS = """() => { window.__lt = []; new PerformanceObserver(l => l.getEntries().forEach(
-    e => window.__lt.push(Math.round(e.duration)))).observe({type: 'longtask', buffered: false}); }"""
+# When the answer's text first shows, a timer is queued; it runs once the browser finishes the task
+# it is in. The chart must be drawn after that timer, in a task of its own.
+_STEPS = """() => { window.__steps = {}; const s = window.__steps;
+  new MutationObserver(() => {
+    if (!s.text && document.querySelector('#sw-chat .sw-answer')) {
+      s.text = performance.now(); setTimeout(() => { s.timer = performance.now(); }, 0); }
+    if (!s.chart && document.querySelector('#sw-chart .js-plotly-plot .ytick text')) s.chart = performance.now();
+    if (!s.panel && document.querySelector('#sw-f-model input') && document.querySelector('#sw-f-model input').value)
+      s.panel = performance.now();
+  }).observe(document.body, {childList: true, subtree: true, characterData: true, attributes: true}); }"""
 
 
-def test_the_first_answer_does_not_freeze_the_page_on_plotly(desktop):
-    """Plotly used to be compiled when the first chart arrived (a 1.9-2.1 s task in the middle
-    of the answer); it is loaded while the page is idle. Measured on this machine after the
-    fix: the first answer's longest task 261-319 ms (Plotly drawing the chart)."""
+def test_the_answer_text_chart_and_panel_land_in_separate_tasks(desktop):
+    """The first answer used to put text, chart, panel and downloads on the page in one update,
+    one long main-thread task; the chart (Plotly's drawing) now comes in its own event, after the
+    browser has shown the text, and the panel after the chart. Structure, not a time: the times
+    are measured by ``evals/bench_web_load.py --long-tasks``."""
     page = desktop.page
-    page.evaluate(_LONGTASKS)
-    page.wait_for_function("() => performance.getEntriesByType('resource').some(e => e.name.includes('PlotlyPlot'))",
-                           timeout=20_000)
-    page.wait_for_timeout(2500)  # the idle-time load and compile
-    page.evaluate("() => window.__lt = []")
+    page.evaluate(_STEPS)
     desktop.ask(LLAMA)
-    page.wait_for_selector("#sw-chart .js-plotly-plot", timeout=30_000)
-    page.wait_for_timeout(1000)
-    tasks = page.evaluate("() => window.__lt")
-    assert max(tasks, default=0) < 800, tasks
+    page.wait_for_function("() => window.__steps.chart && window.__steps.panel", timeout=30_000)
+    steps = page.evaluate("() => window.__steps")
+    # (Before: the panel landed in the text's own task, 1 ms after it, before the queued timer.)
+    assert steps["text"] < steps["timer"] < steps["panel"], steps
+    assert steps["timer"] < steps["chart"] <= steps["panel"], steps
+    layout = page.evaluate("() => { const gd = document.querySelector('#sw-chart .js-plotly-plot');"
+                           " return {auto: gd.layout.yaxis.automargin, l: gd._fullLayout._size.l}; }")
+    assert layout["auto"] is False, layout  # one drawing, no automargin redraw
+    desktop.assert_clean()
+
+
+def test_a_50_kb_paste_keeps_the_message_box_at_a_fixed_height(browser, served):
+    """Gradio sizes the box to its text on every input (a layout of the whole text): a long text
+    gets a fixed height before Gradio looks (``sw-long``), so the paste is one short task."""
+    t = Tab(browser, served[0], DESKTOP)
+    try:
+        page = t.page
+        t.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        log = ("step 120 loss 2.31 mem=61.2GiB lr 3e-4 tokens/s 12345\n" * 1000)[:50_000]
+        page.evaluate("(text) => navigator.clipboard.writeText(text)", log)
+        page.focus("#sw-msg textarea")
+        page.keyboard.press("Control+V")
+        box = page.evaluate("() => { const a = document.querySelector('#sw-msg textarea');"
+                            " return {n: a.value.length, long: a.classList.contains('sw-long'), h: a.offsetHeight,"
+                            " em: parseFloat(getComputedStyle(a).fontSize)}; }")
+        assert box["n"] == 50_000 and box["long"], box
+        assert box["h"] <= 13 * box["em"], box  # 12em, not the height of 1,000 lines
+        t.assert_clean()
+    finally:
+        t.close()
+
+
+# -- 9b. how the setup was read, next to the panel -------------------------------------------------
+
+
+def test_a_model_computed_in_place_of_the_one_asked_is_said_next_to_the_setup(desktop):
+    desktop.ask("DDP or FSDP for Qwen2-7B on 8x A100 80GB?")
+    note = desktop.page.inner_text("#sw-missing-note")
+    assert "Qwen2-7B" in note and "Qwen2.5-7B" in note and "in its place" in note, note
+    desktop.assert_clean()
+
+
+@pytest.mark.xfail(strict=True, reason="the reader reads a log's per-step mem=61.2GiB as host RAM (cpu_ram_gb); "
+                                       "its fix (another engineer, issue 27) flips this mark")
+def test_a_log_memory_figure_is_not_shown_as_host_ram(desktop):
+    text = desktop.ask("Training Llama-2-7B on 8x A100 80GB with DDP, my log says: step 120 loss 2.31 "
+                       "mem=61.2GiB lr 3e-4. Should I switch to FSDP?")
+    setup_line = desktop.page.locator("#sw-chat .sw-answer").last.locator(".sw-setup-line").inner_text()
+    shown = setup_line + desktop.page.inner_text("#sw-missing-note") + text
+    assert "CPU RAM 61.2" not in shown and "CPU RAM: 61.2" not in shown, shown[:600]
     desktop.assert_clean()

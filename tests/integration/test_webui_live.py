@@ -146,8 +146,16 @@ class Tab:
         self.page.wait_for_function("n => document.querySelectorAll('#sw-chat .sw-answer').length >= n",
                                     arg=n, timeout=timeout_ms)
         self.page.wait_for_selector("#sw-chat .pending", state="detached", timeout=timeout_ms)
-        # The panel, chart and links land with the same update; let the page finish drawing them.
-        self.page.wait_for_timeout(400)
+        # The chart, then the panel and the links, land in their own events after the text: wait
+        # for the links naming the latest answer (an error answer has none: it changes nothing).
+        self.page.wait_for_function(
+            """() => { const a = [...document.querySelectorAll('#sw-chat .sw-answer')].pop();
+                const id = (a.className.match(/sw-a-(x\\d+)/) || [])[1];
+                return a.classList.contains('sw-error') || a.classList.contains('sw-sim')
+                  || a.classList.contains('sw-compare')
+                  || [...document.querySelectorAll('#sw-downloads a')].some(l => l.href.includes('/' + id + '/')); }""",
+            timeout=timeout_ms)
+        self.page.wait_for_timeout(300)
         return self.bot_messages()
 
     def ask(self, text: str, timeout_ms: int = 120_000) -> str:

@@ -101,14 +101,11 @@ PIPELINE = ("bot.surfaces.llm", "bot.assistant", "bot.answer", "bot.render", "bo
             "bot.surfaces.slack_transport")  # Slack's own HTTP transport (retries, bounded server): part of that surface
 # Where a surface still reaches below the pipeline today; strict: the fix flips the mark.
 SURFACES_NOT_YET_THIN = {
-    "surfaces/webui.py": "the page calls the calculator and the catalog itself (issue 28: its tables become Answer sections)",
     "surfaces/llm.py": "the LLM path re-reads the question (bot.parse, bot.core.setup, bot.understand.proposal)",
     "surfaces/web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
     "surfaces/web/share.py": "a share link parses its setup itself",
     "surfaces/web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
-    "surfaces/web/precision.py": "the strategy x precision table calls the calculator (issue 28: an Answer section)",
     "surfaces/web/serving.py": "the page's start-up builds the knowledge index",
-    "surfaces/web/simulation.py": "simulate resolves the recommended setup into a SimConfig itself",
 }
 
 

@@ -51,6 +51,7 @@ class Conversation:
     previous: dict | None = None  # the answer before the last one (to compare two setups)
     previous_id: str | None = None
     carried: list = field(default_factory=list)  # fields the last answer took from earlier messages
+    painted: dict = field(default_factory=dict)  # page step ("chart", "details") -> answer id it last showed
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, exchange: Exchange) -> bool:

@@ -16,8 +16,10 @@ from typing import Any
 import gradio as gr
 
 from bot.answer import Answer
+from bot.answer.catalog import render
 from bot.core.setup import TrainingSetup
 from bot.surfaces.web import answer_view as view
+from bot.tools import model_stand_in
 
 # The panel's fields, in display order (DESIGN.md setup field names).
 PANEL_FIELDS = (
@@ -92,6 +94,9 @@ PANEL_WORDS = {
     "not_number": ("{label}：{value!r} 不是数字", "{label}: {value!r} is not a number"),
     "not_whole": ("{label}：{value!r} 不是整数", "{label}: {value!r} is not a whole number"),
     "invalid": ("设置里有无效的值：{problems}", "The setup has invalid values: {problems}"),
+    "read_from": ("**从你贴的{origin}读到：** {items}。读错了就在下面改。",
+                  "**Read from your {origin}:** {items}. Misread? Change it below."),
+    "origin_log": ("日志", "log"), "origin_config": ("配置", "config"),
     "model_box": ("模型框：{err}", "model box: {err}"),
     "config_file": ("config.json：{err}", "config.json: {err}"),
     "hub_offline": ("这台机器的 Hub 缓存里没有 {hub_id}，本页面也不联网：请把它的 config.json 粘贴到模型框，"
@@ -305,12 +310,47 @@ def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
     return updates
 
 
+def _md_text(text: str) -> str:
+    """User text inside the note's markdown: shown as typed (no markup, no emphasis)."""
+    escaped = re.sub(r"([\\`*_\[\]()#|~!])", r"\\\1", " ".join(str(text).split())[:120])
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def stand_in_note(answer: Answer) -> str:
+    """The model the catalog computed with in place of the one written (``Qwen2-7B`` computed as
+    ``Qwen2.5-7B``), said next to the setup; '' when the name was the model itself."""
+    item = next((i for i in answer.sections.setup_read if i.field == "model" and i.span), None)
+    if item is None or not model_stand_in(item.span, str(item.value)):
+        return ""
+    return render("zh" if answer.language == "zh" else "en", "page.model_stand_in",
+                  {"written": _md_text(item.span or ""), "model": _md_text(str(item.value))})
+
+
+def read_from_note(answer: Answer) -> list[str]:
+    """One line per origin (a pasted log, a config) naming each value read from it with the
+    text it was read from, so a figure read from a log reads as what the log said."""
+    zh = answer.language == "zh"
+    lines = []
+    for origin in ("log", "config"):
+        items = [i for i in answer.sections.setup_read if i.source == origin]
+        if not items:
+            continue
+        shown = ("，" if zh else ", ").join(
+            f"{view.FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0]} {_md_text(view._show_value(i.value))}"
+            + (f"（“{_md_text(i.span)}”）" if zh and i.span else f" (“{_md_text(i.span)}”)" if i.span else "")
+            for i in items)
+        lines.append(panel_words("read_from", answer.language, origin=panel_words(f"origin_{origin}", answer.language),
+                                 items=shown))
+    return lines
+
+
 def panel_note(answer: Answer, sources: dict[str, str]) -> str:
     zh = answer.language == "zh"
     missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
     assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
     carried = carried_fields(sources)
-    lines = []
+    lines = [note] if (note := stand_in_note(answer)) else []
+    lines += read_from_note(answer)
     if carried:
         names = "、".join(FIELD_LABELS.get(f, (f, f))[1] for f in carried) if zh else \
             ", ".join(FIELD_LABELS.get(f, (f, f))[0] for f in carried)
@@ -338,8 +378,8 @@ def _panel_components(models, gpus) -> list:
         "finetune": ["full", "lora", "qlora"],
         "optimizer_impl": ["foreach", "fused", "forloop"],
         "loss_impl": ["standard", "fused", "chunked"],
-        "model": [m.name for m in models],
-        "gpu": [g.name for g in gpus],
+        "model": [m if isinstance(m, str) else m.name for m in models],
+        "gpu": [g if isinstance(g, str) else g.name for g in gpus],
     }
 
     def number(name: str):

@@ -100,9 +100,13 @@ def chat_markdown(text: str, notice: str | None = None) -> str:
 def ask_question(text: str, history: list[str]) -> tuple[Any, dict | None, str | None]:
     """A page question: (the answer every surface gives, the reader's setup or None, the
     framework the user's run uses or None: a panel edit keeps its defaults)."""
+    from bot.core.setup import SetupError
     from bot.surfaces.llm import answer as ask
 
-    answer = ask(text, history=history)
+    try:
+        answer = ask(text, history=history)
+    except SetupError as err:  # said on the page as the panel's errors are
+        raise SetupProblem("; ".join(str(p) for p in err.problems)) from None
     try:
         from bot.parse import parse_conversation
 
@@ -143,12 +147,20 @@ class SetupProblem(Exception):
 
 
 def answer_setup(setup: Any, language: str, framework: str | None = None) -> Any:
-    """A panel edit: the answer for ``setup`` (a ``TrainingSetup``) run with ``framework``."""
+    """A panel edit: the answer for ``setup`` (a ``TrainingSetup``, or its fields as a dict: the
+    page passes the dict and never builds the setup itself) run with ``framework``. A setup that
+    cannot be answered (a field's type or range, a missing field) is a :class:`SetupProblem`."""
+    from pydantic import ValidationError
+
     from bot.assistant import answer_for_setup
-    from bot.core.setup import SetupError
+    from bot.core.setup import SetupError, TrainingSetup
 
     try:
+        if isinstance(setup, dict):
+            setup = TrainingSetup(**setup)
         return answer_for_setup(setup, language, framework=framework)
+    except ValidationError as err:
+        raise SetupProblem("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())) from None
     except SetupError as err:
         raise SetupProblem("; ".join(str(p) for p in err.problems)) from None
 

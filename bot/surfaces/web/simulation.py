@@ -4,8 +4,9 @@ included), the expected wait said before it starts, and a result that names the 
 belongs to when another answer has landed meanwhile.
 
 The setup is read from the answer (``setup``, the starred ``sections.table`` row and its
-``numbers`` keys); the simulator (``bot.bench.simulate``) does the measuring. Wording is the
-tables below, in both languages.
+``numbers`` keys); the simulator does the measuring, reached through the tool registry
+(``bot.tools.simulation_config``, ``run_simulation``). The notes' wording is the tables below,
+in both languages; the cited result's is in the answer's message catalogs (``page.simulation``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import statistics
 from typing import Any
 
 from bot.answer import Answer, Citation, TableRow
+from bot.answer.catalog import render
 from bot.strategies import TRAINING_STRATEGIES, label
+from bot.tools import SimulationUnavailable, setup_arguments, simulated_params_b
+from bot.tools import simulation_config as registry_simulation_config
 
 # What each part of a table row's variant ("bucket_fused+ckpt") changes in the simulated setup.
 # ``ckpt`` flips activation checkpointing (on when the question had it off, off when on).
@@ -61,10 +65,7 @@ def chosen_label(answer: Answer) -> str:
 def simulated_setup(answer: Answer) -> tuple[dict[str, Any], list[str]]:
     """The answer's setup with the recommended row's variant applied, and the variant parts the
     simulator cannot apply (named in the result)."""
-    from bot.core.setup import TrainingSetup
-
-    fields = TrainingSetup.model_fields
-    data = {k: v for k, v in answer.setup.items() if k in fields and v is not None}
+    data = setup_arguments(answer.setup)
     row = chosen_row(answer)
     skipped: list[str] = []
     for part in (row.variant.split("+") if row is not None and row.variant else []):
@@ -82,22 +83,17 @@ def simulated_setup(answer: Answer) -> tuple[dict[str, Any], list[str]]:
 
 def simulation_config(answer: Answer):
     """(SimConfig, None, skipped parts) for the recommended configuration, or (None, why not, [])."""
-    from bot.bench.simulate import SimConfig, SimError
-    from bot.core.setup import SetupError, TrainingSetup, resolve_setup
-
     lang = answer.language
     strategy = answer.recommendation.strategy
     if strategy not in TRAINING_STRATEGIES:
         return None, words("no_strategy", lang), []
     data, skipped = simulated_setup(answer)
     try:
-        resolved = resolve_setup(TrainingSetup(**data))
-    except (SetupError, ValueError):
-        return None, words("incomplete", lang), []
-    try:
-        return SimConfig.from_resolved(resolved, strategy).normalized(), None, skipped
-    except SimError as err:
-        return None, words("unavailable", lang, err=str(err).rstrip(".")), []
+        return registry_simulation_config(data, strategy), None, skipped
+    except SimulationUnavailable as err:
+        if err.incomplete:
+            return None, words("incomplete", lang), []
+        return None, words("unavailable", lang, err=str(err)), []
 
 
 def setup_line(cfg, language: str = "en") -> str:
@@ -112,28 +108,16 @@ def setup_line(cfg, language: str = "en") -> str:
             + f"checkpointing {on}")
 
 
-def _params_b(config) -> float | None:
-    try:
-        return float(config.spec().params_b)
-    except Exception:  # noqa: BLE001  (an old stored config the catalog no longer knows)
-        return None
-
-
 def expected_seconds(cfg, store) -> tuple[float, float] | None:
     """A range for how long simulating ``cfg`` takes here: the stored simulations' seconds per
     billion parameters (their spread, quartiles), times this model's size. ``None`` when the
     store has none to go by."""
-    from bot.bench.simulate import SimConfig
-
-    size = _params_b(cfg)
+    size = simulated_params_b(cfg)
     rates = []
     for run in store.list(kind="simulate", limit=200):
         if run.status != "ok" or not run.started_at or not run.finished_at:
             continue
-        try:
-            params = _params_b(SimConfig.from_dict(run.config))
-        except Exception:  # noqa: BLE001
-            continue
+        params = simulated_params_b(run.config)
         if params:
             rates.append((run.finished_at - run.started_at) / params)
     if not rates or not size:
@@ -179,36 +163,29 @@ def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: in
     """The chat entry for a finished simulation and the ``bench`` citation behind its figures.
     ``answer`` is the answer the simulation was started from; ``question`` is set when another
     answer has landed since (the result then says which question it belongs to)."""
-    zh = answer.language == "zh"
+    lang = "zh" if answer.language == "zh" else "en"
+
+    def say(key: str, **values: Any) -> str:
+        return render(lang, f"page.simulation.{key}", values)
+
     name = chosen_label(answer)
     calc_total = formula_total(answer)
-    rows = [("params_gib", "参数" if zh else "parameters"), ("grads_gib", "梯度" if zh else "gradients"),
-            ("optimizer_gib", "优化器状态" if zh else "optimizer state"),
-            ("activations_gib", "激活值" if zh else "activations"), ("buffers_gib", "缓冲区" if zh else "buffers")]
-    detail = ", ".join(f"{lbl} {getattr(result, key):.2f}" for key, lbl in rows if hasattr(result, key))
-    if zh:
-        when = (f"取自已存的模拟结果（当初用时 {result.seconds:.0f} 秒）" if cached
-                else f"模拟用时 {(elapsed or result.seconds):.0f} 秒")
-        text = f"**模拟结果（{name}）**：每卡峰值显存 **{result.peak_gib:.2f} GiB** [{n}]（{detail} GiB），{when}。"
-        if calc_total is not None:
-            text += f" 公式估算为 {calc_total:.2f} GiB。"
-        if setup:
-            text += f"\n\n模拟的设置：{setup}"
-    else:
-        when = (f"from the stored run (simulated earlier in {result.seconds:.0f} s)" if cached
-                else f"simulated in {(elapsed or result.seconds):.0f} s")
-        text = (f"**Simulated {name}**: peak per-GPU memory **{result.peak_gib:.2f} GiB** [{n}] "
-                f"({detail} GiB), {when}.")
-        if calc_total is not None:
-            text += f" The formula estimated {calc_total:.2f} GiB."
-        if setup:
-            text += f"\n\nSetup measured: {setup}"
+    detail = say("list_sep").join(f"{say('parts.' + key)} {getattr(result, key):.2f}" for key in
+                                  ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
+                                  if hasattr(result, key))
+    when = (say("stored", seconds=f"{result.seconds:.0f}") if cached
+            else say("fresh", seconds=f"{(elapsed or result.seconds):.0f}"))
+    text = say("result", name=name, peak=f"{result.peak_gib:.2f}", n=n, detail=detail, when=when)
+    if calc_total is not None:
+        text += say("formula", total=f"{calc_total:.2f}")
+    if setup:
+        text += "\n\n" + say("measured", setup=setup)
     if question:
         shown = question if len(question) <= 120 else question[:117] + "…"
         text = words("belongs_to", answer.language, question=shown) + "\n\n" + text
     citation = Citation(
         n=n, id=run_id, kind="bench",
-        title=("模拟运行 " if zh else "Simulated run ") + run_id,
+        title=say("run_title", run_id=run_id),
         quote=f"FakeTensorMode + FSDP2/DDP + MemTracker, strategy={strategy}, setup: {setup}",
     )
     return text, citation

@@ -137,13 +137,30 @@ PAGE_JS = """
   // Plotly (3.5 MB) is compiled the first time a chart arrives: a ~1-2 s main-thread freeze in
   // the middle of the first answer. Loaded here when the browser is idle, the first answer's
   // chart draws without it (the same URL, so Gradio's own import then finds it loaded).
+  // Plotly's first drawing also sets itself up (its styles, the bar module, text measuring for
+  // the page's fonts): a small chart drawn out of sight, in a later idle moment, pays for that,
+  // so the first answer's chart costs what any later one does.
   const chunk = '__PLOTLY_CHUNK__';
+  const idle = window.requestIdleCallback || ((f) => setTimeout(f, 1500));
+  const warm = () => {
+    const P = window.Plotly;
+    if (!P || document.querySelector('#sw-chart .js-plotly-plot')) return;
+    const box = document.createElement('div');
+    box.setAttribute('aria-hidden', 'true');
+    box.style.cssText = 'position:fixed;left:-9999px;top:0;width:420px;height:260px;visibility:hidden';
+    document.body.appendChild(box);
+    P.newPlot(box, [{type: 'bar', orientation: 'h', x: [1], y: ['a<br>1 GiB'], name: 'a'},
+                    {type: 'scatter', mode: 'lines', x: [1, 1], y: ['a<br>1 GiB', 'a<br>1 GiB'], name: 'b'}],
+              {barmode: 'stack', font: {size: 13, family: 'Noto Sans CJK SC, DejaVu Sans, sans-serif'},
+               legend: {orientation: 'h'}, title: {text: '★'}}, {responsive: false})
+      .then(() => { P.purge(box); box.remove(); }, () => box.remove());
+  };
   const preload = () => {
     const index = performance.getEntriesByType('resource').map((e) => e.name)
       .find((n) => n.includes('/assets/index-') && n.endsWith('.js'));
-    if (chunk && index) import(index.replace(/[^/]+$/, chunk)).catch(() => {});
+    if (chunk && index) import(index.replace(/[^/]+$/, chunk)).then(() => idle(warm, {timeout: 4000}), () => {});
   };
-  (window.requestIdleCallback || ((f) => setTimeout(f, 1500)))(preload, {timeout: 4000});
+  idle(preload, {timeout: 4000});
   new MutationObserver(() => requestAnimationFrame(() => { fixAria(); check(); }))
     .observe(document.body, {childList: true, subtree: true});
   window.__swSeen = seen;
