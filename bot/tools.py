@@ -344,7 +344,7 @@ def estimate_precisions(setup: dict[str, Any], precisions: tuple[str, ...]) -> d
     return out
 
 
-def simulation_config(setup: dict[str, Any], strategy: str) -> Any:
+def simulation_config_for_setup(setup: dict[str, Any], strategy: str) -> Any:
     """The simulator's config (``bot.bench.simulate.SimConfig``, normalised) for ``setup`` under
     ``strategy``; raises :class:`SimulationUnavailable`."""
     from bot.bench.simulate import SimConfig, SimError
@@ -378,16 +378,9 @@ def simulated_params_b(config: Any) -> float | None:
         return None
 
 
-def stored_simulation(config: Any, store: Any = None) -> bool:
+def has_stored_simulation(config: Any, store: Any = None) -> bool:
     """Whether this config was simulated before (its result is in the store)."""
     return (store or simulation_store()).find_simulation(config) is not None
-
-
-def run_simulation(config: Any, progress: Callable[[str, float], None] | None = None) -> tuple[str, Any]:
-    """``(run_id, SimResult)``: the stored result, else simulated now (a child process) and stored."""
-    from bot.bench.simulate import simulate_cached
-
-    return simulate_cached(config, progress=progress)
 
 
 def catalog_names() -> tuple[list[str], list[str]]:

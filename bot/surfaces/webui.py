@@ -96,7 +96,7 @@ from bot.surfaces.web.text import (  # noqa: E402,F401
     prepare_message,
     user_message_html,
 )
-from bot.tools import catalog_names, run_simulation, simulation_store, stored_simulation  # noqa: E402
+from bot.tools import catalog_names, has_stored_simulation, run_simulation, simulation_store  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -463,7 +463,7 @@ def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B00
                                          + sim.chosen_label(answer) + " · " + setup_line,
                                          ex.id, note=note, kind="simulate")
         conv.add(ex)
-        cached = stored_simulation(cfg, results)
+        cached = has_stored_simulation(cfg, results)
         wait = sim.wait_note(answer, cfg, skipped, results) if not cached else sim.words("wait_stored", answer.language)
         progress(0.0, desc=sim.words("running", answer.language, name=sim.chosen_label(answer), wait=wait))
         started = time.monotonic()

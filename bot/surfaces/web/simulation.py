@@ -5,7 +5,7 @@ belongs to when another answer has landed meanwhile.
 
 The setup is read from the answer (``setup``, the starred ``sections.table`` row and its
 ``numbers`` keys); the simulator does the measuring, reached through the tool registry
-(``bot.tools.simulation_config``, ``run_simulation``). The notes' wording is the tables below,
+(``bot.tools.simulation_config_for_setup``, ``run_simulation``). The notes' wording is the tables below,
 in both languages; the cited result's is in the answer's message catalogs (``page.simulation``).
 """
 
@@ -18,7 +18,7 @@ from bot.answer import Answer, Citation, TableRow
 from bot.answer.catalog import render
 from bot.strategies import TRAINING_STRATEGIES, label
 from bot.tools import SimulationUnavailable, setup_arguments, simulated_params_b
-from bot.tools import simulation_config as registry_simulation_config
+from bot.tools import simulation_config_for_setup as registry_simulation_config
 
 # What each part of a table row's variant ("bucket_fused+ckpt") changes in the simulated setup.
 # ``ckpt`` flips activation checkpointing (on when the question had it off, off when on).
