@@ -399,8 +399,6 @@ def test_a_model_computed_in_place_of_the_one_asked_is_said_next_to_the_setup(de
     desktop.assert_clean()
 
 
-@pytest.mark.xfail(strict=True, reason="the reader reads a log's per-step mem=61.2GiB as host RAM (cpu_ram_gb); "
-                                       "its fix (another engineer, issue 27) flips this mark")
 def test_a_log_memory_figure_is_not_shown_as_host_ram(desktop):
     text = desktop.ask("Training Llama-2-7B on 8x A100 80GB with DDP, my log says: step 120 loss 2.31 "
                        "mem=61.2GiB lr 3e-4. Should I switch to FSDP?")
