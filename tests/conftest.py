@@ -43,12 +43,19 @@ os.environ.setdefault("SHARDWISE_STRICT_MESSAGES", "1")
 
 import bot  # noqa: E402,F401  (sets offline env vars)
 
-try:
-    import torch  # noqa: E402
 
-    torch.set_num_threads(1)  # two cores, several processes: oversubscription slows everything
-except ImportError:  # pragma: no cover
-    pass
+def _one_torch_thread() -> None:
+    """One torch thread (two cores, several processes: oversubscription slows everything), set
+    once torch is imported, by the code under test, not here: a run that never needs torch does
+    not pay its ~5 s import."""
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "set_num_threads", None) and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def pytest_collection_finish(session):
+    _one_torch_thread()  # test modules that import torch (or the simulator) at their top
+
 
 def pytest_ignore_collect(collection_path, config):
     """The unit run (``-m "not slow"``) does not even import tests/integration (every test there is
@@ -89,6 +96,7 @@ def pytest_runtest_setup(item):
     # A hook, not a fixture: module-scoped fixtures (an answer shared by a file's tests) are set up
     # before any function-scoped fixture, and must see the fakes too.
     _use_knowledge(item.get_closest_marker("slow") is None)
+    _one_torch_thread()  # torch first imported by an earlier test
 
 
 @pytest.fixture()
