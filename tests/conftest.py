@@ -67,6 +67,22 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+# Slow tests that run the simulator or torchrun and read neither the knowledge index nor the page:
+# marked ``simulation`` so that CI can run them beside the unit step and the eval gate (.ci/run),
+# while the rest of the integration tests wait for the index.
+SIMULATION_MODULES = {
+    "test_bench_cli", "test_bench_run", "test_bench_script", "test_bench_simulate", "test_bench_simulate_layout",
+    "test_bench_simulate_loss", "test_bench_validate", "test_calc_simulator_options", "test_howto",
+    "test_simulate_tp", "test_simulation_children",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") and Path(str(item.fspath)).stem in SIMULATION_MODULES:
+            item.add_marker(pytest.mark.simulation)
+
+
 FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}
 _OWN_ENV = {name: os.environ.get(name) for name in FAKE_KNOWLEDGE_ENV}  # the caller's, for slow tests
 _knowledge_mode: list[bool] = []  # whether the last test ran on the fakes (caches are per mode)
