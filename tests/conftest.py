@@ -43,12 +43,19 @@ os.environ.setdefault("SHARDWISE_STRICT_MESSAGES", "1")
 
 import bot  # noqa: E402,F401  (sets offline env vars)
 
-try:
-    import torch  # noqa: E402
 
-    torch.set_num_threads(1)  # two cores, several processes: oversubscription slows everything
-except ImportError:  # pragma: no cover
-    pass
+def _one_torch_thread() -> None:
+    """One torch thread (two cores, several processes: oversubscription slows everything), set
+    once torch is imported, by the code under test, not here: a run that never needs torch does
+    not pay its ~5 s import."""
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "set_num_threads", None) and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def pytest_collection_finish(session):
+    _one_torch_thread()  # test modules that import torch (or the simulator) at their top
+
 
 def pytest_ignore_collect(collection_path, config):
     """The unit run (``-m "not slow"``) does not even import tests/integration (every test there is
@@ -58,6 +65,22 @@ def pytest_ignore_collect(collection_path, config):
         if path == INTEGRATION or INTEGRATION in path.parents:
             return True
     return None
+
+
+# Slow tests that run the simulator or torchrun and read neither the knowledge index nor the page:
+# marked ``simulation`` so that CI can run them beside the unit step and the eval gate (.ci/run),
+# while the rest of the integration tests wait for the index.
+SIMULATION_MODULES = {
+    "test_bench_cli", "test_bench_run", "test_bench_script", "test_bench_simulate", "test_bench_simulate_layout",
+    "test_bench_simulate_loss", "test_bench_validate", "test_calc_simulator_options", "test_howto",
+    "test_simulate_tp", "test_simulation_children",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") and Path(str(item.fspath)).stem in SIMULATION_MODULES:
+            item.add_marker(pytest.mark.simulation)
 
 
 FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}
@@ -89,6 +112,7 @@ def pytest_runtest_setup(item):
     # A hook, not a fixture: module-scoped fixtures (an answer shared by a file's tests) are set up
     # before any function-scoped fixture, and must see the fakes too.
     _use_knowledge(item.get_closest_marker("slow") is None)
+    _one_torch_thread()  # torch first imported by an earlier test
 
 
 @pytest.fixture()

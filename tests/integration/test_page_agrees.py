@@ -10,17 +10,14 @@ Set ``SHARDWISE_WEBUI_URL`` to use a running page instead (the memory check is t
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import time
 
 import pytest
 
-from bot.env import free_port
 from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches)
-from tests.integration.test_webui_live import ARTIFACTS, AXE, CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, Tab
-from tests.webserver import served_page
+from tests.integration.test_webui_live import AXE, DESKTOP, PHONE, Tab
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -31,26 +28,13 @@ ZH = "7B模型在8张A100 80GB上全量微调，用DDP还是FSDP？"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    if os.environ.get("SHARDWISE_WEBUI_URL"):
-        yield os.environ["SHARDWISE_WEBUI_URL"].rstrip("/") + "/", None
-        return
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("page") / "server.log"
-    with served_page(port, log_path, ARTIFACTS / "page-server.log") as proc:
-        yield f"http://127.0.0.1:{port}/", proc
+def served(page_server):
+    return page_server  # (url, proc): the session's app.py (tests/integration/conftest.py)
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(page_browser):
+    return page_browser  # the session's Chromium (tests/integration/conftest.py)
 
 
 @pytest.fixture(params=["desktop", "phone"])

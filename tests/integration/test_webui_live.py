@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.env import free_port, repo_root
+from bot.env import repo_root
 from bot.strategies import LABELS_EN, LABELS_ZH, TRAINING_STRATEGIES
 from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
-from tests.webserver import served_page
 
 pytestmark = pytest.mark.slow
 
@@ -42,14 +41,8 @@ LLAMA = "DDP or FSDP for Llama-2-7B on 8x A100 80GB?"
 
 
 @pytest.fixture(scope="module")
-def server_url(tmp_path_factory):
-    if os.environ.get("SHARDWISE_WEBUI_URL"):
-        yield os.environ["SHARDWISE_WEBUI_URL"].rstrip("/") + "/"
-        return
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("webui") / "server.log"
-    with served_page(port, log_path, ARTIFACTS / "webui-server.log"):
-        yield f"http://127.0.0.1:{port}/"
+def server_url(page_server):
+    return page_server[0]  # the session's app.py (tests/integration/conftest.py)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -104,15 +97,8 @@ def test_twenty_concurrent_users_each_get_their_own_answer(client, server_url):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); browser tests need it")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(page_browser):
+    return page_browser  # the session's Chromium (tests/integration/conftest.py)
 
 
 class Tab:

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from evals.bench_web_load import chromium_executable
-
 AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 
@@ -28,6 +26,8 @@ def _run_in_new_session(wrapper: str, *args: str) -> str:
 
 
 def test_wrapper_nices_the_browser_process(tmp_path):
+    from evals.bench_web_load import chromium_executable  # imports the page (gradio)
+
     wrapper = chromium_executable(7, tmp_path, browser=shutil.which("cat") or "/bin/cat")
     stat = _run_in_new_session(wrapper, "/proc/self/stat")
     fields = stat.rsplit(")", 1)[1].split()
@@ -37,6 +37,8 @@ def test_wrapper_nices_the_browser_process(tmp_path):
 @pytest.mark.skipif(not AUTOGROUP.exists() or AUTOGROUP.read_text().strip() != "1",
                     reason="the kernel schedules without autogroups")
 def test_wrapper_nices_the_browser_session_autogroup(tmp_path):
+    from evals.bench_web_load import chromium_executable  # imports the page (gradio)
+
     wrapper = chromium_executable(7, tmp_path, browser=shutil.which("cat") or "/bin/cat")
     line = _run_in_new_session(wrapper, "/proc/self/autogroup")
     # A process in the root autogroup (a container's init session, as on CI) reads the file as

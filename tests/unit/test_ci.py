@@ -27,12 +27,17 @@ def test_the_readmes_one_test_command_is_a_ci_step():
 def test_integration_is_its_own_step_the_eval_gate_runs_once_and_pytest_closes_the_log():
     lines = _commands(CI)
     assert sum("-m evals run" in line for line in lines) == 1
-    assert any(line.startswith("pytest_step integration") and '-m "slow and not evalgate"' in line for line in lines)
+    # the slow tests split in two steps that together select every slow test but the gate's
+    assert any(line.startswith("pytest_step integration ") and '-m "slow and not evalgate and not simulation"' in line
+               for line in lines)
+    assert any(line.startswith("pytest_step integration-sim ") and '-m "slow and simulation and not evalgate"' in line
+               for line in lines)
     last_pytest = max(i for i, line in enumerate(lines) if "pytest" in line and line.startswith("pytest_step"))
     assert lines[last_pytest + 1:] == ['exit "$gate"']  # nothing printed after the summary
     order = [next(i for i, line in enumerate(lines) if key in line)
              for key in ("scripts/install.sh", "ruff check", "mypy", "shardwise ingest", 'pytest -q -m "not slow"',
-                         'wait "$mypy_pid"', "-m evals run", 'pytest -q -m "slow and not evalgate"')]
+                         'wait "$mypy_pid"', "-m evals run", 'wait "$sim_pid"',
+                         'pytest -q -m "slow and not evalgate and not simulation"')]
     assert order == sorted(order)
 
 

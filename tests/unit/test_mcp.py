@@ -14,12 +14,14 @@ import sys
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
 
 from bot.answer import Answer
 from bot.env import repo_root
-from bot.surfaces.mcp_server import build_mcp_server
+from tests.lazy import lazy_module
 from tests.netutil import free_port, wait_for_port
+
+mcp = lazy_module("mcp")  # the SDK and the server: imported by the first test that uses them
+mcp_server = lazy_module("bot.surfaces.mcp_server")
 
 TOOLS = {"estimate_memory", "simulate_memory", "search_knowledge", "ask"}
 SEVEN_B = {"model": "Llama-2-7B", "gpu": "A100 40GB", "gpu_count": 8}
@@ -31,12 +33,12 @@ def run(coro_fn, *args):
 
 
 async def _call(server, name: str, arguments: dict):
-    async with Client(server) as client:
+    async with mcp.Client(server) as client:
         return await client.call_tool(name, arguments)
 
 
 def call(name: str, arguments: dict, server=None):
-    return run(_call, server or build_mcp_server(), name, arguments)
+    return run(_call, server or mcp_server.build_mcp_server(), name, arguments)
 
 
 def error_text(result) -> str:
@@ -47,7 +49,7 @@ def error_text(result) -> str:
 # ---------------------------------------------------------------------------------------------
 def test_tools_listed_with_schemas_and_descriptions():
     async def listing():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             return (await client.list_tools()).tools
 
     tools = {t.name: t for t in run(listing)}
@@ -109,7 +111,7 @@ def test_bad_arguments_give_tool_errors(tool, arguments, message):
 
 def test_server_keeps_working_after_errors():
     async def session():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             bad = await client.call_tool("estimate_memory", {"params_b": -1})
             good = await client.call_tool("estimate_memory", SEVEN_B)
             return bad, good
@@ -123,7 +125,7 @@ def test_unexpected_failure_is_a_tool_error_without_internals():
     def broken_ask(question, history=None):
         raise RuntimeError("internal detail /secret/path")
 
-    result = call("ask", {"question": "DDP or FSDP?"}, server=build_mcp_server(ask_fn=broken_ask))
+    result = call("ask", {"question": "DDP or FSDP?"}, server=mcp_server.build_mcp_server(ask_fn=broken_ask))
     assert result.is_error and "/secret/path" not in error_text(result)
 
 
@@ -180,11 +182,11 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_stdio_server_lists_and_calls_tools_and_matches_ask_json():
-    params = StdioServerParameters(command=sys.executable, args=["-m", "bot.surfaces.cli", "mcp"], env=_env(),
+    params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "bot.surfaces.cli", "mcp"], env=_env(),
                                    cwd=str(repo_root()))
 
     async def session():
-        async with Client(params, read_timeout_seconds=300) as client:
+        async with mcp.Client(params, read_timeout_seconds=300) as client:
             tools = (await client.list_tools()).tools
             good = await client.call_tool("estimate_memory", SEVEN_B)
             bad = await client.call_tool("estimate_memory", {"params_b": "seven"})
@@ -213,7 +215,7 @@ def test_streamable_http_server_on_localhost():
         wait_for_port(port, proc)
 
         async def session():
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
+            async with mcp.Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as client:
                 names = {t.name for t in (await client.list_tools()).tools}
                 return names, await client.call_tool("estimate_memory", SEVEN_B)
 
@@ -229,7 +231,7 @@ def test_streamable_http_server_on_localhost():
 # Schemas from TrainingSetup, strict types, bounded errors (issue 17 defect 7; issue 15)
 def _listed_tools():
     async def listing():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             return {t.name: t for t in (await client.list_tools()).tools}
 
     return run(listing)
@@ -315,7 +317,7 @@ def test_estimate_memory_reads_a_config_path_and_pasted_json_like_the_cli(tmp_pa
     cli = cli_numbers("--config", str(folder), "--gpu", "H100", "--gpus", "8")
 
     async def session():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             return [await client.call_tool("estimate_memory", {"hf_config": source, **H100x8})
                     for source in (str(folder), str(folder / "config.json"), (folder / "config.json").read_text())]
 
@@ -387,11 +389,11 @@ def test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only(tmp_path):
     from tests.unit.test_tools_config import FakeHub, fake_hub, hub_env
 
     with fake_hub({"acme/llama-1b": hf_config_for("Llama-3.2-1B")}) as (endpoint, _):
-        params = StdioServerParameters(command=sys.executable, args=["-m", "bot.surfaces.cli", "mcp"], cwd=str(repo_root()),
+        params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "bot.surfaces.cli", "mcp"], cwd=str(repo_root()),
                                        env=hub_env(endpoint, tmp_path))
 
         async def session():
-            async with Client(params, read_timeout_seconds=120) as client:
+            async with mcp.Client(params, read_timeout_seconds=120) as client:
                 return [await client.call_tool("estimate_memory", {"hf_config": repo, **H100x8})
                         for repo in ("acme/llama-1b", "acme/missing")]
 
@@ -412,7 +414,7 @@ def test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only(tmp_path):
 ])
 def test_estimate_memory_hostile_configs_give_short_errors_and_the_server_survives(hf_config):
     async def session():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             bad = await client.call_tool("estimate_memory", {"hf_config": hf_config, **H100x8})
             good = await client.call_tool("estimate_memory", SEVEN_B)
             return bad, good

@@ -10,10 +10,12 @@ import time
 
 import anyio
 import pytest
-from mcp import Client
 
 from bot.surfaces.mcp_jobs import duration_words, expected_seconds
-from bot.surfaces.mcp_server import build_mcp_server
+from tests.lazy import lazy_module
+
+mcp = lazy_module("mcp")  # the SDK and the server: imported by the first test that uses them
+mcp_server = lazy_module("bot.surfaces.mcp_server")
 
 ARGS = {"model": "GPT-2", "gpu_count": 2, "strategy": "ddp", "seq_len": 256}
 
@@ -57,14 +59,14 @@ def _search(query, k, kinds):
 
 def test_progress_says_the_expected_duration_first_then_each_step():
     fake = FakeSimulation(steps=3, step_seconds=0.3)
-    server = build_mcp_server(simulate_fn=fake)
+    server = mcp_server.build_mcp_server(simulate_fn=fake)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress, total, message):
         seen.append((progress, total, message))
 
     async def main():
-        async with Client(server) as client:
+        async with mcp.Client(server) as client:
             return await client.call_tool("simulate_memory", ARGS, progress_callback=on_progress)
 
     result = anyio.run(main)
@@ -80,10 +82,10 @@ def test_progress_says_the_expected_duration_first_then_each_step():
 
 def test_a_cancelled_call_stops_the_simulation():
     fake = FakeSimulation(steps=1, step_seconds=30.0)
-    server = build_mcp_server(simulate_fn=fake)
+    server = mcp_server.build_mcp_server(simulate_fn=fake)
 
     async def main():
-        async with Client(server) as client:
+        async with mcp.Client(server) as client:
             with anyio.move_on_after(1.0):
                 await client.call_tool("simulate_memory", ARGS)
             cancelled_at = time.monotonic()
@@ -98,11 +100,11 @@ def test_a_cancelled_call_stops_the_simulation():
 def test_the_queue_is_capped_with_a_busy_error_and_the_others_finish():
     gate = threading.Event()
     fake = FakeSimulation(steps=1, step_seconds=0.1, gate=gate)
-    server = build_mcp_server(simulate_fn=fake, max_running=1, max_waiting=1)
+    server = mcp_server.build_mcp_server(simulate_fn=fake, max_running=1, max_waiting=1)
     results: dict[int, object] = {}
 
     async def main():
-        async with Client(server) as client:
+        async with mcp.Client(server) as client:
             async def one(n: int, arguments: dict):
                 results[n] = await client.call_tool("simulate_memory", arguments)
 
@@ -128,12 +130,12 @@ def test_other_tools_keep_their_latency_while_a_simulation_runs():
     """Other tools answer while a simulation runs: each search returns before the (3 s) simulation
     has finished. Ordering, not a timing budget (timings belong to evals/bench_reliability.py)."""
     fake = FakeSimulation(steps=1, step_seconds=3.0)
-    server = build_mcp_server(simulate_fn=fake)
+    server = mcp_server.build_mcp_server(simulate_fn=fake)
     finished_before: list[bool] = []
     done = {"simulation": False}
 
     async def main():
-        async with Client(server) as client:
+        async with mcp.Client(server) as client:
             await client.call_tool("search_knowledge", {"query": "warm up"})  # the searcher's first load
 
             async def simulate():
@@ -154,10 +156,10 @@ def test_other_tools_keep_their_latency_while_a_simulation_runs():
 
 def test_a_config_the_simulator_refuses_is_refused_before_queueing():
     fake = FakeSimulation()
-    server = build_mcp_server(simulate_fn=fake)
+    server = mcp_server.build_mcp_server(simulate_fn=fake)
 
     async def main():
-        async with Client(server) as client:
+        async with mcp.Client(server) as client:
             return await client.call_tool("simulate_memory", {**ARGS, "seq_len": 4096})
 
     result = anyio.run(main)

@@ -7,7 +7,9 @@ import pytest
 
 from bot.answer import Answer, Recommendation, Sections, SetupItem
 from bot.surfaces.web import answer_view as view
-from bot.surfaces.web import panel
+from tests.lazy import lazy_module
+
+panel = lazy_module("bot.surfaces.web.panel")  # gradio: imported by the first test that uses it
 
 
 def _answer(source: str, language: str = "en") -> Answer:

@@ -4,17 +4,19 @@ same setup fields: both come from ``TrainingSetup`` and ``bot.fields``, nothing 
 from __future__ import annotations
 
 import anyio
-from mcp import Client
 
 from bot.core.setup import TrainingSetup
 from bot.fields import FIELD_DOCS, TOOL_ONLY_FIELDS, describe
-from bot.surfaces.mcp_server import build_mcp_server
 from bot.tools import make_tools
+from tests.lazy import lazy_module
+
+mcp = lazy_module("mcp")  # the SDK and the server: imported by the first test that uses them
+mcp_server = lazy_module("bot.surfaces.mcp_server")
 
 
 def _mcp_estimate_schema() -> dict:
     async def listing():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             return (await client.list_tools()).tools
 
     return next(t for t in anyio.run(listing) if t.name == "estimate_memory").input_schema
@@ -51,7 +53,7 @@ SEVEN_B = {"model": "Llama-2-7B", "gpu": "A100 40GB", "gpu_count": 8}
 
 def _mcp_call(name: str, arguments: dict):
     async def calling():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             return await client.call_tool(name, arguments)
 
     return anyio.run(calling)
@@ -77,7 +79,7 @@ def test_every_registry_tool_reaches_its_surfaces():
 
     assert {t.name for t in make_tools()} == {t.name for t in tools_for("langchain")}
     async def listing():
-        async with Client(build_mcp_server()) as client:
+        async with mcp.Client(mcp_server.build_mcp_server()) as client:
             return {t.name for t in (await client.list_tools()).tools}
 
     assert {t.name for t in tools_for("mcp")} <= anyio.run(listing)

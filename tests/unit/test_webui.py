@@ -11,7 +11,9 @@ import warnings
 import pytest
 
 from bot.answer import Answer, Citation, Recommendation
-from bot.surfaces import webui
+from tests.lazy import lazy_module
+
+webui = lazy_module("bot.surfaces.webui")  # gradio: imported by the first test that uses it
 
 COMPONENTS = ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
 
