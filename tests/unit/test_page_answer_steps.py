@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.surfaces import webui
 from bot.answer import Answer, Recommendation, Sections, TableRow
+from bot.surfaces import webui
 from bot.surfaces.web import chart
 from bot.surfaces.web.conversation import Conversation
 
