@@ -44,7 +44,7 @@ class SizeLimits:
 
     def numbers(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"sizes.gpu_count": self.gpu_count, "sizes.seq_len": self.seq_len,
-                                       "sizes.micro_batch": self.micro_batch}
+                                       "sizes.micro_batch": self.micro_batch, "sizes.smallest_params_b": SIZES[0]}
         for lim in self.limits:
             if lim.max_params_b is not None:
                 out[f"sizes.{lim.finetune}.max_params_b"] = lim.max_params_b
