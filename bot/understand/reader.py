@@ -32,6 +32,7 @@ from bot.understand.spans import (
     find_unknown_cards,
     model_params_b,
 )
+from bot.understand.stack import model_code_of
 from bot.understand.text import CJK, GAP, blank, prepare
 
 # A command, config or code line (language is read from the other lines). No nested whitespace
@@ -293,6 +294,19 @@ def _hedged(span: str, marked: str) -> bool:
     return bool(_HEDGE.match(marked[i + len(span): i + len(span) + 8]) or _HEDGE.search(marked[max(0, i - 8): i]))
 
 
+def _put_model_code(put, text: str, own: str, log_spans) -> None:
+    """The setup's ``model_code`` from the training stack the message shows (``bot.understand.stack``):
+    in the person's words "stated", in a pasted log (a traceback through transformers' modelling
+    code) "log", else "config"."""
+    read = model_code_of(text)
+    if read is None:
+        return
+    code, words = read
+    source: FieldSource = "stated" if words.lower() in own.lower() else \
+        "log" if any(words.lower() in text[a:b].lower() for a, b in log_spans) else "config"
+    put("model_code", code, source, words)
+
+
 def read_turn(raw: object) -> Reading:
     prep = prepare(raw)
     text = prep.text
@@ -496,6 +510,7 @@ def read_turn(raw: object) -> Reading:
     for key, value in prose.fields.items():
         if key not in _HARDWARE and key != "params_b":
             put(key, value, "stated", _origin(prose.spans[key], marked, text))
+    _put_model_code(put, text, own, logs.spans)
     if f.get("base_dtype") == "nf4" and f.get("finetune") == "lora":
         f["finetune"] = "qlora"
     if "lora_targets" in f and f.get("finetune") not in ("lora", "qlora"):
