@@ -82,6 +82,8 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
                             "what transformers picks for the model (eager for Gemma-2 and BLOOM).", ""),
     "expandable_segments": ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fewer bytes reserved beyond the "
                             "allocated peak); default off, PyTorch's default allocator.", ""),
+    "torch_version": ("The PyTorch release the run uses (e.g. 2.5); from 2.10 F.rms_norm runs fused on CUDA, "
+                      "which saves less for PyTorch-native blocks. Default: the calculator's (2.13).", ""),
     "model_code": ("Whose code runs a Llama-family block: pytorch (torch.nn.RMSNorm, the default) or transformers "
                    "(Hugging Face's LlamaDecoderLayer, which keeps fewer bytes per token).", ""),
     "lora_dropout": ("PEFT's lora_dropout probability (default 0): above 0 each adapter keeps a dropped copy "

@@ -160,7 +160,10 @@ def calc_estimate(cfg: SimConfig, model_code: str | None = None):
                           gpus_per_node=min(cfg.gpus_per_node or GPUS_PER_NODE, cfg.gpu_count),
                           seq_len=cfg.seq_len, micro_batch=cfg.micro_batch, precision=cfg.precision,
                           activation_checkpointing=cfg.activation_checkpointing, optimizer=cfg.optimizer,
-                          finetune="full", model_code=model_code)
+                          finetune="full", model_code=model_code,
+                          # the simulator runs on the CPU device, where F.rms_norm is the composite (the
+                          # fused kernel is CUDA's): the calculator is told the same kernel
+                          norm_impl="eager")
     return estimate_setup(setup).memory[cfg.strategy]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from bot.calc.activations import default_norm_impl
 from bot.calc.attention import default_attn_implementation
 from bot.calc.comm import (
     MFU,
@@ -131,7 +132,7 @@ def _mem_inputs(resolved: ResolvedSetup) -> MemoryInputs:
         checkpoint_every=setup.checkpoint_every or 1, torch_compile=bool(setup.torch_compile),
         loss_impl=setup.loss_impl or "standard", grad_accum_steps=setup.grad_accum_steps or 1,
         lora_targets=setup.lora_targets or "attention", base_dtype=setup.base_dtype,
-        float8=bool(setup.float8), norm_impl=setup.norm_impl or "eager",
+        float8=bool(setup.float8), norm_impl=setup.norm_impl or default_norm_impl(setup.torch_version, setup.model_code),
         fsdp_root=setup.fsdp_root or "resharded", reshard_after_forward=setup.reshard_after_forward,
         optimizer_in_backward=bool(setup.optimizer_in_backward), paged_optimizer=bool(setup.paged_optimizer),
         engine=setup.engine or "pytorch", grad_sync=setup.grad_sync or "every_micro_step",

@@ -8,6 +8,7 @@ rarely states everything; ``check_setup`` reports bad values one clear line per 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -113,6 +114,10 @@ class TrainingSetup(BaseModel):
     # RMSNorm/LayerNorm kernel: "eager" (PyTorch ops, fp32 internals saved) or "fused" (one kernel
     # saving only its input and rstd, e.g. torchtitan's fused_rmsnorm, Apex/Liger); calc-only option
     norm_impl: Literal["eager", "fused"] | None = None
+    # The PyTorch release the run uses ("2.5", "2.13.0+cu130"): on CUDA from 2.10, F.rms_norm runs the
+    # fused kernel, which sets the default norm_impl for blocks stated PyTorch-native (model_code "pytorch")
+    # (bot/calc/activations.py default_norm_impl). None: the calculator's own (CALCULATOR_TORCH).
+    torch_version: str | None = None
     # FSDP2 layout beyond one unit per block (calc-only options; None: the calculator's layout,
     # ``fully_shard(reshard_after_forward=True)`` on every block and on the root, as the simulator
     # runs). fsdp_root: "resharded" (that layout), "kept" (the root stays gathered from forward to
@@ -274,6 +279,8 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
     if setup.optimizer == "adam8bit" and setup.optimizer_impl in ("fused", "forloop"):
         problems.append(Problem("optimizer_impl", f"{setup.optimizer_impl!r} is a torch.optim implementation; "
                                                   "8-bit Adam (bitsandbytes) has its own kernel"))
+    if setup.torch_version is not None and not re.match(r"\d+\.\d+", str(setup.torch_version)):
+        problems.append(Problem("torch_version", f"a PyTorch release reads like 2.5 or 2.13.0, got {setup.torch_version!r}"))
     dropout = setup.lora_dropout
     if dropout is not None and (dropout != dropout or not 0 <= dropout < 1):
         problems.append(Problem("lora_dropout", f"a dropout probability is at least 0 and below 1, got {_show(dropout)}"))
@@ -349,7 +356,8 @@ DEFAULTS = {
 # ddp_bucket_view: DistributedDataParallel(gradient_as_bucket_view=False);
 # torch_compile: eager; loss_impl: one F.cross_entropy over the whole logits tensor;
 # grad_accum_steps: 1; lora_targets: q,k,v,o (the attention projections);
-# float8: off (bf16 matmuls); norm_impl: eager (torch.nn.RMSNorm / the model's own norm code).
+# float8: off (bf16 matmuls); norm_impl: eager, except for blocks stated to be PyTorch-native on torch >= 2.10
+#   (the stated or the calculator's release), which run F.rms_norm fused (bot.calc.activations.default_norm_impl).
 RUN_OPTION_DEFAULTS = {
     "optimizer_impl": "foreach",
     "ddp_bucket_view": False,
@@ -370,6 +378,9 @@ def _resolve_run_options(data: dict[str, Any], assumed: list[str]) -> None:
         if data[key] is None:
             if key == "optimizer_impl" and data["optimizer"] == "adam8bit":
                 continue  # bitsandbytes' 8-bit Adam is one kernel; no torch.optim implementation
+            if key == "norm_impl":
+                from bot.calc.activations import default_norm_impl  # the calculator owns the kernel rule
+                value = default_norm_impl(data["torch_version"], data["model_code"])
             data[key] = value
             assumed.append(key)
     if data["activation_checkpointing"]:

@@ -33,6 +33,7 @@ from bot.understand.spans import (
     find_unknown_cards,
     model_params_b,
 )
+from bot.understand.stack import model_code_of
 from bot.understand.text import CJK, GAP, blank, prepare
 
 # A command, config or code line (language is read from the other lines). No nested whitespace
@@ -338,6 +339,19 @@ def _hedged(span: str, marked: str) -> bool:
     return bool(_HEDGE.match(marked[i + len(span): i + len(span) + 8]) or _HEDGE.search(marked[max(0, i - 8): i]))
 
 
+def _put_model_code(put, text: str, own: str, log_spans) -> None:
+    """The setup's ``model_code`` from the training stack the message shows (``bot.understand.stack``):
+    in the person's words "stated", in a pasted log (a traceback through transformers' modelling
+    code) "log", else "config"."""
+    read = model_code_of(text)
+    if read is None:
+        return
+    code, words = read
+    source: FieldSource = "stated" if words.lower() in own.lower() else \
+        "log" if any(words.lower() in text[a:b].lower() for a, b in log_spans) else "config"
+    put("model_code", code, source, words)
+
+
 def read_turn(raw: object) -> Reading:
     prep = prepare(raw)
     text = prep.text
@@ -561,6 +575,7 @@ def read_turn(raw: object) -> Reading:
             put(key, value, "stated", _origin(prose.spans[key], marked, text))
     for axis_field, degree in degrees.fields.items():
         put(axis_field, degree, "config" if degrees.sources[axis_field] == "config" else "stated", degrees.spans[axis_field])
+    _put_model_code(put, text, own, logs.spans)
     if f.get("base_dtype") == "nf4" and f.get("finetune") == "lora":
         f["finetune"] = "qlora"
     if "lora_targets" in f and f.get("finetune") not in ("lora", "qlora"):
