@@ -173,6 +173,9 @@ class Evidence:
     claim_docs: dict[str, ClaimDocs] = field(default_factory=dict)  # claim id -> doc sentences it may quote
     # troubleshooting: the diagnosis playbook's entries that match the symptoms, best first
     playbook: list[Any] = field(default_factory=list)  # bot.knowledge.playbook.PlaybookMatch
+    # the message reports a failure in a run (an error, an OOM, a kill, a hang, "slower than"),
+    # whatever its intent reads as: the answer diagnoses it first (bot.knowledge.playbook.reports_failure)
+    failure_reported: bool = False
     # a damaged result store moved aside while reading the stored runs: said, so a missing
     # citation of a stored run is explained (bot.bench.store.damage_notices)
     store_notices: list[str] = field(default_factory=list)
@@ -233,7 +236,8 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         return ev
     if with_knowledge:
         _knowledge(ev, parsed.setup)
-    ev.playbook = _playbook(parsed, question)
+    ev.failure_reported = _failure_reported(parsed, question)
+    ev.playbook = _playbook(ev)
     if "params_b" in parsed.missing:
         return ev
 
@@ -252,6 +256,7 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         ev.problems = list(err.problems)
         return ev
     _computed(ev, resolved)
+    ev.playbook = _playbook(ev)  # again, with what the calculator found (the cards too small)
     if with_knowledge:
         _claims(ev, resolved)
     return ev
@@ -614,19 +619,55 @@ def _model_size(parsed: Parsed) -> float | None:
 PLAYBOOK_CAUSES = 3
 
 
-def _playbook(parsed: Parsed, question: str) -> list[Any]:
+def _failure_reported(parsed: Parsed, question: str) -> bool:
+    """The message reports a failure of the person's run: an OOM the reader found, or the words of
+    an error, a kill, a hang or a slowdown (bot.knowledge.playbook.reports_failure)."""
+    if getattr(parsed.observed, "oom", False):
+        return True
+    try:
+        from bot.knowledge.playbook import reports_failure
+
+        return reports_failure(question or "")
+    except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
+        log.warning("playbook signals unavailable: %s", err)
+        return False
+
+
+def states_exceed_card(ev: Evidence) -> bool | None:
+    """Whether the model states alone (weights, gradients, optimizer state) exceed each card's
+    usable memory even sharded over every GPU (FULL_SHARD; the one GPU's DDP row on one card):
+    the card is too small for this model whatever the strategy or batch. None when the card or the
+    count is a default, not the person's (then nothing is said about the person's cards)."""
+    r, est = ev.resolved, ev.estimate
+    if r is None or est is None or ev.gpu_unknown or "gpu_count" in r.assumed or "gpu" in r.assumed:
+        return None
+    mem = est.memory["fsdp_full_shard" if r.gpu_count > 1 else "ddp"]
+    return mem.params_gib + mem.grads_gib + mem.optimizer_gib > mem.usable_gib
+
+
+def _playbook(ev: Evidence) -> list[Any]:
     """The playbook entries matching the symptoms of a troubleshooting question or of a run that
-    ran out of memory (none for other questions)."""
-    if parsed.intent != "troubleshoot" and not getattr(parsed.observed, "oom", False):
+    failed (none for other questions), with the facts the calculator adds once it has run."""
+    parsed = ev.parsed
+    if parsed.intent != "troubleshoot" and not ev.failure_reported:
         return []
     try:
-        from bot.knowledge.playbook import match_playbook
+        from dataclasses import replace
 
-        matches = match_playbook(parsed, text=question or "", limit=PLAYBOOK_CAUSES)
+        from bot.knowledge.playbook import COMPUTED_TRIGGERS, match_playbook, query_from_parsed
+
+        query = query_from_parsed(parsed, ev.question or "")
+        r = ev.resolved
+        if r is not None:
+            gpu_stated = not ev.gpu_unknown and "gpu" not in r.assumed
+            query = replace(query, states_exceed_card=states_exceed_card(ev),
+                            intra_node_link=query.intra_node_link or (r.intra_node_link if gpu_stated else None),
+                            multi_node=True if r.nodes > 1 else query.multi_node)
+        matches = match_playbook(query, limit=PLAYBOOK_CAUSES)
     except Exception as err:  # the playbook is data in the repo: a broken file must not stop an answer
         log.warning("playbook unavailable: %s", err)
         return []
-    return [m for m in matches if m.matched_symptoms]
+    return [m for m in matches if m.matched_symptoms or COMPUTED_TRIGGERS & set(m.matched_triggers)]
 
 
 def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:

@@ -4,6 +4,7 @@ the configurations it quotes; the words are in ``bot/answer/messages``."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.DIAGNOSE_NEEDS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -363,11 +364,29 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
 
 
 
+# A sentence ends at a stop followed by a space or the end (Latin) or at a CJK stop; "e.g." and
+# "i.e." do not end one.
+_FIRST_SENTENCE = re.compile(r"((?:e\.g\.|i\.e\.|.)+?(?:[.!?](?=\s|$)|[。！？]))\s*(.*)", re.S)
+
+
+def cited_first_sentence(text: str, n: int) -> tuple[str, str]:
+    """(the first sentence of ``text`` with the citation marker ``[n]`` before its stop, the rest):
+    the marker stays inside the sentence a reader (or a first-sentence check) takes first."""
+    found = _FIRST_SENTENCE.match(text.strip())
+    first, rest = (found.group(1), found.group(2)) if found else (text.strip(), "")
+    stop = first[-1] if first and first[-1] in ".!?。！？" else ""
+    body = first[:-1] if stop else first
+    return f"{body} [{n}]{stop or ('。' if any(chr(0x4e00) <= ch <= chr(0x9fff) for ch in body) else '.')}", rest
+
+
 @words_for(Code.PLAYBOOK)
 def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
     and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
-    The figures in an entry's words are the entry's own, bound to its citation."""
+    The first sentence names the cause and carries its citation: in this setup's figures where
+    the decision has a ``lead`` (the cards too small for the model states, the link between the
+    nodes), else the entry's own cause. The figures in an entry's words are the entry's own,
+    bound to its citation."""
     lang = say.lang
 
     def cite(m: Any) -> int:
@@ -375,17 +394,37 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
     first, *others = r.values["matches"]
     n = cite(first)
-    quote = first.quote(lang)  # verbatim: cause, then how to check it and the fix
-    keys = [f"cite.{n}"] * figure_count(quote)
+    lead, keys = r.values.get("lead"), []
+    if lead == "card_too_small":
+        head = say.msg("direct.cause.card_too_small", cfg=r.values["config"], n=n,
+                       one=(say.setup.get("gpu_count") or 1) == 1)
+        rest = first.text("fix", lang)
+    elif lead == "network":
+        head = say.msg("direct.cause.network", cfg=r.values["config"], n=n, assumed=bool(r.values.get("link_assumed")),
+                       link=_link_name(say.setup.get("inter_node_link")))
+        rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
+    else:
+        cause, more = cited_first_sentence(first.text("cause", lang), n)
+        head = say.word("direct.playbook_lead", cause=cause)
+        rest = " ".join(x for x in (more, first.text("check", lang), first.text("fix", lang)) if x)
+        keys += [f"cite.{n}"] * figure_count(cause)
+    keys = say.figure_keys.get(head, []) + keys + [f"cite.{n}"] * figure_count(rest)
     named = []
     for m in others:
         k = cite(m)
         named.append(f"{m.text('title', lang)} [{k}]")
         keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
-    line = say.word("direct.playbook", n=n, also=say.word("words.list_sep").join(named), quote=quote)
+    line = say.word("direct.playbook", head=head, rest=rest, also=say.word("words.list_sep").join(named))
     if keys:
         say.figure_keys[line] = keys
     return line
+
+
+@words_for(Code.DIAGNOSE_NEEDS)
+def _diagnose_needs(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """Nothing to diagnose yet: the one or two facts that decide it (no figures)."""
+    return say.word("direct.diagnose_needs", lead=say.word("words.diagnose_needs_lead"),
+                    facts=say.word(f"words.diagnose_facts.{r.values['kind']}"))
 
 
 @words_for(Code.PARALLEL_PLAN)
