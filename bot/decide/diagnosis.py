@@ -16,10 +16,19 @@ from bot.evidence import BASE, CKPT, Config, Evidence
 
 def diagnosing(ev: Evidence) -> bool:
     """The answer diagnoses first: a troubleshooting question, or a message read as "which
-    strategy?" that reports a failure of the person's run (an OOM, an error, a kill, a slowdown:
-    ``Evidence.failure_reported``). A capacity or concept question is answered as asked."""
+    strategy?" (or as a concept outside the docs' topics) that reports a failure of the person's
+    run (an OOM, an error, a kill, a slowdown: ``Evidence.failure_reported``). A capacity question,
+    or a concept the docs answer, is answered as asked."""
+    from bot.decide import CONCEPT_TOPICS
+
     intent = ev.parsed.intent
-    return intent == "troubleshoot" or (intent == "recommend" and ev.failure_reported)
+    if intent == "troubleshoot":
+        return True
+    if not ev.failure_reported:
+        return False
+    # "why is FSDP slower than DDP?" is a concept with a topic the docs answer; a failure with no
+    # such topic ("分布式训练跑不起来，是什么原因？") is a diagnosis whatever the intent reads as
+    return intent == "recommend" or (intent == "concept" and not CONCEPT_TOPICS & set(ev.parsed.topics))
 
 
 # Playbook entries whose first sentence the calculator can say with this setup's own figures
