@@ -176,6 +176,7 @@ class Evidence:
     # the message reports a failure in a run (an error, an OOM, a kill, a hang, "slower than"),
     # whatever its intent reads as: the answer diagnoses it first (bot.knowledge.playbook.reports_failure)
     failure_reported: bool = False
+    failure_kind: str | None = None  # oom | host_ram | slow | error (bot.knowledge.playbook.failure_kind)
     # a damaged result store moved aside while reading the stored runs: said, so a missing
     # citation of a stored run is explained (bot.bench.store.damage_notices)
     store_notices: list[str] = field(default_factory=list)
@@ -236,7 +237,8 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         return ev
     if with_knowledge:
         _knowledge(ev, parsed.setup)
-    ev.failure_reported = _failure_reported(parsed, question)
+    ev.failure_kind = _failure_kind(parsed, question)
+    ev.failure_reported = ev.failure_kind is not None
     ev.playbook = _playbook(ev)
     if "params_b" in parsed.missing:
         return ev
@@ -619,18 +621,19 @@ def _model_size(parsed: Parsed) -> float | None:
 PLAYBOOK_CAUSES = 3
 
 
-def _failure_reported(parsed: Parsed, question: str) -> bool:
-    """The message reports a failure of the person's run: an OOM the reader found, or the words of
-    an error, a kill, a hang or a slowdown (bot.knowledge.playbook.reports_failure)."""
-    if getattr(parsed.observed, "oom", False):
-        return True
+def _failure_kind(parsed: Parsed, question: str) -> str | None:
+    """What the message reports failing in the person's run: an OOM the reader found, else the
+    words of a kill, an OOM, a slowdown or an error (bot.knowledge.playbook.failure_kind)."""
     try:
-        from bot.knowledge.playbook import reports_failure
+        from bot.knowledge.playbook import failure_kind
 
-        return reports_failure(question or "")
+        kind = failure_kind(question or "")
     except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
         log.warning("playbook signals unavailable: %s", err)
-        return False
+        kind = None
+    if getattr(parsed.observed, "oom", False) and kind in (None, "slow", "error"):
+        return "oom"
+    return kind
 
 
 def states_exceed_card(ev: Evidence) -> bool | None:

@@ -74,9 +74,10 @@ def needs_to_diagnose(ev: Evidence) -> Reason:
     """No cause matches and nothing is computed: the one or two facts that would decide it, by
     the kind of failure reported (memory, speed, or an error)."""
     topics = set(ev.parsed.topics)
-    if ev.parsed.observed.oom or "oom" in topics:
+    kind = ev.failure_kind
+    if ev.parsed.observed.oom or "oom" in topics or kind in ("oom", "host_ram"):
         kind = "oom"
-    elif topics & {"multi_node_slow", "fsdp_slower_than_ddp", "communication"}:
+    elif kind == "slow" or topics & {"multi_node_slow", "fsdp_slower_than_ddp", "communication"}:
         kind = "slow"
     else:
         kind = "error"

@@ -252,6 +252,7 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
     phases = raw.get("oom_phase") or {}
     return {"oom": rx(raw.get("oom") or ()), "host_ram_killed": rx(raw.get("host_ram_killed") or ()),
             "multi_node": rx(raw.get("multi_node") or ()), "failure": rx(raw.get("failure") or ()),
+            "slow": rx(raw.get("slow") or ()),
             "oom_phase": [(phase, rx(phases[phase])) for phase in PHASE_READING_ORDER if phases.get(phase)]}
 
 
@@ -287,15 +288,30 @@ def derive_facts(query: PlaybookQuery, root: Path | str | None = None) -> Playbo
     return replace(query, **updates) if updates else query
 
 
-def reports_failure(text: str, root: Path | str | None = None) -> bool:
-    """Whether the text reports something that went wrong in a run (an error, an OOM, a kill, a
-    hang, "slower than"): such a message is diagnosed first whatever it asks (signals.yaml
-    ``failure``, ``oom`` and ``host_ram_killed``)."""
+def failure_kind(text: str, root: Path | str | None = None) -> str | None:
+    """What the text reports going wrong in a run: "oom" (GPU memory), "host_ram" (a kill), "slow"
+    (a slowdown against another run or an expectation), "error" (an error, a crash, a hang), or
+    None when it reports no failure (signals.yaml ``oom``, ``host_ram_killed``, ``failure``,
+    ``slow``). A message reporting one is diagnosed first whatever it asks."""
     if not isinstance(text, str) or not text.strip():
-        return False
+        return None
     signals = _load(str(Path(root) if root else default_root()))[1]
-    return any(signals.get(key) is not None and signals[key].search(text)
-               for key in ("failure", "oom", "host_ram_killed"))
+
+    def said(key: str) -> bool:
+        return signals.get(key) is not None and bool(signals[key].search(text))
+
+    if said("host_ram_killed"):
+        return "host_ram"
+    if said("oom"):
+        return "oom"
+    if said("failure"):
+        return "slow" if said("slow") else "error"
+    return None
+
+
+def reports_failure(text: str, root: Path | str | None = None) -> bool:
+    """Whether the text reports something that went wrong in a run (``failure_kind``)."""
+    return failure_kind(text, root) is not None
 
 
 def query_from_parsed(parsed: Any, text: str | None = None) -> PlaybookQuery:

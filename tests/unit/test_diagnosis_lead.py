@@ -152,3 +152,32 @@ def test_the_card_figure_is_the_calculators_and_cited():
     kinds = {c.kind for c in a.citations if f"[{c.n}]" in sentence}
     assert kinds == {"calc", "doc"}, sentence  # the calculator's figures and the playbook entry
     assert "2 GPUs" in sentence and "GiB" in sentence
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("the job gets Killed with exit code -9", "host_ram"),
+    ("加载时进程被杀了", "host_ram"),
+    ("第一步就OOM", "oom"),
+    ("it ran out of memory after an hour", "oom"),
+    ("training got slower with a second server", "slow"),
+    ("多机训练比单机还慢", "slow"),
+    ("the run crashes with a NCCL error", "error"),
+    ("分布式训练跑不起来", "error"),
+    ("Llama-2-7B on 8x A100 80GB, DDP or FSDP?", None),
+    ("FSDP比DDP慢吗？", None),
+])
+def test_the_kind_of_failure_a_message_reports(text, kind):
+    from bot.knowledge.playbook import failure_kind
+
+    assert failure_kind(text) == kind
+
+
+@pytest.mark.parametrize(("question", "words"), [
+    ("Training is slow on my 4 GPUs, what should I check?", "linked"),
+    ("我的多卡训练很慢，怎么排查？", "怎么连"),
+    ("Multi-GPU training fails for me, where do I start?", "launch command"),
+    ("多卡训练失败了，从哪里开始查？", "启动命令"),
+])
+def test_with_nothing_matched_the_first_sentence_asks_for_what_decides_it(question, words):
+    got, sentence = lead_cause(_answer(question))
+    assert got == NEEDS_FACTS and words in sentence, sentence
