@@ -633,11 +633,11 @@ def passages_shown(ev: Evidence) -> bool:
 
 def _direct_without_setup(ev: Evidence) -> list[Reason]:
     out = _causes(ev)
-    if not out and diagnosing(ev):  # a failure with no cause matched: what is needed, never a passage
-        out.append(needs_to_diagnose(ev))
     if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
         out.append(Reason(Code.MEMORY_NOT_DIVIDED, {"finetune": ev.parsed.setup.finetune, "config": None,
                                                  "zero": _zero_or_adapters(ev)}))
+    if not out and diagnosing(ev):  # a failure nothing answers: what is needed, never a passage
+        out.append(needs_to_diagnose(ev))
     if passages_shown(ev) and not out:  # a topic answered in its own words (or by its causes) needs no passage before it
         out.append(Reason(Code.FROM_PASSAGES, {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):
