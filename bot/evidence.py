@@ -177,6 +177,8 @@ class Evidence:
     # whatever its intent reads as: the answer diagnoses it first (bot.knowledge.playbook.reports_failure)
     failure_reported: bool = False
     failure_kind: str | None = None  # oom | host_ram | slow | error (bot.knowledge.playbook.failure_kind)
+    # a failure named only as one to avoid or to ask about ("will DDP OOM?", "不想爆显存")
+    failure_hypothetical: bool = False
     # a damaged result store moved aside while reading the stored runs: said, so a missing
     # citation of a stored run is explained (bot.bench.store.damage_notices)
     store_notices: list[str] = field(default_factory=list)
@@ -237,8 +239,7 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         return ev
     if with_knowledge:
         _knowledge(ev, parsed.setup)
-    ev.failure_kind = _failure_kind(parsed, question)
-    ev.failure_reported = ev.failure_kind is not None
+    _failure_kind(ev)
     ev.playbook = _playbook(ev)
     if "params_b" in parsed.missing:
         return ev
@@ -621,19 +622,21 @@ def _model_size(parsed: Parsed) -> float | None:
 PLAYBOOK_CAUSES = 3
 
 
-def _failure_kind(parsed: Parsed, question: str) -> str | None:
-    """What the message reports failing in the person's run: an OOM the reader found, else the
-    words of a kill, an OOM, a slowdown or an error (bot.knowledge.playbook.failure_kind)."""
+def _failure_kind(ev: Evidence) -> None:
+    """What the message reports failing in the person's run (``failure_kind``): the words of a
+    kill, an OOM, a slowdown or an error, else an OOM the reader found in a log; a failure named
+    only as one to avoid or to ask about is none (``failure_hypothetical``)."""
+    question = ev.question or ""
     try:
-        from bot.knowledge.playbook import failure_kind
+        from bot.knowledge.playbook import failure_kind, hypothetical_only
 
-        kind = failure_kind(question or "")
+        kind, hypothetical = failure_kind(question), hypothetical_only(question)
     except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
         log.warning("playbook signals unavailable: %s", err)
-        kind = None
-    if getattr(parsed.observed, "oom", False) and kind in (None, "slow", "error"):
-        return "oom"
-    return kind
+        kind, hypothetical = None, False
+    if getattr(ev.parsed.observed, "oom", False) and kind in (None, "slow", "error") and not hypothetical:
+        kind = "oom"
+    ev.failure_kind, ev.failure_reported, ev.failure_hypothetical = kind, kind is not None, hypothetical
 
 
 def states_exceed_card(ev: Evidence) -> bool | None:
@@ -663,7 +666,9 @@ def _playbook(ev: Evidence) -> list[Any]:
         r = ev.resolved
         if r is not None:
             gpu_stated = not ev.gpu_unknown and "gpu" not in r.assumed
-            query = replace(query, states_exceed_card=states_exceed_card(ev),
+            # the card too small matters to a run that ran out of GPU memory (not to a slow one)
+            exceed = states_exceed_card(ev) if ev.failure_kind == "oom" else None
+            query = replace(query, states_exceed_card=exceed,
                             intra_node_link=query.intra_node_link or (r.intra_node_link if gpu_stated else None),
                             multi_node=True if r.nodes > 1 else query.multi_node)
         matches = match_playbook(query, limit=PLAYBOOK_CAUSES)

@@ -4,7 +4,6 @@ the configurations it quotes; the words are in ``bot/answer/messages``."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -364,29 +363,15 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
 
 
 
-# A sentence ends at a stop followed by a space or the end (Latin) or at a CJK stop; "e.g." and
-# "i.e." do not end one.
-_FIRST_SENTENCE = re.compile(r"((?:e\.g\.|i\.e\.|.)+?(?:[.!?](?=\s|$)|[。！？]))\s*(.*)", re.S)
-
-
-def cited_first_sentence(text: str, n: int) -> tuple[str, str]:
-    """(the first sentence of ``text`` with the citation marker ``[n]`` before its stop, the rest):
-    the marker stays inside the sentence a reader (or a first-sentence check) takes first."""
-    found = _FIRST_SENTENCE.match(text.strip())
-    first, rest = (found.group(1), found.group(2)) if found else (text.strip(), "")
-    stop = first[-1] if first and first[-1] in ".!?。！？" else ""
-    body = first[:-1] if stop else first
-    return f"{body} [{n}]{stop or ('。' if any(chr(0x4e00) <= ch <= chr(0x9fff) for ch in body) else '.')}", rest
-
-
 @words_for(Code.PLAYBOOK)
 def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
     and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
     The first sentence names the cause and carries its citation: in this setup's figures where
     the decision has a ``lead`` (the cards too small for the model states, the link between the
-    nodes), else the entry's own cause. The figures in an entry's words are the entry's own,
-    bound to its citation."""
+    nodes), else the entry's own words after the marker ("Most likely [n]: <cause> <check> <fix>",
+    the quote verbatim). The figures in an entry's words are the entry's own, bound to its
+    citation."""
     lang = say.lang
 
     def cite(m: Any) -> int:
@@ -403,11 +388,8 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
         head = say.msg("direct.cause.network", cfg=r.values["config"], n=n, assumed=bool(r.values.get("link_assumed")),
                        link=_link_name(say.setup.get("inter_node_link")))
         rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
-    else:
-        cause, more = cited_first_sentence(first.text("cause", lang), n)
-        head = say.word("direct.playbook_lead", cause=cause)
-        rest = " ".join(x for x in (more, first.text("check", lang), first.text("fix", lang)) if x)
-        keys += [f"cite.{n}"] * figure_count(cause)
+    else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
+        head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
     keys = say.figure_keys.get(head, []) + keys + [f"cite.{n}"] * figure_count(rest)
     named = []
     for m in others:

@@ -22,8 +22,8 @@ def diagnosing(ev: Evidence) -> bool:
     from bot.decide import CONCEPT_TOPICS
 
     intent = ev.parsed.intent
-    if intent == "troubleshoot":
-        return True
+    if intent == "troubleshoot":  # unless the only failure named is one to avoid ("will DDP OOM?")
+        return not ev.failure_hypothetical
     if not ev.failure_reported:
         return False
     # "why is FSDP slower than DDP?" is a concept with a topic the docs answer; a failure with no

@@ -252,7 +252,7 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
     phases = raw.get("oom_phase") or {}
     return {"oom": rx(raw.get("oom") or ()), "host_ram_killed": rx(raw.get("host_ram_killed") or ()),
             "multi_node": rx(raw.get("multi_node") or ()), "failure": rx(raw.get("failure") or ()),
-            "slow": rx(raw.get("slow") or ()),
+            "slow": rx(raw.get("slow") or ()), "hypothetical": rx(raw.get("hypothetical") or ()),
             "oom_phase": [(phase, rx(phases[phase])) for phase in PHASE_READING_ORDER if phases.get(phase)]}
 
 
@@ -296,6 +296,8 @@ def failure_kind(text: str, root: Path | str | None = None) -> str | None:
     if not isinstance(text, str) or not text.strip():
         return None
     signals = _load(str(Path(root) if root else default_root()))[1]
+    if signals.get("hypothetical") is not None:  # "to avoid OOM", "会不会OOM": nothing failed yet
+        text = signals["hypothetical"].sub(" ", text)
 
     def said(key: str) -> bool:
         return signals.get(key) is not None and bool(signals[key].search(text))
@@ -307,6 +309,15 @@ def failure_kind(text: str, root: Path | str | None = None) -> str | None:
     if said("failure"):
         return "slow" if said("slow") else "error"
     return None
+
+
+def hypothetical_only(text: str, root: Path | str | None = None) -> bool:
+    """The text names a failure only as something to avoid or to ask about ("will it OOM?",
+    "不想爆显存"), and reports none (``failure_kind`` is None)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    pattern = _load(str(Path(root) if root else default_root()))[1].get("hypothetical")
+    return bool(pattern is not None and pattern.search(text)) and failure_kind(text, root) is None
 
 
 def reports_failure(text: str, root: Path | str | None = None) -> bool:

@@ -181,3 +181,20 @@ def test_the_kind_of_failure_a_message_reports(text, kind):
 def test_with_nothing_matched_the_first_sentence_asks_for_what_decides_it(question, words):
     got, sentence = lead_cause(_answer(question))
     assert got == NEEDS_FACTS and words in sentence, sentence
+
+
+@pytest.mark.parametrize("question", [
+    "DDP or FSDP for a 7B full fine-tune on 8x A100 80GB? I want to avoid OOM errors.",
+    "Which strategy for Llama-2-13B on 8x A100 40GB so that it doesn't crash with OOM?",
+    "Will DDP run out of memory for 13B on 8 A100 40GB?",
+    "7B全参微调，8张A100 80G，用DDP还是FSDP？不想爆显存",
+    "13B在8张A100 40G上用DDP会不会OOM？",
+    "8张A100 40G训练13B，选哪种策略才不会爆显存？",
+])
+def test_a_failure_named_only_to_avoid_it_is_no_diagnosis(question):
+    """Nothing failed yet: the answer is the recommendation or the computed figure, not a cause."""
+    from bot.knowledge.playbook import failure_kind, hypothetical_only
+
+    assert failure_kind(question) is None and hypothetical_only(question)
+    got, sentence = lead_cause(_answer(question))
+    assert not got.startswith("pb-"), sentence
