@@ -198,3 +198,16 @@ def test_a_failure_named_only_to_avoid_it_is_no_diagnosis(question):
     assert failure_kind(question) is None and hypothetical_only(question)
     got, sentence = lead_cause(_answer(question))
     assert not got.startswith("pb-"), sentence
+
+
+@pytest.mark.parametrize("question", [
+    "Why does GPU 0 use much more memory than the other GPUs in my 4-GPU DDP run?",
+    "Memory usage is very uneven across my 8 GPUs, cuda:0 is nearly full. What is the reason?",
+    "In DDP rank 0 has a lot more memory allocated than the rest, is that expected?",
+    "为什么4卡DDP训练时0号卡显存占用比其他卡高很多？",
+    "8张卡训练显存占用不均衡，第一张卡几乎满了，这是什么原因呢？",
+    "DDP训练时GPU 0的显存占用比别的卡大很多，正常吗？",
+])
+def test_one_card_fuller_than_the_rest_is_a_symptom_however_it_is_asked(question):
+    got, sentence = lead_cause(_answer(question))
+    assert got in GPU0 + ("pb-all-ranks-one-device",), sentence
