@@ -379,7 +379,7 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
     first, *others = r.values["matches"]
     n = cite(first)
-    lead, keys = r.values.get("lead"), []
+    lead = r.values.get("lead")
     if lead == "card_too_small":
         head = say.msg("direct.cause.card_too_small", cfg=r.values["config"], n=n,
                        one=(say.setup.get("gpu_count") or 1) == 1)
@@ -390,7 +390,7 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
         rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
     else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
         head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
-    keys = say.figure_keys.get(head, []) + keys + [f"cite.{n}"] * figure_count(rest)
+    keys = say.figure_keys.get(head, []) + [f"cite.{n}"] * figure_count(rest)
     named = []
     for m in others:
         k = cite(m)
