@@ -176,6 +176,12 @@ class Evidence:
     claim_docs: dict[str, ClaimDocs] = field(default_factory=dict)  # claim id -> doc sentences it may quote
     # troubleshooting: the diagnosis playbook's entries that match the symptoms, best first
     playbook: list[Any] = field(default_factory=list)  # bot.knowledge.playbook.PlaybookMatch
+    # the message reports a failure in a run (an error, an OOM, a kill, a hang, "slower than"),
+    # whatever its intent reads as: the answer diagnoses it first (bot.knowledge.playbook.reports_failure)
+    failure_reported: bool = False
+    failure_kind: str | None = None  # oom | host_ram | slow | error (bot.knowledge.playbook.failure_kind)
+    # a failure named only as one to avoid or to ask about ("will DDP OOM?", "不想爆显存")
+    failure_hypothetical: bool = False
     # a damaged result store moved aside while reading the stored runs: said, so a missing
     # citation of a stored run is explained (bot.bench.store.damage_notices)
     store_notices: list[str] = field(default_factory=list)
@@ -244,7 +250,8 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         return ev
     if with_knowledge:
         _knowledge(ev, parsed.setup)
-    ev.playbook = _playbook(parsed, question)
+    _failure_kind(ev)
+    ev.playbook = _playbook(ev)
     if "params_b" in parsed.missing:
         if parsed.intent in ("capacity", "recommend") and not parsed.observed.oom:
             from bot.sizing import size_limits
@@ -267,6 +274,7 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         ev.problems = list(err.problems)
         return ev
     _computed(ev, resolved)
+    ev.playbook = _playbook(ev)  # again, with what the calculator found (the cards too small)
     if with_knowledge:
         _claims(ev, resolved)
     return ev
@@ -619,19 +627,60 @@ def _model_size(parsed: Parsed) -> float | None:
 PLAYBOOK_CAUSES = 3
 
 
-def _playbook(parsed: Parsed, question: str) -> list[Any]:
+def _failure_kind(ev: Evidence) -> None:
+    """What the message reports failing in the person's run (``failure_kind``): the words of a
+    kill, an OOM, a slowdown or an error, else an OOM the reader found in a log; a failure named
+    only as one to avoid or to ask about is none (``failure_hypothetical``)."""
+    question = ev.question or ""
+    try:
+        from bot.knowledge.playbook import failure_kind, hypothetical_only
+
+        kind, hypothetical = failure_kind(question), hypothetical_only(question)
+    except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
+        log.warning("playbook signals unavailable: %s", err)
+        kind, hypothetical = None, False
+    if getattr(ev.parsed.observed, "oom", False) and kind in (None, "slow", "error") and not hypothetical:
+        kind = "oom"
+    ev.failure_kind, ev.failure_reported, ev.failure_hypothetical = kind, kind is not None, hypothetical
+
+
+def states_exceed_card(ev: Evidence) -> bool | None:
+    """Whether the model states alone (weights, gradients, optimizer state) exceed each card's
+    usable memory even sharded over every GPU (FULL_SHARD; the one GPU's DDP row on one card):
+    the card is too small for this model whatever the strategy or batch. None when the card or the
+    count is a default, not the person's (then nothing is said about the person's cards)."""
+    r, est = ev.resolved, ev.estimate
+    if r is None or est is None or ev.gpu_unknown or "gpu_count" in r.assumed or "gpu" in r.assumed:
+        return None
+    mem = est.memory["fsdp_full_shard" if r.gpu_count > 1 else "ddp"]
+    return mem.params_gib + mem.grads_gib + mem.optimizer_gib > mem.usable_gib
+
+
+def _playbook(ev: Evidence) -> list[Any]:
     """The playbook entries matching the symptoms of a troubleshooting question or of a run that
-    ran out of memory (none for other questions)."""
-    if parsed.intent != "troubleshoot" and not getattr(parsed.observed, "oom", False):
+    failed (none for other questions), with the facts the calculator adds once it has run."""
+    parsed = ev.parsed
+    if parsed.intent != "troubleshoot" and not ev.failure_reported:
         return []
     try:
-        from bot.knowledge.playbook import match_playbook
+        from dataclasses import replace
 
-        matches = match_playbook(parsed, text=question or "", limit=PLAYBOOK_CAUSES)
+        from bot.knowledge.playbook import COMPUTED_TRIGGERS, match_playbook, query_from_parsed
+
+        query = query_from_parsed(parsed, ev.question or "")
+        r = ev.resolved
+        if r is not None:
+            gpu_stated = not ev.gpu_unknown and "gpu" not in r.assumed
+            # the card too small matters to a run that ran out of GPU memory (not to a slow one)
+            exceed = states_exceed_card(ev) if ev.failure_kind == "oom" else None
+            query = replace(query, states_exceed_card=exceed,
+                            intra_node_link=query.intra_node_link or (r.intra_node_link if gpu_stated else None),
+                            multi_node=True if r.nodes > 1 else query.multi_node)
+        matches = match_playbook(query, limit=PLAYBOOK_CAUSES)
     except Exception as err:  # the playbook is data in the repo: a broken file must not stop an answer
         log.warning("playbook unavailable: %s", err)
         return []
-    return [m for m in matches if m.matched_symptoms]
+    return [m for m in matches if m.matched_symptoms or COMPUTED_TRIGGERS & set(m.matched_triggers)]
 
 
 def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:

@@ -251,12 +251,16 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
 
 def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
-    # answered: the first sentence leads (the headline), the rest come before it once; the sizes
-    # a set of cards trains answer "what can I train on these?" though the model is still asked
-    leads = bool(direct) and (d.status == "ok" or ev.sizes is not None)
+    # answered: the first sentence leads (the headline); the rest follow it as the first reasons (the
+    # renderer prints a direct answer above the headline, which would put the second sentence
+    # first). The sizes a set of cards trains answer "what can I train on these?" though the model
+    # is still asked.
+    if direct and (d.status == "ok" or ev.sizes is not None):
+        sec.headline, sec.reasons = direct[0], direct[1:] + sec.reasons
+        return
     if direct:
-        sec.direct_answer = _joined(direct[1:] if leads else direct, say)
-    sec.headline = direct[0] if leads else say.word("headline.depends")
+        sec.direct_answer = _joined(direct, say)
+    sec.headline = say.word("headline.depends")
 
 
 def _joined(sentences: list[str], say: Say) -> str | None:

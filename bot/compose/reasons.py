@@ -43,7 +43,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
               Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL,
-              Code.SIZE_LIMITS}
+              Code.SIZE_LIMITS, Code.DIAGNOSE_NEEDS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -368,7 +368,11 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
 def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
     and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
-    The figures in an entry's words are the entry's own, bound to its citation."""
+    The first sentence names the cause and carries its citation: in this setup's figures where
+    the decision has a ``lead`` (the cards too small for the model states, the link between the
+    nodes), else the entry's own words after the marker ("Most likely [n]: <cause> <check> <fix>",
+    the quote verbatim). The figures in an entry's words are the entry's own, bound to its
+    citation."""
     lang = say.lang
 
     def cite(m: Any) -> int:
@@ -376,17 +380,34 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
     first, *others = r.values["matches"]
     n = cite(first)
-    quote = first.quote(lang)  # verbatim: cause, then how to check it and the fix
-    keys = [f"cite.{n}"] * figure_count(quote)
+    lead = r.values.get("lead")
+    if lead == "card_too_small":
+        head = say.msg("direct.cause.card_too_small", cfg=r.values["config"], n=n,
+                       one=(say.setup.get("gpu_count") or 1) == 1)
+        rest = first.text("fix", lang)
+    elif lead == "network":
+        head = say.msg("direct.cause.network", cfg=r.values["config"], n=n, assumed=bool(r.values.get("link_assumed")),
+                       link=_link_name(say.setup.get("inter_node_link")))
+        rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
+    else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
+        head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
+    keys = say.figure_keys.get(head, []) + [f"cite.{n}"] * figure_count(rest)
     named = []
     for m in others:
         k = cite(m)
         named.append(f"{m.text('title', lang)} [{k}]")
         keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
-    line = say.word("direct.playbook", n=n, also=say.word("words.list_sep").join(named), quote=quote)
+    line = say.word("direct.playbook", head=head, rest=rest, also=say.word("words.list_sep").join(named))
     if keys:
         say.figure_keys[line] = keys
     return line
+
+
+@words_for(Code.DIAGNOSE_NEEDS)
+def _diagnose_needs(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """Nothing to diagnose yet: the one or two facts that decide it (no figures)."""
+    return say.word("direct.diagnose_needs", lead=say.word("words.diagnose_needs_lead"),
+                    facts=say.word(f"words.diagnose_facts.{r.values['kind']}"))
 
 
 @words_for(Code.PARALLEL_PLAN)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.decide.diagnosis import SAID_BY_LEAD, diagnosing, needs_to_diagnose
+from bot.decide.diagnosis import causes as _causes
 from bot.decide.reasons import PAYLOAD, Code, Decision, Reason  # noqa: F401 (re-exported)
 from bot.evidence import (
     BASE,
@@ -499,23 +501,21 @@ def deepspeed_user(ev: Evidence) -> bool:
 _EXPLAINS_OOM = frozenset({"log_zero2_step"})
 
 
-def _causes(ev: Evidence) -> list[Reason]:
-    """A troubleshooting question is answered with the causes its symptoms match, ranked (the
-    diagnosis playbook, bot.knowledge.playbook), before any figure."""
-    if not ev.playbook:
-        return []
-    best = ev.playbook[0].score  # the others only when they fit the symptoms nearly as well
-    return [Reason(Code.PLAYBOOK, {"matches": [m for m in ev.playbook if m.score >= RIVAL_CAUSE * best]})]
-
-
 def _direct(ev: Evidence, d: Decision) -> list[Reason]:
     """The answer to what was asked: this setup's own figures (a computed diagnosis names the
-    cause with numbers); where they say nothing about it, the playbook's causes for the symptoms."""
+    cause with numbers); where they say nothing about it, the playbook's causes for the symptoms.
+    A diagnosis (``diagnosing``) leads with its causes, ranked, then the figures that support
+    them; with no cause and no figure it asks for the facts that would decide it."""
     out = _direct_for_setup(ev, d)
-    explained = any(r.code in _EXPLAINS_OOM for r in out)
-    if ev.parsed.intent == "troubleshoot" and not explained:  # "why slow / what is wrong?": causes follow the figures
-        return out + _causes(ev)
-    return out or _causes(ev)  # after an OOM, a computed diagnosis is the cause with its numbers
+    if not diagnosing(ev):
+        return out or _causes(ev, d)  # after an OOM, a computed diagnosis is the cause with its numbers
+    if any(r.code in _EXPLAINS_OOM for r in out):  # the user's own log names the cause
+        return out
+    causes = _causes(ev, d)
+    if causes:
+        said = SAID_BY_LEAD.get(causes[0].values.get("lead", ""), frozenset())
+        return causes + [r for r in out if r.code not in said]
+    return out or [needs_to_diagnose(ev)]
 
 
 def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
@@ -665,6 +665,8 @@ def _direct_without_setup(ev: Evidence) -> list[Reason]:
     if "memory_not_divided" in ev.parsed.topics:  # the asked question first, then what the docs say
         out.append(Reason(Code.MEMORY_NOT_DIVIDED, {"finetune": ev.parsed.setup.finetune, "config": None,
                                                  "zero": _zero_or_adapters(ev)}))
+    if not out and diagnosing(ev):  # a failure nothing answers: what is needed, never a passage
+        out.append(needs_to_diagnose(ev))
     if passages_shown(ev) and not out:  # a topic answered in its own words (or by its causes) needs no passage before it
         out.append(Reason(Code.FROM_PASSAGES, {"passages": ev.passages[:2]}))
     if deepspeed_user(ev):

@@ -24,6 +24,7 @@ class Code(StrEnum):
     CAPACITY_ANSWER = "capacity_answer"
     COMM_COST = "comm_cost"
     DDP_TOO_BIG = "ddp_too_big"
+    DIAGNOSE_NEEDS = "diagnose_needs"
     CHECKPOINTING_FASTER = "checkpointing_faster"
     COMM_HEAVY = "comm_heavy"
     COMM_LEAST = "comm_least"
@@ -89,7 +90,8 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FEASIBLE: frozenset({'chosen'}),
     Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
     Code.FROM_PASSAGES: frozenset({'passages'}),
-    Code.PLAYBOOK: frozenset({'matches'}),
+    Code.PLAYBOOK: frozenset({'matches', 'lead', 'config', 'link_assumed'}),
+    Code.DIAGNOSE_NEEDS: frozenset({'kind'}),
     Code.PARALLEL_PLAN: frozenset({'suggestion'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),
     Code.HSDP_IF_SLOW: frozenset({'config'}),

@@ -45,7 +45,10 @@ from bot.env import repo_root
 
 LANGS = ("en", "zh")
 TEXT_FIELDS = ("title", "cause", "check", "fix")
-OOM_PHASES = ("load", "wrap", "first_step", "optimizer_step", "mid_run", "save")
+OOM_PHASES = ("load", "wrap", "first_step", "optimizer_step", "mid_run", "save", "eval")
+# The order phases are read from the text: the most specific first ("OOM at optimizer.step() on
+# the first iteration" is the optimizer step, "OOM at the eval step every 500 steps" is evaluation).
+PHASE_READING_ORDER = ("save", "eval", "optimizer_step", "load", "wrap", "mid_run", "first_step")
 MAX_SYMPTOM_SCORE = 3.0  # beyond three matched phrases more wording is not more evidence
 TRIGGERS_ALONE = 1.5  # structured facts alone must be this strong to surface an entry
 # Weight of each structured trigger when the query meets it. Facts that pin a cause (a phase of
@@ -55,7 +58,12 @@ TRIGGER_WEIGHTS: dict[str, float] = {
     "multi_node": 0.5, "min_gpu_count": 0.25, "min_params_b": 0.5, "max_params_b": 0.5,
     "finetune": 0.5, "gpu_bf16": 1.0, "intra_node_link": 0.5, "strategy": 0.5, "deepspeed": 0.25,
     "zero_stage": 0.75, "activation_checkpointing": 0.5, "torch_compile": 0.75, "models_min": 0.75,
+    # computed by the calculator, not read: the model states alone exceed each stated card even
+    # sharded over every stated GPU (bot.evidence sets it); it pins the cause like nothing said can
+    "states_exceed_card": 4.0,
 }
+# Facts that only the calculator supplies: an entry may surface on them without a symptom word.
+COMPUTED_TRIGGERS = frozenset({"states_exceed_card"})
 _LIST_KEYS = ("topics", "oom_phase", "finetune", "strategy", "zero_stage")
 _ID = re.compile(r"^pb-[a-z0-9][a-z0-9-]*$")
 
@@ -107,6 +115,7 @@ class PlaybookQuery:
     activation_checkpointing: bool | None = None
     torch_compile: bool | None = None
     models: tuple[str, ...] = ()  # roles in a multi-model job
+    states_exceed_card: bool | None = None  # computed (bot.evidence): even full sharding cannot fit the states
 
 
 @dataclass(frozen=True)
@@ -242,8 +251,9 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
 
     phases = raw.get("oom_phase") or {}
     return {"oom": rx(raw.get("oom") or ()), "host_ram_killed": rx(raw.get("host_ram_killed") or ()),
-            "multi_node": rx(raw.get("multi_node") or ()),
-            "oom_phase": [(phase, rx(phases[phase])) for phase in OOM_PHASES if phases.get(phase)]}
+            "multi_node": rx(raw.get("multi_node") or ()), "failure": rx(raw.get("failure") or ()),
+            "slow": rx(raw.get("slow") or ()), "hypothetical": rx(raw.get("hypothetical") or ()),
+            "oom_phase": [(phase, rx(phases[phase])) for phase in PHASE_READING_ORDER if phases.get(phase)]}
 
 
 @lru_cache(maxsize=4)
@@ -276,6 +286,43 @@ def derive_facts(query: PlaybookQuery, root: Path | str | None = None) -> Playbo
                 updates["oom_phase"] = phase
                 break
     return replace(query, **updates) if updates else query
+
+
+def failure_kind(text: str, root: Path | str | None = None) -> str | None:
+    """What the text reports going wrong in a run: "oom" (GPU memory), "host_ram" (a kill), "slow"
+    (a slowdown against another run or an expectation), "error" (an error, a crash, a hang), or
+    None when it reports no failure (signals.yaml ``oom``, ``host_ram_killed``, ``failure``,
+    ``slow``). A message reporting one is diagnosed first whatever it asks."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    signals = _load(str(Path(root) if root else default_root()))[1]
+    if signals.get("hypothetical") is not None:  # "to avoid OOM", "会不会OOM": nothing failed yet
+        text = signals["hypothetical"].sub(" ", text)
+
+    def said(key: str) -> bool:
+        return signals.get(key) is not None and bool(signals[key].search(text))
+
+    if said("host_ram_killed"):
+        return "host_ram"
+    if said("oom"):
+        return "oom"
+    if said("failure"):
+        return "slow" if said("slow") else "error"
+    return None
+
+
+def hypothetical_only(text: str, root: Path | str | None = None) -> bool:
+    """The text names a failure only as something to avoid or to ask about ("will it OOM?",
+    "不想爆显存"), and reports none (``failure_kind`` is None)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    pattern = _load(str(Path(root) if root else default_root()))[1].get("hypothetical")
+    return bool(pattern is not None and pattern.search(text)) and failure_kind(text, root) is None
+
+
+def reports_failure(text: str, root: Path | str | None = None) -> bool:
+    """Whether the text reports something that went wrong in a run (``failure_kind``)."""
+    return failure_kind(text, root) is not None
 
 
 def query_from_parsed(parsed: Any, text: str | None = None) -> PlaybookQuery:

@@ -1,0 +1,88 @@
+"""The diagnosis a troubleshooting answer leads with (issue 25): whether the answer diagnoses at
+all (``diagnosing``), the playbook causes ranked with the lead the calculator can say in this
+setup's figures (``causes``), and what to ask when nothing matches (``needs_to_diagnose``).
+
+Pure like the rest of ``bot.decide``: everything comes from ``bot.evidence.Evidence`` (the
+playbook matches, with the calculator's ``states_exceed_card`` among their triggers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.decide.reasons import Code, Decision, Reason
+from bot.evidence import BASE, CKPT, Config, Evidence
+
+
+def diagnosing(ev: Evidence) -> bool:
+    """The answer diagnoses first: a troubleshooting question, or a message read as "which
+    strategy?" (or as a concept outside the docs' topics) that reports a failure of the person's
+    run (an OOM, an error, a kill, a slowdown: ``Evidence.failure_reported``). A capacity question,
+    or a concept the docs answer, is answered as asked."""
+    from bot.decide import CONCEPT_TOPICS
+
+    intent = ev.parsed.intent
+    if intent == "troubleshoot":  # unless the only failure named is one to avoid ("will DDP OOM?")
+        return not ev.failure_hypothetical
+    if not ev.failure_reported:
+        return False
+    # "why is FSDP slower than DDP?" is a concept with a topic the docs answer; a failure with no
+    # such topic ("分布式训练跑不起来，是什么原因？") is a diagnosis whatever the intent reads as
+    return intent == "recommend" or (intent == "concept" and not CONCEPT_TOPICS & set(ev.parsed.topics))
+
+
+# Playbook entries whose first sentence the calculator can say with this setup's own figures
+CARD_TOO_SMALL, NETWORK = "pb-card-too-small", "pb-multi-node-slow-link"
+
+
+def _most_frugal(ev: Evidence) -> Config | None:
+    """The GPU-resident row that needs the least per GPU with activation checkpointing on (the
+    one GPU's DDP row on one card): what "even fully sharded" means in figures."""
+    from bot.decide import GPU_RESIDENT, checkpointing_on
+
+    r = ev.resolved
+    if r is None:
+        return None
+    rows = [c for c in ev.configs if c.strategy in GPU_RESIDENT and checkpointing_on(ev, c)
+            and c.variant in (BASE, CKPT) and (r.gpu_count > 1 or c.strategy == "ddp")]
+    return min(rows, key=lambda c: c.total_gib, default=None)
+
+
+def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
+    """A troubleshooting question is answered with the causes its symptoms match, ranked (the
+    diagnosis playbook, bot.knowledge.playbook), before any figure. Where the first cause is one
+    the calculator can show for this setup (the cards too small for the model states, the link
+    between nodes), it says it with the setup's figures (``lead``)."""
+    from bot.decide import RIVAL_CAUSE, _link_assumed
+
+    if not ev.playbook:
+        return []
+    best = ev.playbook[0].score  # the others only when they fit the symptoms nearly as well
+    values: dict[str, Any] = {"matches": [m for m in ev.playbook if m.score >= RIVAL_CAUSE * best]}
+    first = ev.playbook[0].id
+    r = ev.resolved
+    if first == CARD_TOO_SMALL and "states_exceed_card" in ev.playbook[0].matched_triggers:
+        frugal = _most_frugal(ev)
+        if frugal is not None and not frugal.fits:
+            values.update(lead="card_too_small", config=frugal)
+    elif first == NETWORK and r is not None and r.nodes > 1 and d is not None and d.chosen is not None:
+        values.update(lead="network", config=d.chosen, link_assumed=_link_assumed(ev))
+    return [Reason(Code.PLAYBOOK, values)]
+
+
+def needs_to_diagnose(ev: Evidence) -> Reason:
+    """No cause matches and nothing is computed: the one or two facts that would decide it, by
+    the kind of failure reported (memory, speed, or an error)."""
+    topics = set(ev.parsed.topics)
+    kind = ev.failure_kind
+    if ev.parsed.observed.oom or "oom" in topics or kind in ("oom", "host_ram"):
+        kind = "oom"
+    elif kind == "slow" or topics & {"multi_node_slow", "fsdp_slower_than_ddp", "communication"}:
+        kind = "slow"
+    else:
+        kind = "error"
+    return Reason(Code.DIAGNOSE_NEEDS, {"kind": kind})
+
+
+# direct answers the diagnosis's own lead sentence already says (with the same figures)
+SAID_BY_LEAD = {"network": frozenset({Code.WHY_MULTI_NODE_SLOW})}
