@@ -179,6 +179,9 @@ class Evidence:
     # a plan beyond FSDP (TP/CP/PP, bot.calc.parallel_ladder.suggest_plan) for a large multi-GPU
     # or long-context setup, when the ladder climbs past FSDP + checkpointing
     parallel: Any = None
+    # nothing GPU-resident fits as asked: the cheapest combination of changes that fits
+    # (bot.fix_search.FixSearch; its ``fix`` None when no combination does)
+    fixes: Any = None
 
     @property
     def asks_about_tpu(self) -> bool:
@@ -205,6 +208,8 @@ class Evidence:
         if self.capacity is not None:
             out.update(self.capacity.numbers)
         out.update(parallel_numbers(self.parallel))
+        if self.fixes is not None:
+            out.update(self.fixes.numbers)
         if self.inference is not None:
             out.update(self.inference.numbers())
         for dtype, est in self.inference_quantized.items():
@@ -283,9 +288,11 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
         ev.scenarios = _scenarios(ev.parsed.setup, resolved)
     elif "gpu_count" in resolved.assumed and ev.parsed.intent != "capacity":
         ev.count_scenarios = _count_scenarios(resolved)
-    if ev.parsed.intent == "capacity" or not any(c.fits for c in ev.configs if c.variant in (BASE, CKPT)
-                                                 and c.strategy != "fsdp_full_shard_offload"):
+    fits_as_asked = any(c.fits for c in ev.configs if c.variant in (BASE, CKPT) and c.strategy != "fsdp_full_shard_offload")
+    if ev.parsed.intent == "capacity" or not fits_as_asked:
         ev.capacity = capacity_search(resolved)
+    if not fits_as_asked:  # nothing GPU-resident fits: the cheapest combination of changes that does
+        ev.fixes = _fix_search(resolved)
     ev.stored = _stored(resolved)
     ev.store_notices = _store_notices(ev.language)
     ev.parallel = _parallel(resolved)
@@ -418,6 +425,24 @@ def _count_scenarios(asked: ResolvedSetup) -> list[Scenario]:
 FIT_MARGIN = 0.9
 
 
+def count_layout(resolved: ResolvedSetup, count: int) -> dict[str, Any] | None:
+    """The setup fields for ``count`` of the asked GPUs: nodes of 8 beyond 8 GPUs (or the asked
+    node size when larger), the link as stated; None when ``count`` does not fill whole nodes."""
+    per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
+    per_node = min(count, per_node_max)
+    if count % per_node:
+        return None
+    nodes = count // per_node
+    update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
+    if nodes == 1 or resolved.setup.inter_node_link == "none":
+        # one node needs no link; several nodes take the link stated, else resolve_setup's
+        # assumed one ("none" here is only the one-node value the asked setup resolved to;
+        # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
+        # anything needing two nodes answered that no count fits)
+        update.update(inter_node_link=None, inter_node_gbps=None)
+    return update
+
+
 def capacity_search(resolved: ResolvedSetup) -> Capacity:
     """The fewest GPUs at which a GPU-resident strategy fits at the asked micro-batch: first as
     asked, else with activation checkpointing, else (with the standard loss) also with a chunked
@@ -433,18 +458,11 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
     per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
     tried: list[int] = []
     for count in CAPACITY_COUNTS:
-        per_node = min(count, per_node_max)
-        if count % per_node:
+        update = count_layout(resolved, count)
+        if update is None:
             continue
-        nodes = count // per_node
+        per_node, nodes = update["gpus_per_node"], update["nodes"]
         tried.append(count)
-        update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
-        if nodes == 1 or s.inter_node_link == "none":
-            # one node needs no link; several nodes take the link stated, else resolve_setup's
-            # assumed one ("none" here is only the one-node value the asked setup resolved to;
-            # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
-            # anything needing two nodes answered that no count fits)
-            update.update(inter_node_link=None, inter_node_gbps=None)
         tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
             else [(True, None)]
         if (s.loss_impl or "standard") == "standard":
@@ -469,6 +487,15 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
                                     tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
+
+
+def _fix_search(resolved: ResolvedSetup) -> Any:
+    """bot.fix_search over this setup, each combination resolved like the other variants."""
+    from bot.calc import estimate
+    from bot.fix_search import search_fixes
+
+    return search_fixes(resolved, lambda changes: _variant(resolved, changes), estimate,
+                        lambda count: count_layout(resolved, count))
 
 
 # Where a plan beyond FSDP is worth computing: big models across many GPUs, long sequences

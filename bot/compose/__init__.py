@@ -32,7 +32,7 @@ from bot.answer import (
 )
 from bot.answer.catalog import render
 from bot.compose.forum import forum_verdicts, passages
-from bot.compose.reasons import reason_text
+from bot.compose.reasons import fix_changes, reason_text
 from bot.compose.say import (
     VARIANT_WORDS,
     Citations,
@@ -44,6 +44,7 @@ from bot.decide import (
     TOLERANCE,
     Decision,
     checkpointing_on,
+    combined_fix,
     deepspeed_user,
     passages_shown,
 )
@@ -271,7 +272,10 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
     sec.direct_answer = _joined(direct, say)
     conf = say.word(f"words.confidence.{d.confidence}")
-    if d.strategy == "none":
+    fix = combined_fix(ev, d)
+    if d.strategy == "none" and fix is not None:  # "nothing fits" only when no combination does
+        sec.headline = say.msg("headline.fits_with_changes", conf=conf, changes=fix_changes(fix, say))
+    elif d.strategy == "none":
         sec.headline = say.word("headline.nothing_fits", conf=conf)
     else:  # the renderer prints the direct answer first, then this
         name = config_name(d.chosen, lang) if d.chosen is not None else label(d.strategy, lang)

@@ -14,6 +14,7 @@ from bot.decide import (
     Decision,
     Reason,
     checkpointing_on,
+    combined_fix,
     fits_with_margin,
 )
 from bot.evidence import (
@@ -42,7 +43,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.COMBINED_FIX, Code.NO_COMBINATION_FITS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -276,7 +277,36 @@ def _asked(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> 
 @words_for(Code.FEASIBLE)
 def _feasible(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     fit: Config | None = r.values["chosen"]
-    return say.msg("direct.feasible_no") if fit is None else say.msg("direct.feasible", fit=fit)
+    if fit is not None:
+        return say.msg("direct.feasible", fit=fit)
+    fix = combined_fix(ev, d)
+    if fix is None:
+        return say.msg("direct.feasible_no")
+    return say.msg("direct.feasible_with_changes", changes=fix_changes(fix, say), name=label(fix.strategy, say.lang),
+                   key=f"fix.memory.{fix.strategy}.total_gib")
+
+
+def fix_changes(fix: Any, say: Say) -> str:
+    """A combination's changes as a phrase ("activation checkpointing + 16 GPUs"), its figures
+    still in slots for the sentence around it."""
+    return say.word("words.change_join").join(say.raw(f"words.change.{c}") for c in fix.changes)
+
+
+@words_for(Code.COMBINED_FIX)
+def _combined_fix(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """The combined what-if search's cheapest fit (bot.fix_search), with its figures; offload with
+    the host RAM unstated asks for it."""
+    fix = r.values["fix"]
+    ram = f"fix.memory.{fix.strategy}.host_ram_gib"
+    return say.msg("what_if.combined_fix", changes=fix_changes(fix, say), name=label(fix.strategy, say.lang),
+                   key=f"fix.memory.{fix.strategy}.total_gib", usable=f"fix.memory.{fix.strategy}.usable_gib",
+                   ram=ram if ram in say.numbers else "", ask_ram=fix.host_ram_unknown)
+
+
+@words_for(Code.NO_COMBINATION_FITS)
+def _no_combination_fits(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    tried = say.word("words.list_sep").join(say.word(f"words.change_name.{c}") for c in r.values["tried"])
+    return say.msg("reason.no_combination_fits", tried=tried)
 
 
 @words_for(Code.LOG_ZERO2_STEP)

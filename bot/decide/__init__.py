@@ -136,6 +136,8 @@ def decide(ev: Evidence) -> Decision:
     d.intent = intent
     d.direct = _direct(ev, d)
     d.questions = _to_ask(parsed)
+    if _offload_ram_unknown(ev, d) and "cpu_ram_gb" not in d.questions:
+        d.questions.append("cpu_ram_gb")  # offload is the way it fits: the host RAM decides it
     for x in d.reasons:  # an OOM the estimate does not explain: ask what sizes the activations
         if x.code == Code.OOM_UNEXPLAINED:
             d.questions += [f for f in x.values["assumed"] if f not in d.questions]
@@ -143,6 +145,27 @@ def decide(ev: Evidence) -> Decision:
     if r.nodes > 1 and parsed.setup.inter_node_link is None and parsed.setup.inter_node_gbps is None:
         d.questions.append("inter_node_link")
     return d
+
+
+def combined_fix(ev: Evidence, d: Decision) -> Any:
+    """The cheapest combination of changes that fits (bot.fix_search.Fix), worth saying when
+    nothing GPU-resident fits as asked; None when there is none or the pick already is it (CPU
+    offload chosen, and the cheapest fit is offload again)."""
+    fix = ev.fixes.fix if ev.fixes is not None else None
+    if fix is None or d.strategy not in ("none", "fsdp_full_shard_offload"):
+        return None
+    if d.strategy == "fsdp_full_shard_offload" and "offload" in fix.changes:
+        return None
+    return fix
+
+
+def _offload_ram_unknown(ev: Evidence, d: Decision) -> bool:
+    """CPU offload is how it fits (the pick, or the cheapest combination) and the host RAM, which
+    decides whether offload works, was not stated."""
+    if ev.resolved is None or ev.resolved.setup.cpu_ram_gb is not None:
+        return False
+    fix = combined_fix(ev, d)
+    return d.strategy == "fsdp_full_shard_offload" or bool(fix is not None and fix.host_ram_unknown)
 
 
 def _to_ask(parsed: Any) -> list[str]:
@@ -283,6 +306,8 @@ def _ladder(ev: Evidence) -> Decision:
             reasons += _memory_reasons(ev, None, base_ddp)
             biggest = ev.config("fsdp_full_shard", CKPT) or ev.config("fsdp_full_shard")
             reasons.append(Reason(Code.NOTHING_FITS, {"config": biggest if r.gpu_count > 1 else base_ddp}))
+            if ev.fixes is not None and ev.fixes.fix is None:  # not even the changes tried together
+                reasons.append(Reason(Code.NO_COMBINATION_FITS, {"tried": ev.fixes.tried}))
             off = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.variant in (BASE, CKPT)]
             short = [c for c in off if not c.fits and c.host_ram_short]
             if short:  # the GPU side fits: the calculator's host-RAM rule is what says no
@@ -376,6 +401,9 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     assert r is not None
     # a plan past FSDP + checkpointing (TP in a node, CP, PP) comes first where the ladder climbs there
     out: list[Reason] = [Reason(Code.PARALLEL_PLAN, {"suggestion": ev.parallel})] if ev.parallel is not None else []
+    fix = combined_fix(ev, d)
+    if fix is not None:  # nothing fits as asked: the cheapest combination that does, first
+        out.append(Reason(Code.COMBINED_FIX, {"fix": fix}))
     chosen = d.chosen
     # A strategy the user ran out of memory with, checkpointing unknown, is not recommended with
     # or without it (observed_oom): no what-if offers it back.

@@ -21,6 +21,7 @@ class Code(StrEnum):
     CAPACITY = "capacity"
     CAPACITY_ANSWER = "capacity_answer"
     COMM_COST = "comm_cost"
+    COMBINED_FIX = "combined_fix"
     DDP_TOO_BIG = "ddp_too_big"
     CHECKPOINTING_FASTER = "checkpointing_faster"
     COMM_HEAVY = "comm_heavy"
@@ -46,6 +47,7 @@ class Code(StrEnum):
     NEED_CHECKPOINTING = "need_checkpointing"
     NEEDS_CHECKPOINTING = "needs_checkpointing"
     NOTHING_FITS = "nothing_fits"
+    NO_COMBINATION_FITS = "no_combination_fits"
     OBSERVED_OOM = "observed_oom"
     ONLY_OFFLOAD = "only_offload"
     OOM_DOMINATED = "oom_dominated"
@@ -74,6 +76,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.CAPACITY_ANSWER: frozenset({'capacity'}),
     Code.CHECKPOINTING_FASTER: frozenset({'base', 'config'}),
     Code.COMM_COST: frozenset({'config'}),
+    Code.COMBINED_FIX: frozenset({'fix'}),
     Code.COMM_HEAVY: frozenset({'config'}),
     Code.COMM_LEAST: frozenset({'config'}),
     Code.COMPARE: frozenset({'b_base', 'b', 'a_base', 'a', 'pair', 'winner'}),
@@ -98,6 +101,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.NEED_CHECKPOINTING: frozenset({'with', 'without', 'needed'}),
     Code.NEEDS_CHECKPOINTING: frozenset({'base', 'config'}),
     Code.NOTHING_FITS: frozenset({'config'}),
+    Code.NO_COMBINATION_FITS: frozenset({'tried'}),
     Code.OBSERVED_OOM: frozenset({'strategy', 'any_checkpointing', 'config', 'stage'}),
     Code.ONLY_OFFLOAD: frozenset({'config'}),
     Code.OOM_DOMINATED: frozenset({'others', 'strategy', 'stage'}),
