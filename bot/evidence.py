@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.fix_search import count_layout, fixes_for
 from bot.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -292,7 +293,7 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
     if ev.parsed.intent == "capacity" or not fits_as_asked:
         ev.capacity = capacity_search(resolved)
     if not fits_as_asked:  # nothing GPU-resident fits: the cheapest combination of changes that does
-        ev.fixes = _fix_search(resolved)
+        ev.fixes = fixes_for(resolved)
     ev.stored = _stored(resolved)
     ev.store_notices = _store_notices(ev.language)
     ev.parallel = _parallel(resolved)
@@ -425,24 +426,6 @@ def _count_scenarios(asked: ResolvedSetup) -> list[Scenario]:
 FIT_MARGIN = 0.9
 
 
-def count_layout(resolved: ResolvedSetup, count: int) -> dict[str, Any] | None:
-    """The setup fields for ``count`` of the asked GPUs: nodes of 8 beyond 8 GPUs (or the asked
-    node size when larger), the link as stated; None when ``count`` does not fill whole nodes."""
-    per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
-    per_node = min(count, per_node_max)
-    if count % per_node:
-        return None
-    nodes = count // per_node
-    update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
-    if nodes == 1 or resolved.setup.inter_node_link == "none":
-        # one node needs no link; several nodes take the link stated, else resolve_setup's
-        # assumed one ("none" here is only the one-node value the asked setup resolved to;
-        # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
-        # anything needing two nodes answered that no count fits)
-        update.update(inter_node_link=None, inter_node_gbps=None)
-    return update
-
-
 def capacity_search(resolved: ResolvedSetup) -> Capacity:
     """The fewest GPUs at which a GPU-resident strategy fits at the asked micro-batch: first as
     asked, else with activation checkpointing, else (with the standard loss) also with a chunked
@@ -487,15 +470,6 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
                                     tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
-
-
-def _fix_search(resolved: ResolvedSetup) -> Any:
-    """bot.fix_search over this setup, each combination resolved like the other variants."""
-    from bot.calc import estimate
-    from bot.fix_search import search_fixes
-
-    return search_fixes(resolved, lambda changes: _variant(resolved, changes), estimate,
-                        lambda count: count_layout(resolved, count))
 
 
 # Where a plan beyond FSDP is worth computing: big models across many GPUs, long sequences

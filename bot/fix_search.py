@@ -55,8 +55,6 @@ EXCLUSIVE = (frozenset({"lora", "qlora"}), frozenset({"optimizer_8bit", "lora"})
              frozenset({"optimizer_8bit", "qlora"}))
 GPU_RESIDENT = ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard")
 OFFLOAD = "fsdp_full_shard_offload"
-# GPU counts the "more GPUs" change tries (the inverse search's, bot.evidence.CAPACITY_COUNTS)
-MORE_GPU_COUNTS = (2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024)
 PREFIX = "fix"
 
 
@@ -141,13 +139,17 @@ EstimateFn = Callable[["ResolvedSetup"], "Estimate"]
 
 
 def search_fixes(resolved: ResolvedSetup, resolve: Resolve, estimate: EstimateFn,
-                 count_changes: Callable[[int], dict[str, Any] | None]) -> FixSearch:
+                 count_changes: Callable[[int], dict[str, Any] | None],
+                 counts: Iterable[int] | None = None) -> FixSearch:
     """The cheapest combination of ``available_changes(resolved)`` that fits.
 
     ``resolve(changes)`` resolves the asked setup with field changes (None when impossible),
     ``estimate`` is the calculator, ``count_changes(n)`` the fields for ``n`` GPUs (None when the
-    count cannot be laid out). Combinations without more GPUs are tried first, cheapest first; then
-    the fewest GPUs at which any combination fits, with the cheapest such combination."""
+    count cannot be laid out), ``counts`` the GPU counts "more GPUs" tries (the inverse search's,
+    ``bot.evidence.CAPACITY_COUNTS``). Combinations without more GPUs are tried first, cheapest
+    first; then the fewest GPUs at which any combination fits, with the cheapest such combination."""
+    if counts is None:
+        from bot.evidence import CAPACITY_COUNTS as counts
     available = available_changes(resolved)
     mb = resolved.setup.micro_batch or 1
     ram_known = resolved.setup.cpu_ram_gb is not None
@@ -188,7 +190,7 @@ def search_fixes(resolved: ResolvedSetup, resolve: Resolve, estimate: EstimateFn
             break
     if found is None and "more_gpus" in available:
         companions = [()] + combinations(c for c in available if c != "more_gpus")
-        for count in (n for n in MORE_GPU_COUNTS if n > resolved.gpu_count):
+        for count in (n for n in counts if n > resolved.gpu_count):
             extra = count_changes(count)
             if extra is None:
                 continue
@@ -197,6 +199,34 @@ def search_fixes(resolved: ResolvedSetup, resolve: Resolve, estimate: EstimateFn
                 found = replace(found, changes=tuple(c for c in CHANGES if c in found.changes))
                 break
     return FixSearch(found, tuple(available), fix_numbers(found))
+
+
+def fixes_for(resolved: ResolvedSetup) -> FixSearch:
+    """The search over ``resolved`` with the calculator, each combination resolved as the
+    evidence's other variants are (``bot.evidence._variant``: the same model kept)."""
+    from bot.calc import estimate
+    from bot.evidence import _variant
+
+    return search_fixes(resolved, lambda changes: _variant(resolved, changes), estimate,
+                        lambda count: count_layout(resolved, count))
+
+
+def count_layout(resolved: ResolvedSetup, count: int) -> dict[str, Any] | None:
+    """The setup fields for ``count`` of the asked GPUs: nodes of 8 beyond 8 GPUs (or the asked
+    node size when larger), the link as stated; None when ``count`` does not fill whole nodes."""
+    per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
+    per_node = min(count, per_node_max)
+    if count % per_node:
+        return None
+    nodes = count // per_node
+    update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
+    if nodes == 1 or resolved.setup.inter_node_link == "none":
+        # one node needs no link; several nodes take the link stated, else resolve_setup's
+        # assumed one ("none" here is only the one-node value the asked setup resolved to;
+        # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
+        # anything needing two nodes answered that no count fits)
+        update.update(inter_node_link=None, inter_node_gbps=None)
+    return update
 
 
 def fix_numbers(f: Fix | None) -> dict[str, float | int | bool]:

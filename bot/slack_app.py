@@ -94,12 +94,17 @@ _LABELS: dict[str, dict[str, Any]] = {
            "mem": "Per-GPU memory (GiB)", "strategy": "strategy", "total": "GiB/GPU", "fits": "fits",
            "batch": "max mb", "step": "step s", "yes": "yes", "no": "no",
            "forum": "What the forum said", "change": "What would change it", "sources": "Sources", "questions": "To be more precise, tell me",
-           "asked": "asked", "conf_values": {"high": "high", "medium": "medium", "low": "low"}},
+           "asked": "asked", "full": "Full answer",
+           "full_hint": "Why, what would change it, sources and how to run it: in the next reply of this thread.",
+           "full_hint_ephemeral": "Why, what would change it, sources and how to run it: in the message below, "
+                                  "shown to you only.", "conf_values": {"high": "high", "medium": "medium", "low": "low"}},
     "zh": {"rec": "建议", "conf": "置信度", "alt": "备选",
            "mem": "每卡显存 (GiB)", "strategy": "策略", "total": "GiB/卡", "fits": "放得下",
            "batch": "最大mb", "step": "步时 s", "yes": "是", "no": "否",
            "forum": "论坛里怎么说", "change": "什么会改变结论", "sources": "来源", "questions": "补充这些信息可以更准确",
-           "asked": "提问", "conf_values": {"high": "高", "medium": "中", "low": "低"}},
+           "asked": "提问", "full": "完整回答",
+           "full_hint": "原因、什么会改变结论、资料来源和运行方法见这个帖子里的下一条回复。",
+           "full_hint_ephemeral": "原因、什么会改变结论、资料来源和运行方法见下面只有你能看到的消息。", "conf_values": {"high": "高", "medium": "中", "low": "低"}},
 }
 
 
@@ -241,13 +246,26 @@ def sections_table(answer: Answer) -> str | None:
     return "\n".join(lines)
 
 
-def sections_blocks(answer: Answer) -> list[dict]:
+def has_full_answer(answer: Answer) -> bool:
+    """The answer has sections its short form folds (``Answer.full_text`` beyond ``text``): the
+    reply is the short form, the rest follows in its own message (``full_answer_message``)."""
+    return bool(answer.sections.headline and answer.full_text and answer.full_text != answer.text)
+
+
+def sections_blocks(answer: Answer, part: str = "all") -> list[dict]:
     """Blocks from the answer's structured ``sections`` (bot/answer.py): nothing is scraped from
-    the markdown and nothing recomputed; every string is the answer's own, in its language."""
+    the markdown and nothing recomputed; every string is the answer's own, in its language.
+    ``part``: "all"; "short" (the short form: the answer, the setup, the table, what is still
+    needed, the notices); "full" (what the short form folds: why, passages, forum verdicts,
+    what would change it, how to run it)."""
     sec = answer.sections
     words = _LABELS[answer.language]
     zh = answer.language == "zh"
     blocks: list[dict] = []
+    if part == "full":
+        blocks.append(_section(f"*{words['full']}*"))
+        blocks += _folded_blocks(answer)
+        return blocks
     head = f"*{md_to_mrkdwn(sec.headline)}*"
     if sec.direct_answer:
         head += "\n" + md_to_mrkdwn(sec.direct_answer)
@@ -261,6 +279,22 @@ def sections_blocks(answer: Answer) -> list[dict]:
     table = sections_table(answer)
     if table:
         blocks.append(_section(f"*{words['mem']}*\n```{table}```"))
+    if part == "all":
+        blocks += _folded_blocks(answer)
+    if sec.questions:
+        blocks.append(_section(f"*{words['questions']}*\n" + "\n".join(f"• {_escape(q)}" for q in sec.questions)))
+    if sec.notices:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": _clip(md_to_mrkdwn(n), 2000)} for n in sec.notices[:10]]})
+    return blocks
+
+
+def _folded_blocks(answer: Answer) -> list[dict]:
+    """The sections the short form folds, as blocks."""
+    sec = answer.sections
+    words = _LABELS[answer.language]
+    zh = answer.language == "zh"
+    blocks: list[dict] = []
     if sec.reasons:
         blocks.append(_section("\n".join(f"• {md_to_mrkdwn(r)}" for r in sec.reasons)))
     if sec.passages:
@@ -278,23 +312,24 @@ def sections_blocks(answer: Answer) -> list[dict]:
     if sec.howto:
         howto = sec.howto[0]
         blocks.append(_section(f"*{_escape(howto.title)}*\n```{_clip(howto.code, SECTION_LIMIT - 200)}```"))
-    if sec.questions:
-        blocks.append(_section(f"*{words['questions']}*\n" + "\n".join(f"• {_escape(q)}" for q in sec.questions)))
-    if sec.notices:
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _clip(md_to_mrkdwn(n), 2000)} for n in sec.notices[:10]]})
     return blocks
 
 
-def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str | None = None) -> list[dict]:
-    """Block Kit blocks for an Answer (see module docstring for the layout)."""
+def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str | None = None,
+                  hint: str = "full_hint") -> list[dict]:
+    """Block Kit blocks for an Answer (see module docstring for the layout): the short form when
+    the answer has folded sections (``has_full_answer``), with a line saying where the rest is."""
     if answer.sections.headline:  # the structured answer: render its parts, scrape nothing
         blocks: list[dict[str, Any]] = []
         if asked_by and question:
             blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
                 f"<@{asked_by}> {_LABELS[answer.language]['asked']}: {_escape(question)}", 2000)}]})
-        blocks += sections_blocks(answer)
-        blocks += _source_blocks(answer)
+        short = has_full_answer(answer)
+        blocks += sections_blocks(answer, "short" if short else "all")
+        if short:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"_{_LABELS[answer.language][hint]}_"}]})
+        blocks += _source_blocks(answer, cited_in=answer.text if short else None)
         return blocks[:50]
     words = _LABELS[answer.language]
     rec = answer.recommendation
@@ -347,9 +382,11 @@ def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str 
     return blocks[:50]
 
 
-def _source_blocks(answer: Answer) -> list[dict]:
+def _source_blocks(answer: Answer, cited_in: str | None = None) -> list[dict]:
+    """The sources as context links (those ``cited_in`` that text cites, when given)."""
     words = _LABELS[answer.language]
-    links = [_citation_link(c) for c in answer.citations]
+    shown = answer.citations if cited_in is None else [c for c in answer.citations if f"[{c.n}]" in cited_in]
+    links = [_citation_link(c) for c in shown]
     blocks = []
     for start in range(0, min(len(links), 40), 10):  # 10 elements per context block
         chunk = links[start:start + 10]
@@ -361,11 +398,23 @@ def _source_blocks(answer: Answer) -> list[dict]:
 
 
 def answer_message(answer: Answer, *, asked_by: str | None = None, question: str | None = None,
-                   secrets: Iterable[str] = ()) -> dict[str, Any]:
-    """``{"text": fallback, "blocks": [...]}`` for chat.postMessage / response_url, secrets removed."""
+                   secrets: Iterable[str] = (), hint: str = "full_hint") -> dict[str, Any]:
+    """``{"text": fallback, "blocks": [...]}`` for chat.postMessage / response_url, secrets removed:
+    the short form (``full_answer_message`` is the rest)."""
     fallback = _clip(md_to_mrkdwn(answer.text) if answer.text else label(answer.recommendation.strategy,
                                                                          answer.language), TEXT_LIMIT)
-    blocks = answer_blocks(answer, asked_by=asked_by, question=question)
+    blocks = answer_blocks(answer, asked_by=asked_by, question=question, hint=hint)
+    secrets = list(secrets)
+    return {"text": redact(fallback, secrets), "blocks": _redact_blocks(blocks, secrets)}
+
+
+def full_answer_message(answer: Answer, *, secrets: Iterable[str] = ()) -> dict[str, Any] | None:
+    """The folded sections (why, passages, forum verdicts, what would change it, how to run it)
+    as their own message, posted after the short form; None when the short form is all of it."""
+    if not has_full_answer(answer):
+        return None
+    blocks = (sections_blocks(answer, "full") + _source_blocks(answer))[:50]
+    fallback = _clip(md_to_mrkdwn(answer.full_text), TEXT_LIMIT)
     secrets = list(secrets)
     return {"text": redact(fallback, secrets), "blocks": _redact_blocks(blocks, secrets)}
 
@@ -516,16 +565,22 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
             except Exception:  # e.g. a missing *:history scope: answer the message on its own
                 log.warning("could not read thread %s in %s; answering without it", thread_ts, channel,
                             exc_info=True)
+        full: dict[str, Any] | None = None
         try:
-            message = answer_message(answer(question, history), secrets=secrets)
+            answered = answer(question, history)
+            message = answer_message(answered, secrets=secrets)
+            full = full_answer_message(answered, secrets=secrets)
         except Exception:
             log.exception("answering a message failed")
             message = {"text": _error_text(question)}
-        if deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
-                   unfurl_media=False, **message) is False:
+        posted = deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                         unfurl_media=False, **message)
+        if posted is False:
             # Refused after the retries: one short plain line, so the user is not left waiting.
             # (None: the post may have gone through; a second message could be a duplicate.)
             deliver(client, channel=channel, thread_ts=thread_ts, text=_undelivered_text(question))
+        elif posted and full is not None:  # the short form is the reply; the rest follows it in the thread
+            deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False, unfurl_media=False, **full)
 
     @app.event("app_mention")
     def on_mention(event, client, context):
@@ -553,8 +608,10 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         # The answer goes back through response_url (valid 30 min, works in channels the bot has
         # not joined), posted in_channel so the team sees it.
         try:
-            message = answer_message(answer(question, None), asked_by=command.get("user_id"),
-                                     question=question, secrets=secrets)
+            answered = answer(question, None)
+            message = answer_message(answered, asked_by=command.get("user_id"), question=question,
+                                     secrets=secrets, hint="full_hint_ephemeral")
+            full = full_answer_message(answered, secrets=secrets)
         except Exception:
             log.exception("answering a slash command failed")
             respond_once(response_url, {"response_type": "ephemeral", "text": _error_text(question)})
@@ -562,6 +619,9 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         posted = respond_once(response_url, {"response_type": "in_channel", "replace_original": False, **message})
         if posted is False:
             respond_once(response_url, {"response_type": "ephemeral", "text": _undelivered_text(question)})
+        elif posted and full is not None:
+            # the channel sees the short form; the asker gets the rest, shown to them only
+            respond_once(response_url, {"response_type": "ephemeral", "replace_original": False, **full})
 
     return app
 
