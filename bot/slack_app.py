@@ -88,24 +88,24 @@ def install_log_redaction(secrets: Iterable[str] = ()) -> SecretRedactor:
 
 # ---------------------------------------------------------------------------------------------
 # Rendering: Answer -> Block Kit. Numbers come only from answer.numbers, as everywhere else.
-# language -> label key -> text ("conf_values": confidence -> text)
-_LABELS: dict[str, dict[str, Any]] = {
-    "en": {"rec": "Recommendation", "conf": "confidence", "alt": "Alternatives",
-           "mem": "Per-GPU memory (GiB)", "strategy": "strategy", "total": "GiB/GPU", "fits": "fits",
-           "batch": "max mb", "step": "step s", "yes": "yes", "no": "no",
-           "forum": "What the forum said", "change": "What would change it", "sources": "Sources", "questions": "To be more precise, tell me",
-           "asked": "asked", "full": "Full answer",
-           "full_hint": "Why, what would change it, sources and how to run it: in the next reply of this thread.",
-           "full_hint_ephemeral": "Why, what would change it, sources and how to run it: in the message below, "
-                                  "shown to you only.", "conf_values": {"high": "high", "medium": "medium", "low": "low"}},
-    "zh": {"rec": "建议", "conf": "置信度", "alt": "备选",
-           "mem": "每卡显存 (GiB)", "strategy": "策略", "total": "GiB/卡", "fits": "放得下",
-           "batch": "最大mb", "step": "步时 s", "yes": "是", "no": "否",
-           "forum": "论坛里怎么说", "change": "什么会改变结论", "sources": "来源", "questions": "补充这些信息可以更准确",
-           "asked": "提问", "full": "完整回答",
-           "full_hint": "原因、什么会改变结论、资料来源和运行方法见这个帖子里的下一条回复。",
-           "full_hint_ephemeral": "原因、什么会改变结论、资料来源和运行方法见下面只有你能看到的消息。", "conf_values": {"high": "高", "medium": "中", "low": "低"}},
-}
+# language -> label key -> text ("conf_values": confidence -> text); the words are the catalogs' slack.*
+
+
+class _Labels(dict):
+    """``_LABELS[lang]``: Slack's labels from the message catalogs (``slack.*``), read once."""
+
+    def __missing__(self, lang: str) -> dict[str, Any]:
+        from bot.answer.catalog import catalog
+
+        words: dict[str, Any] = {k.removeprefix("slack."): v for k, v in catalog(lang).items()
+                                 if k.startswith("slack.") and not k.startswith("slack.conf_values.")}
+        words["conf_values"] = {k.rsplit(".", 1)[1]: v for k, v in catalog(lang).items()
+                                if k.startswith("slack.conf_values.")}
+        self[lang] = words
+        return words
+
+
+_LABELS = _Labels()
 
 
 def _escape(text: str) -> str:
@@ -295,6 +295,8 @@ def _folded_blocks(answer: Answer) -> list[dict]:
     words = _LABELS[answer.language]
     zh = answer.language == "zh"
     blocks: list[dict] = []
+    if sec.direct_more:
+        blocks.append(_section(f"*{words['more']}*\n" + "\n".join(f"• {md_to_mrkdwn(x)}" for x in sec.direct_more)))
     if sec.reasons:
         blocks.append(_section("\n".join(f"• {md_to_mrkdwn(r)}" for r in sec.reasons)))
     if sec.passages:

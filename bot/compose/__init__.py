@@ -55,6 +55,7 @@ from bot.evidence import (
     Evidence,
 )
 from bot.render import (
+    SHORT_PROSE_CHARS,
     fmt,
     multi_model_text,
     notice_text,
@@ -251,9 +252,27 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
 
 def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
-    if direct:  # answered: the first sentence leads (the headline), the rest come before it once
-        sec.direct_answer = _joined(direct[1:] if d.status == "ok" else direct, say)
     sec.headline = direct[0] if direct and d.status == "ok" else say.word("headline.depends")
+    if direct:  # answered: the first sentence leads (the headline), the rest come before it once
+        rest = direct[1:] if d.status == "ok" else direct
+        shown, sec.direct_more = _within_budget(rest, _budget(say.lang) - len(sec.headline), keep_first=False)
+        sec.direct_answer = _joined(shown, say)
+
+
+def _budget(lang: str) -> int:
+    return SHORT_PROSE_CHARS["zh" if lang == "zh" else "en"]
+
+
+def _within_budget(sentences: list[str], budget: int, keep_first: bool = True) -> tuple[list[str], list[str]]:
+    """(shown, folded): the sentences that fit the short form's prose budget, in order, and the
+    rest (once one is folded, every later one is: the order is the order asked). The first is
+    always shown when ``keep_first``: it answers the question."""
+    used = 0
+    for i, x in enumerate(sentences):
+        if used + len(x) > budget and not (keep_first and i == 0):
+            return sentences[:i], sentences[i:]
+        used += len(x)
+    return sentences, []
 
 
 def _joined(sentences: list[str], say: Say) -> str | None:
@@ -270,7 +289,6 @@ def _joined(sentences: list[str], say: Say) -> str | None:
 def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     lang = ev.language
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
-    sec.direct_answer = _joined(direct, say)
     conf = say.word(f"words.confidence.{d.confidence}")
     fix = combined_fix(ev, d)
     if d.strategy == "none" and fix is not None:  # "nothing fits" only when no combination does
@@ -281,6 +299,10 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         name = config_name(d.chosen, lang) if d.chosen is not None else label(d.strategy, lang)
         alts = say.word("words.list_sep").join(label(a, lang) for a in d.alternatives)
         sec.headline = say.word("headline.recommendation", name=name, conf=conf, alts=alts)
+    # the short form's prose is the direct answer and the headline: the direct sentences past the
+    # budget are folded (the first always stays, with its figures)
+    shown, sec.direct_more = _within_budget(direct, _budget(lang) - len(sec.headline))
+    sec.direct_answer = _joined(shown, say)
     sec.table = [_row(c, d, lang) for c in d.rows]
     sec.reasons = [x for x in (reason_text(ev, d, r, say) for r in d.reasons) if x]
     for fig in ev.stored:

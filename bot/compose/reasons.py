@@ -43,7 +43,7 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.COMBINED_FIX, Code.NO_COMBINATION_FITS}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PLAYBOOK_OTHERS, Code.PARALLEL_PLAN, Code.COMBINED_FIX, Code.NO_COMBINATION_FITS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -393,11 +393,12 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
 
 
 
-@words_for(Code.PLAYBOOK)
+@words_for(Code.PLAYBOOK, Code.PLAYBOOK_OTHERS)
 def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
-    """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
-    and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
-    The figures in an entry's words are the entry's own, bound to its citation."""
+    """The causes a troubleshooting question's symptoms match, ranked: PLAYBOOK quotes the first
+    (its cause, how to check it and the fix, verbatim), PLAYBOOK_OTHERS names the others; each
+    cited to its playbook entry (its first source as the URL). The figures in an entry's words are
+    the entry's own, bound to its citation."""
     lang = say.lang
 
     def cite(m: Any) -> int:
@@ -405,14 +406,19 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
     first, *others = r.values["matches"]
     n = cite(first)
-    quote = first.quote(lang)  # verbatim: cause, then how to check it and the fix
-    keys = [f"cite.{n}"] * figure_count(quote)
-    named = []
-    for m in others:
-        k = cite(m)
-        named.append(f"{m.text('title', lang)} [{k}]")
-        keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
-    line = say.word("direct.playbook", n=n, also=say.word("words.list_sep").join(named), quote=quote)
+    if r.code == Code.PLAYBOOK:
+        quote = first.quote(lang)  # verbatim: cause, then how to check it and the fix
+        line = say.word("direct.playbook", n=n, quote=quote)
+        keys = [f"cite.{n}"] * figure_count(quote)
+    else:
+        if not others:
+            return ""
+        named, keys = [], []
+        for m in others:
+            k = cite(m)
+            named.append(f"{m.text('title', lang)} [{k}]")
+            keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
+        line = say.word("direct.playbook_others", also=say.word("words.list_sep").join(named))
     if keys:
         say.figure_keys[line] = keys
     return line

@@ -280,8 +280,10 @@ def _ladder(ev: Evidence) -> Decision:
         if not with_margin and not accumulate:
             reasons.append(Reason(Code.TIGHT, {"config": chosen}))
         ddp_choices = [c for c in candidates if c.strategy == chosen.strategy]
+        # fastest first; a tie goes to the simpler strategy (a set's order changes between runs)
         others = sorted({c.strategy for c in candidates if c.strategy != chosen.strategy},
-                        key=lambda s: -max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s))
+                        key=lambda s: (-max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s),
+                                       _STRATEGY_RANK.get(s, 30)))
         d.alternatives = [] if all_suspect else others[:2]  # the others hold more: no fallback
         share = chosen.total_gib / chosen.usable_gib if chosen.usable_gib else 1.0
         d.confidence = ("high" if with_margin and share <= COMFORT and ddp_choices
@@ -528,7 +530,9 @@ def _causes(ev: Evidence) -> list[Reason]:
     if not ev.playbook:
         return []
     best = ev.playbook[0].score  # the others only when they fit the symptoms nearly as well
-    return [Reason(Code.PLAYBOOK, {"matches": [m for m in ev.playbook if m.score >= RIVAL_CAUSE * best]})]
+    matches = [m for m in ev.playbook if m.score >= RIVAL_CAUSE * best]
+    # the first cause (with how to check and fix it) first; the rival causes after (a short form may fold them)
+    return [Reason(Code.PLAYBOOK, {"matches": matches}), Reason(Code.PLAYBOOK_OTHERS, {"matches": matches})]
 
 
 def _direct(ev: Evidence, d: Decision) -> list[Reason]:

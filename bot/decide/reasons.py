@@ -37,6 +37,7 @@ class Code(StrEnum):
     HOST_RAM_SHORT = "host_ram_short"
     HSDP_IF_SLOW = "hsdp_if_slow"
     PLAYBOOK = "playbook"
+    PLAYBOOK_OTHERS = "playbook_others"
     PARALLEL_PLAN = "parallel_plan"
     KNOB_FLIPS = "knob_flips"
     LINK_ASSUMED = "link_assumed"
@@ -89,6 +90,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
     Code.FROM_PASSAGES: frozenset({'passages'}),
     Code.PLAYBOOK: frozenset({'matches'}),
+    Code.PLAYBOOK_OTHERS: frozenset({'matches'}),
     Code.PARALLEL_PLAN: frozenset({'suggestion'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),
     Code.HSDP_IF_SLOW: frozenset({'config'}),

@@ -316,6 +316,9 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     if shown:
         out.append(_list(shown))
     full = []
+    if s.direct_more:
+        full.append(f'<h3 class="sw-h">{"关于你的问题，还有" if zh else "More on what you asked"}</h3>'
+                    + _list(s.direct_more))
     if folded:
         full.append(f'<h3 class="sw-h">{"为什么" if zh else "Why"}</h3>' + _list(folded))
     if s.what_ifs:
