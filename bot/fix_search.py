@@ -149,7 +149,9 @@ def search_fixes(resolved: ResolvedSetup, resolve: Resolve, estimate: EstimateFn
     ``bot.evidence.CAPACITY_COUNTS``). Combinations without more GPUs are tried first, cheapest
     first; then the fewest GPUs at which any combination fits, with the cheapest such combination."""
     if counts is None:
-        from bot.evidence import CAPACITY_COUNTS as counts
+        from bot.evidence import CAPACITY_COUNTS
+
+        counts = CAPACITY_COUNTS
     available = available_changes(resolved)
     mb = resolved.setup.micro_batch or 1
     ram_known = resolved.setup.cpu_ram_gb is not None
