@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bot.core.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
+from bot.fix_search import count_layout, fixes_for
 from bot.parallel_evidence import ladder_plan, parallel_numbers, past_fsdp, stated_plan
 from bot.strategies import TRAINING_STRATEGIES
 
@@ -194,6 +195,9 @@ class Evidence:
     # no model named, the cards known: the largest model each fine-tuning method fits on them
     # (bot.sizing.size_limits), the answer to "what can I train on 2x 3090?"
     sizes: Any = None
+    # nothing GPU-resident fits as asked: the cheapest combination of changes that fits
+    # (bot.fix_search.FixSearch; its ``fix`` None when no combination does)
+    fixes: Any = None
 
     @property
     def asks_about_tpu(self) -> bool:
@@ -222,6 +226,8 @@ class Evidence:
         out.update(parallel_numbers(self.parallel_checked, self.resolved))
         if self.sizes is not None:
             out.update(self.sizes.numbers())
+        if self.fixes is not None:
+            out.update(self.fixes.numbers)
         if self.inference is not None:
             out.update(self.inference.numbers())
         for dtype, est in self.inference_quantized.items():
@@ -309,9 +315,11 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
         ev.scenarios = _scenarios(ev.parsed.setup, resolved)
     elif "gpu_count" in resolved.assumed and ev.parsed.intent != "capacity":
         ev.count_scenarios = _count_scenarios(resolved)
-    if ev.parsed.intent == "capacity" or not any(c.fits for c in ev.configs if c.variant in (BASE, CKPT)
-                                                 and c.strategy != "fsdp_full_shard_offload"):
+    fits_as_asked = any(c.fits for c in ev.configs if c.variant in (BASE, CKPT) and c.strategy != "fsdp_full_shard_offload")
+    if ev.parsed.intent == "capacity" or not fits_as_asked:
         ev.capacity = capacity_search(resolved)
+    if not fits_as_asked:  # nothing GPU-resident fits: the cheapest combination of changes that does
+        ev.fixes = fixes_for(resolved)
     ev.stored = _stored(resolved)
     ev.store_notices = _store_notices(ev.language)
     # the plan the person stated (TP/CP/PP degrees), else the ladder's: computed for a large setup
@@ -489,18 +497,11 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
     per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
     tried: list[int] = []
     for count in CAPACITY_COUNTS:
-        per_node = min(count, per_node_max)
-        if count % per_node:
+        update = count_layout(resolved, count)
+        if update is None:
             continue
-        nodes = count // per_node
+        per_node, nodes = update["gpus_per_node"], update["nodes"]
         tried.append(count)
-        update: dict[str, Any] = {"gpu_count": count, "gpus_per_node": per_node, "nodes": nodes}
-        if nodes == 1 or s.inter_node_link == "none":
-            # one node needs no link; several nodes take the link stated, else resolve_setup's
-            # assumed one ("none" here is only the one-node value the asked setup resolved to;
-            # kept, it made every count beyond one node a SetupError, so "how many GPUs?" for
-            # anything needing two nodes answered that no count fits)
-            update.update(inter_node_link=None, inter_node_gbps=None)
         tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
             else [(True, None)]
         if (s.loss_impl or "standard") == "standard":

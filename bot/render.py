@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from bot.answer import Answer, Citation, FigureRef, TableRow
+from bot.answer.catalog import render
 from bot.figures import _MARKER_GROUP, _THOUSANDS, numbers_in_text, strip_code_blocks
 from bot.strategies import finetune_label, optimizer_label
 
@@ -79,46 +80,23 @@ def _t(lang: str, zh: str, en: str) -> str:
     return zh if lang == "zh" else en
 
 
-_QUESTIONS = {
-    "params_b": ("模型多大（参数量，或模型名）？", "How big is the model (parameter count or model name)?"),
-    "gpu_memory_gb": ("每张 GPU 多少显存（或者什么型号）？", "How much memory does each GPU have (or which GPU)?"),
-    "gpu_count": ("一共几张 GPU、几台机器？", "How many GPUs, on how many nodes?"),
-    "inter_node_link": ("机器之间用什么互联（InfiniBand 还是以太网，多少 Gb/s）？",
-                        "What links the nodes (InfiniBand or Ethernet, how many Gb/s)?"),
-    "micro_batch": ("每卡 micro-batch 要多大？", "What micro-batch per GPU do you need?"),
-    # the rest are asked only when the stated value was rejected (negative, absurd, contradictory)
-    "model": ("是哪个模型（名字或参数量）？", "Which model is it (name or parameter count)?"),
-    "gpu": ("是什么 GPU（型号或每卡显存）？", "Which GPU is it (model or memory per GPU)?"),
-    "nodes": ("一共几台机器？", "How many nodes (machines)?"),
-    "gpus_per_node": ("每台机器几张 GPU？", "How many GPUs per node?"),
-    "seq_len": ("序列长度是多少 token？", "What sequence length (tokens)?"),
-    "precision": ("用什么精度（bf16 混合精度、fp16、fp32）？", "Which precision (bf16 mixed, fp16, fp32)?"),
-    "optimizer": ("用什么优化器（AdamW、SGD、8-bit Adam）？", "Which optimizer (AdamW, SGD, 8-bit Adam)?"),
-    "finetune": ("全参微调、LoRA 还是 QLoRA？", "Full fine-tune, LoRA or QLoRA?"),
-    "lora_rank": ("LoRA 的 rank 是多少？", "What LoRA rank?"),
-    "activation_checkpointing": ("开不开激活检查点？", "Is activation checkpointing on?"),
-    "intra_node_link": ("机器内 GPU 之间是 NVLink 还是 PCIe？", "NVLink or PCIe between GPUs in a node?"),
-    "inter_node_gbps": ("节点间带宽多少 Gb/s？", "How many Gb/s between nodes?"),
-    "cpu_ram_gb": ("每台机器多少 CPU 内存（GB）？", "How much host RAM per node (GB)?"),
-    "optimizer_impl": ("AdamW 用的是 foreach、fused 还是 for-loop 实现？", "Which AdamW implementation (foreach, fused, for-loop)?"),
-    "ddp_bucket_view": ("DDP 开了 gradient_as_bucket_view 吗？", "Is DDP's gradient_as_bucket_view on?"),
-    "checkpointing_policy": ("激活检查点是全部、每隔 k 层还是选择性（selective op）？",
-                             "Which checkpointing policy (every block, every k-th block, selective op)?"),
-    "checkpoint_every": ("每隔几层做一次激活检查点？", "Checkpoint every how many blocks?"),
-    "torch_compile": ("用了 torch.compile 吗？", "Is torch.compile on?"),
-    "loss_impl": ("交叉熵是普通实现、fused 还是分块（chunked）？", "Which cross-entropy implementation (standard, fused, chunked)?"),
-    "grad_accum_steps": ("梯度累积几步？", "How many gradient accumulation steps?"),
-    "lora_targets": ("LoRA 加在注意力层还是所有线性层？", "LoRA on the attention projections or all linear layers?"),
-    "base_dtype": ("冻结的基座权重是什么精度（fp32、bf16、nf4）？", "Which dtype are the frozen base weights (fp32, bf16, nf4)?"),
-    "float8": ("用了 float8 训练吗？", "Is float8 training on?"),
-    "mfu": ("实测 MFU（模型 FLOPs 利用率）是多少？", "What MFU (model FLOPs utilisation) do you measure?"),
-}
+def _w(lang: str, key: str, /, **context) -> str:
+    """One of the renderer's labels (``render.<key>`` in the message catalogs)."""
+    return render(lang, f"render.{key}", context)
+
+
+def _label(lang: str, key: str, default: str | None = None, /, **context) -> str:
+    """``render.<key>`` from the catalogs, or ``default`` when the catalog has no such label."""
+    from bot.answer.catalog import catalog
+
+    if f"render.{key}" not in catalog("zh" if lang == "zh" else "en") and default is not None:
+        return default
+    return _w(lang, key, **context)
 
 
 def question_text(field_name: str, lang: str) -> str:
-    words = field_name.replace("_", " ")
-    zh, en = _QUESTIONS.get(field_name, (f"{words} 是什么？", f"What is your {words}?"))
-    return _t(lang, zh, en)
+    """The question asking for a setup field (``render.question.<field>``)."""
+    return _label(lang, f"question.{field_name}", _w(lang, "question_default", words=field_name.replace("_", " ")))
 
 
 _VERDICTS = {
@@ -128,21 +106,9 @@ _VERDICTS = {
     "misleading": ("有误导", "misleading"),
 }
 
-_FIELD_NAMES = {
-    "params_b": ("参数量", "parameter count"), "gpu_memory_gb": ("单卡显存", "GPU memory"),
-    "gpu_count": ("GPU 数量", "GPU count"), "gpus_per_node": ("每台机器的 GPU 数", "GPUs per node"),
-    "nodes": ("机器数", "node count"), "inter_node_gbps": ("节点间带宽", "inter-node bandwidth"),
-    "inter_node_link": ("节点间互联", "inter-node link"),
-    "seq_len": ("序列长度", "sequence length"), "micro_batch": ("micro-batch", "micro-batch"),
-    "cpu_ram_gb": ("CPU 内存", "CPU RAM"), "lora_rank": ("LoRA rank", "LoRA rank"),
-    "model": ("模型", "model"), "gpu": ("GPU 型号", "GPU"), "precision": ("精度", "precision"),
-}
-
-
 def field_name_text(field_name: str, lang: str) -> str:
     """A setup field's name as the answer says it ("序列长度" / "sequence length")."""
-    zh, en = _FIELD_NAMES.get(field_name, (field_name, field_name))
-    return _t(lang, zh, en)
+    return _label(lang, f"field.{field_name}", field_name)
 
 
 def _given_words(message: str, lang: str) -> str:
@@ -157,7 +123,7 @@ def _given_words(message: str, lang: str) -> str:
 
 
 def problem_text(field_name: str, message: str, lang: str) -> str:
-    zh, en = _FIELD_NAMES.get(field_name, (field_name, field_name))
+    zh = en = field_name_text(field_name, lang)
     given = _given_words(message, lang)  # the bad value in words ("minus 8", "infinity"), as bot.core.setup wrote it
     if "must be positive" in message or "must be a finite number" in message:
         return _t(lang, f"{zh}必须是正数{given}。", f"The {en} must be positive{given}.")
@@ -197,71 +163,28 @@ def multi_model_text(roles: tuple[str, ...], lang: str) -> str:
 
 
 def notice_text(notice: str, lang: str) -> str:
-    return {
-        "truncated": _t(lang, "问题太长，只读了开头部分。", "Your message was very long; only its beginning was read."),
-        "condensed": _t(lang, "消息很长：重复的日志行、堆栈帧和进度条已略去，开头、结尾、问题和带数字的行都读了。",
-                        "Your message was long: repeated log lines, stack frames and progress bars were skipped; its "
-                        "beginning, its end, the question and the lines with figures were read."),
-        "injection": _t(lang, "消息里要求我忽略规则或透露内部信息（提示词、密钥、环境变量）的部分不会执行；"
-                              "下面只回答训练配置的问题。",
-                        "Parts of the message asking me to ignore my rules or reveal internal information "
-                        "(prompts, keys, environment) are not followed; I only answer the training question."),
-        "unknown_model": _t(lang, "没认出这个模型名，按参数量估算。", "I did not recognise the model name; "
-                            "the estimate uses its parameter count."),
-        "problems_ignored": _t(lang, "有的数字不合理，已忽略。", "Some values were implausible and were ignored."),
-        "history_truncated": _t(lang, "对话很长，只读了最近的几轮。", "The conversation was long; only its latest turns were read."),
-        "long_number_ignored": _t(lang, "有一个位数过多的数字，已忽略。", "A number with too many digits was ignored."),
-        "model_from_config": _t(lang, "模型按粘贴的 config.json 的结构计算（层数、注意力宽度、词表），不是同等参数量的通用模型。",
-                                "The model is computed from the pasted config.json (its layers, attention width "
-                                "and vocabulary), not as a generic model of its size."),
-        "larger_of_two_sizes": _t(lang, "问题里提到了几个尺寸，下面按最大的那个计算（小的需要的显存更少）。",
-                                  "You named several sizes of the model; the figures below are for the largest "
-                                  "(the smaller ones need less)."),
-        "framework_checkpointing": _t(lang, "按 LlamaFactory 的默认值假设开启了激活检查点（gradient checkpointing；"
-                                            "配置里 `disable_gradient_checkpointing: true` 才会关掉）。",
-                                      "Activation checkpointing is assumed on: LlamaFactory turns it on unless the "
-                                      "config sets `disable_gradient_checkpointing: true`."),
-        "command_checkpointing_off": _t(lang, "粘贴的启动命令里没有开激活检查点的参数（如 --gradient_checkpointing），"
-                                              "按 HF Trainer 和 DeepSpeed 示例脚本的默认值假设没开。",
-                                        "The pasted command has no checkpointing flag (such as --gradient_checkpointing), "
-                                        "so activation checkpointing is assumed off, the default of the HF Trainer and "
-                                        "the DeepSpeed example scripts."),
-        "deepspeed_layout": _t(lang, "你用的是 DeepSpeed：下表 FSDP 梯度分片一行按 ZeRO-2 的显存布局计算（全参、混合精度："
-                                     "每卡存全部半精度权重，fp32 主权重、Adam 状态和半精度梯度按卡切分，optimizer step 时"
-                                     "再把本卡的梯度分区拷成一份半精度扁平副本和一份 fp32 副本）；全分片一行即 ZeRO-3，"
-                                     "两者切分的状态相同。",
-                               "You run DeepSpeed: for full fine-tuning in mixed precision the FSDP shard grad-op "
-                               "row below is computed with ZeRO-2's memory layout (every half-precision weight on each "
-                               "GPU; the fp32 master weights, Adam moments and half-precision gradients sharded; and at "
-                               "the optimizer step a flat half-precision and an fp32 copy of this GPU's gradient "
-                               "partition); the full shard row stands for ZeRO-3, which shards the same states."),
-        # bot.catalog.models.EXPERT_PARALLEL_NOTE, shortened for answers
-        "eager_attention": _t(
-            lang, "这个模型在 transformers 里用 eager 注意力（BLOOM 的 ALiBi 没有 SDPA/flash 实现），每层为反向存下完整的 "
-                  "s×s 注意力概率（softmax 的 fp32 输出和它的 16 位副本），激活随序列长度平方增长；表里已经算进去了。",
-            "This model runs eager attention in transformers (BLOOM's ALiBi has no SDPA/flash path), so every "
-            "block keeps the full s x s attention probabilities for backward (the softmax's fp32 output and its "
-            "16-bit copy): "
-            "activations grow with the square of the sequence length. The table counts them."),
-        "moe_expert_parallel": _t(
-            lang, "这是 MoE 模型：专家并行不属于 DDP/FSDP。FSDP 下每张卡存每个专家的 1/N，前向和反向时把整层的"
-                  "全部专家（不只是被激活的）all-gather 回来；专家并行（Megatron、DeepSpeed-MoE、torchtitan）把整个专家"
-                  "放在不同的卡上、用 all-to-all 路由 token，省掉专家的 all-gather，代价是 all-to-all 通信和负载不均。"
-                  "这里的估算没有建模专家并行。",
-            "This is a mixture-of-experts model: expert parallelism is outside DDP and FSDP. Under FSDP every "
-            "GPU holds a shard of every expert and all-gathers all of a block's experts (not only the active "
-            "ones) for forward and backward; expert parallelism (Megatron, DeepSpeed-MoE, torchtitan) places "
-            "whole experts on different GPUs and routes tokens with all-to-all instead, trading the expert "
-            "all-gathers for all-to-all traffic and load imbalance. These estimates do not model it."),
-    }.get(notice, notice)
+    """A notice's wording (``render.notice.<name>``); an unknown one is shown as given."""
+    return _label(lang, f"notice.{notice}", notice)
 
 
 # --------------------------------------------------------------------------------------------
 # Markdown
 # --------------------------------------------------------------------------------------------
 
-_SETUP_NAMES = {"optimizer": ("优化器", "optimizer"), "finetune": ("微调方式", "fine-tuning mode"),
-                "activation_checkpointing": ("激活检查点", "activation checkpointing"), **_FIELD_NAMES}
+def _setup_name(field: str, lang: str) -> str:
+    """A field's name in the setup and read-back lines (``render.setup_field``, else ``render.field``)."""
+    return _label(lang, f"setup_field.{field}", field_name_text(field, lang))
+
+
+def _has(key: str) -> bool:
+    """The catalogs have the label ``render.<key>`` (both languages have the same keys)."""
+    from bot.answer.catalog import catalog
+
+    return f"render.{key}" in catalog("en")
+
+
+def _named(field: str) -> bool:
+    return _has(f"setup_field.{field}") or _has(f"field.{field}")
 
 
 class _Out:
@@ -306,15 +229,15 @@ def _setup_line(answer: Answer, out: _Out) -> str:
     if s.get("model"):
         bits.append((str(s["model"]), "model"))
     if s.get("params_b") is not None:
-        bits.append((_t(lang, f"{fmt(s['params_b'])}B 参数", f"{fmt(s['params_b'])}B params"), "params_b"))
+        bits.append((_w(lang, "setup.params", v=fmt(s["params_b"])), "params_b"))
     gpu, gpu_field = (str(s["gpu"]), "gpu") if s.get("gpu") else (
-        _t(lang, f"{fmt(s.get('gpu_memory_gb') or 0)} GB 显卡", f"{fmt(s.get('gpu_memory_gb') or 0)} GB GPU"),
+        _w(lang, "setup.gpu_memory", v=fmt(s.get("gpu_memory_gb") or 0)),
         "gpu_memory_gb")
     if s.get("gpu_count"):
         nodes = s.get("nodes") or 1
         if nodes > 1:
-            bits += [(_t(lang, f"{nodes} 台机器 × 每台", f"{nodes} nodes x"), "nodes"),
-                     (_t(lang, f"{s.get('gpus_per_node')} 张", f"{s.get('gpus_per_node')}"), "gpus_per_node"),
+            bits += [(_w(lang, "setup.nodes", v=nodes), "nodes"),
+                     (_w(lang, "setup.per_node", v=s.get("gpus_per_node")), "gpus_per_node"),
                      (gpu, gpu_field)]
         else:
             bits += [(f"{s['gpu_count']} x", "gpu_count"), (gpu, gpu_field)]
@@ -326,25 +249,25 @@ def _setup_line(answer: Answer, out: _Out) -> str:
     if ft:
         bits.append((finetune_label(ft, lang), "finetune"))
     if s.get("seq_len"):
-        bits.append((_t(lang, f"序列长度 {s['seq_len']}", f"seq {s['seq_len']}"), "seq_len"))
+        bits.append((_w(lang, "setup.seq_len", v=s["seq_len"]), "seq_len"))
     if s.get("micro_batch"):
         bits.append((f"micro-batch {s['micro_batch']}", "micro_batch"))
     if s.get("activation_checkpointing"):
-        bits.append((_t(lang, "激活检查点", "activation checkpointing"), "activation_checkpointing"))
+        bits.append((_w(lang, "setup.checkpointing"), "activation_checkpointing"))
     for axis, field in (("TP", "tensor_parallel"), ("CP", "context_parallel"), ("PP", "pipeline_parallel")):
         if (s.get(field) or 1) > 1:  # a stated degree is shown, never dropped (issue 29)
             bits.append((f"{axis} {s[field]}", field))
     keys = [f"setup.{f}" for text, f in bits for _ in numbers_in_text(text)]
     joined: list[str] = []
     for text, _field in bits:  # "8 x" and "3 张" run into the GPU name; the rest are comma-separated
-        glue = " " if joined and joined[-1].endswith((" x", "张", "每台")) else _t(lang, "，", ", ")
+        glue = " " if joined and joined[-1].endswith((" x", "张", "每台")) else _w(lang, "setup.sep")
         joined.append((glue if joined else "") + text)
-    text = _t(lang, "配置：", "Setup: ") + "".join(joined)
+    text = _w(lang, "setup.prefix") + "".join(joined)
     assumed = [i.field for i in answer.sections.setup_read if i.source == "assumed"
                and i.field not in ("intra_node_link",) + _RUN_OPTIONS]
     if assumed:
-        listed = _t(lang, "、", ", ").join(_t(lang, *_SETUP_NAMES.get(a, (a, a))) for a in assumed)
-        text += _t(lang, f"（未说明、按默认值假设：{listed}）", f" (not stated, defaults assumed: {listed})")
+        listed = _w(lang, "setup.list_sep").join(_setup_name(a, lang) for a in assumed)
+        text += _w(lang, "setup.assumed", listed=listed)
     calc = next((c.n for c in answer.citations if c.kind == "calc"), None)
     text += f" [{calc}]" if calc else ""
     return out.bind(text, keys)
@@ -361,41 +284,6 @@ _READ_ORDER = ("model", "params_b", "gpu_count", "nodes", "gpus_per_node", "gpu"
                "optimizer_impl", "torch_compile", "lora_targets", "base_dtype", "intra_node_link",
                "inter_node_link", "inter_node_gbps", "cpu_ram_gb", "lora_rank")
 _SPAN_CHARS = 60
-_RUN_OPTION_LABELS = {
-    ("optimizer_impl", "foreach"): ("AdamW foreach 实现", "foreach AdamW step"),
-    ("optimizer_impl", "fused"): ("fused AdamW", "fused AdamW"),
-    ("optimizer_impl", "forloop"): ("逐参数 for-loop AdamW", "for-loop AdamW step"),
-    ("ddp_bucket_view", False): ("DDP 梯度桶副本（gradient_as_bucket_view 关）", "DDP bucket copy (gradient_as_bucket_view off)"),
-    ("ddp_bucket_view", True): ("gradient_as_bucket_view 开", "gradient_as_bucket_view on"),
-    ("torch_compile", False): ("不用 torch.compile", "no torch.compile"),
-    ("torch_compile", True): ("torch.compile", "torch.compile"),
-    ("loss_impl", "standard"): ("普通交叉熵", "standard cross-entropy"),
-    ("loss_impl", "fused"): ("fused 交叉熵", "fused cross-entropy"),
-    ("loss_impl", "chunked"): ("分块交叉熵", "chunked cross-entropy"),
-    ("float8", False): ("不用 float8", "no float8"),
-    ("float8", True): ("float8 线性层", "float8 linears"),
-    ("norm_impl", "eager"): ("普通（eager）norm", "eager norms"),
-    ("checkpointing_policy", "full"): ("每层都做激活检查点", "per-block checkpointing"),
-    ("checkpointing_policy", "every_k"): ("每隔几层做激活检查点", "checkpointing every k-th block"),
-    ("checkpointing_policy", "selective_op"): ("按算子选择性检查点", "selective per-op checkpointing"),
-    ("engine", "deepspeed"): ("DeepSpeed ZeRO", "DeepSpeed ZeRO"),
-    ("engine", "pytorch"): ("PyTorch FSDP", "PyTorch FSDP"),
-    ("lora_targets", "attention"): ("LoRA 加在注意力投影", "LoRA on the attention projections"),
-    ("lora_targets", "all_linear"): ("LoRA 加在所有线性层", "LoRA on all linear layers"),
-    ("lora_targets", "all_linear_but_o"): ("LoRA 加在除 o_proj 外的所有线性层", "LoRA on every linear layer but o_proj"),
-    ("base_dtype", "bf16"): ("冻结基座 bf16", "frozen base in bf16"),
-    ("base_dtype", "fp32"): ("冻结基座 fp32", "frozen base in fp32"),
-    ("base_dtype", "nf4"): ("冻结基座 NF4", "frozen base in NF4"),
-    # PyTorch leaves allow_tf32 off for matmuls: fp32 runs at the non-tensor-core peak (bot.calc)
-    ("tf32", False): ("fp32 矩阵乘不用 TF32（PyTorch 默认）", "no TF32 for fp32 matmuls (PyTorch's default)"),
-    ("tf32", True): ("fp32 矩阵乘用 TF32", "TF32 for fp32 matmuls"),
-    ("grad_sync", "every_micro_step"): ("每个 micro-step 都同步梯度", "gradients synced every micro-step"),
-    ("grad_sync", "last_micro_step"): ("只在最后一个 micro-step 同步梯度（未分片梯度留到同步）",
-                                       "gradients synced on the last micro-step only (unsharded until then)"),
-    ("attn_implementation", "eager"): ("eager 注意力（存下完整分数矩阵）", "eager attention (the full score matrix is kept)"),
-    ("attn_implementation", "sdpa"): ("SDPA 注意力", "SDPA attention"),
-    ("attn_implementation", "flash_attention_2"): ("FlashAttention-2", "FlashAttention-2"),
-}
 
 
 def _value_label(field: str, value, lang: str) -> str:
@@ -404,30 +292,21 @@ def _value_label(field: str, value, lang: str) -> str:
         return optimizer_label(value)
     if field == "finetune":
         return finetune_label(value, lang)
-    templates = {
-        "params_b": ("{v}B 参数", "{v}B parameters"), "gpu_count": ("{v} 张卡", "{v} GPUs"),
-        "nodes": ("{v} 台机器", "{v} nodes"), "gpus_per_node": ("每台 {v} 张", "{v} GPUs per node"),
-        "gpu_memory_gb": ("单卡 {v} GB", "{v} GB per card"), "seq_len": ("序列长度 {v}", "seq {v}"),
-        "micro_batch": ("micro-batch {v}", "micro-batch {v}"), "grad_accum_steps": ("梯度累积 {v} 步", "gradient accumulation {v}"),
-        "cpu_ram_gb": ("CPU 内存 {v} GB", "{v} GB host RAM"), "inter_node_gbps": ("节点间 {v} Gb/s", "{v} Gb/s between nodes"),
-        "lora_rank": ("LoRA rank {v}", "LoRA rank {v}"), "checkpoint_every": ("每 {v} 层检查点", "checkpoint every {v} blocks"),
-        "mfu": ("MFU {v}", "MFU {v}"), "tensor_parallel": ("张量并行 {v}", "tensor parallel {v}"),
-        "pipeline_parallel": ("流水线并行 {v}", "pipeline parallel {v}"), "context_parallel": ("上下文并行 {v}", "context parallel {v}"),
-    }
-    named = _RUN_OPTION_LABELS.get((field, value))
+    # a bool's label (1 and 0 name the same labels as True and False, as the dict keys did)
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    key = str(bool(value)).lower() if isinstance(value, bool) or (numeric and value in (0, 1)) else value
+    named = _label(lang, f"run_option.{field}.{key}", "") if isinstance(key, str) else ""
     if named:
-        return _t(lang, *named)
+        return named
     if isinstance(value, bool):
-        name = _t(lang, *_SETUP_NAMES.get(field, (field, field)))
-        return f"{name} {_t(lang, '开' if value else '关', 'on' if value else 'off')}"
-    if field == "grad_accum_steps" and value == 1:
-        return _t(lang, "不做梯度累积", "no gradient accumulation")
-    if field in ("gpu_count", "nodes", "gpus_per_node") and value == 1 and lang != "zh":
-        return {"gpu_count": "1 GPU", "nodes": "1 node", "gpus_per_node": "1 GPU per node"}[field]
-    if field in templates:
-        return _t(lang, *templates[field]).format(v=fmt(value))
-    if field in _SETUP_NAMES and field not in ("model", "gpu", "precision"):
-        return f"{_t(lang, *_SETUP_NAMES[field])} {value}"
+        name = _setup_name(field, lang)
+        return f"{name} {_w(lang, 'on' if value else 'off')}"
+    if value == 1 and (one := _label(lang, f"value_one.{field}", "")):
+        return one
+    if _has(f"value.{field}"):
+        return _w(lang, f"value.{field}", v=fmt(value))
+    if _named(field) and field not in ("model", "gpu", "precision"):
+        return f"{_setup_name(field, lang)} {value}"
     return str(value)
 
 
@@ -455,11 +334,10 @@ def _read_line(answer: Answer, out: _Out, run_options: bool) -> str:
         quoted = " ".join(span.replace("`", "'").split())
         quoted = quoted if len(quoted) <= _SPAN_CHARS else quoted[:_SPAN_CHARS - 1] + "…"
         keys += ["turn"] * len(numbers_in_text(f"`{quoted}`"))
-        source = {"config": _t(lang, "（配置）", " (config)"), "log": _t(lang, "（日志）", " (log)"),
-                  "history": _t(lang, "（之前的消息）", " (earlier message)"),
-                  "carried": _t(lang, "（沿用之前的配置）", " (kept from the earlier setup)")}.get(group[0].source, "")
-        parts.append(_t(lang, "、", ", ").join(labels) + _t(lang, f" 来自 `{quoted}`", f" from `{quoted}`") + source)
-    text = (_t(lang, "读到：", "Read: ") + _t(lang, "；", "; ").join(parts)) if parts else ""
+        kind = group[0].source
+        source = _w(lang, f"read.source.{kind}") if kind in ("config", "log", "history", "carried") else ""
+        parts.append(_w(lang, "read.list_sep").join(labels) + _w(lang, "read.span", quoted=quoted) + source)
+    text = (_w(lang, "read.prefix") + _w(lang, "read.sep").join(parts)) if parts else ""
     if run_options:
         defaults = [i for i in items if i.source == "assumed" and i.field in _RUN_OPTIONS
                     and not (i.field == "lora_rank" and answer.setup.get("finetune") not in ("lora", "qlora"))]
@@ -467,9 +345,8 @@ def _read_line(answer: Answer, out: _Out, run_options: bool) -> str:
         for i, label in zip(defaults, labels, strict=True):
             keys += [f"setup.{i.field}"] * len(numbers_in_text(label))
         if labels:
-            text += (_t(lang, "。", ". ") if text else "") + _t(
-                lang, "运行选项按 PyTorch 默认假设：", "Run options assumed at PyTorch's defaults: ") + \
-                _t(lang, "、", ", ").join(labels)
+            text += (_w(lang, "read.defaults_sep") if text else "") + _w(lang, "read.defaults") + \
+                _w(lang, "read.list_sep").join(labels)
     return out.bind(text, keys) if text else ""
 
 
@@ -485,11 +362,9 @@ def _table(answer: Answer, out: _Out) -> str:
     lang = answer.language
     rows: list[TableRow] = answer.sections.table
     tps = any(r.tokens_per_s_per_gpu for r in rows)
-    head = _t(lang, "| 策略 | 每卡显存 (GiB) | 可用 (GiB) | 放得下 | 最大 micro-batch | 通信时间 vs DDP | 估计每步 (秒) |",
-              "| strategy | per-GPU GiB | usable GiB | fits | max micro-batch | comm time vs DDP | est. step (s) |")
-    head += _t(lang, " 每卡 tokens/s |", " tokens/s per GPU |") if tps else ""
+    head = _w(lang, "table_head") + (_w(lang, "table_head_tps") if tps else "")
     lines = [head, "|---|---:|---:|:---:|---:|---:|---:|" + ("---:|" if tps else "")]
-    yes, no = _t(lang, "是", "yes"), _t(lang, "否", "no")
+    yes, no = _w(lang, "yes"), _w(lang, "no")
     for r in rows:
         k = r.keys
         label = out.bind(r.label)  # a label may print a figure (the micro-batch a pick runs at)
@@ -501,6 +376,16 @@ def _table(answer: Answer, out: _Out) -> str:
             cells.append(_cell(out, r.tokens_per_s_per_gpu, k.get("tokens_per_s_per_gpu")))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _fitting(items: list[str], room: int) -> list[str]:
+    """The first ``items`` whose lengths fit in ``room`` characters, in order."""
+    used = 0
+    for i, x in enumerate(items):
+        used += len(x)
+        if used > room:
+            return items[:i]
+    return items
 
 
 def _items(out: _Out, items: list[str]) -> str:
@@ -515,63 +400,74 @@ def render_markdown(answer: Answer) -> Answer:
     table = bool(sec.table and answer.setup)
     lead = [x for x in (sec.direct_answer, sec.headline) if x]
     budget = SHORT_PROSE_CHARS["zh" if lang == "zh" else "en"] - sum(len(x) for x in lead)
+    room = budget  # what is left of the prose budget for the sections after the lead
     for notice in sec.notices:  # a notice is in the short form while the prose stays short
         budget -= len(notice)
         out.block("> " + out.bind(notice), "short" if budget >= 0 else "folded")
+        room -= len(notice) if budget >= 0 else 0
     if sec.direct_answer:
         out.block(out.bind(sec.direct_answer), "short")
     if sec.headline:
         line = out.bind(sec.headline)
         out.block(f"**{line}**" if table else line, "short")
-    if table:
-        out.block(_setup_line(answer, out), "short")
-    out.block(_read_line(answer, out, run_options=table))
+    if sec.direct_more and not table:
+        out.block(_w(lang, "more") + "\n" + _items(out, sec.direct_more))
+    if not table:
+        out.block(_read_line(answer, out, run_options=table))
     if answer.status == "invalid":
-        out.block(_t(lang, "**这个配置有问题，先修正再计算：**", "**This setup has problems; fix them and I will compute:**")
-                  if not sec.headline else "", "short")
+        out.block(_w(lang, "invalid") if not sec.headline else "", "short")
         out.block(_items(out, sec.reasons), "short")
     elif sec.table:
         calc = next((c.n for c in answer.citations if c.kind == "calc"), None)
-        out.block(_t(lang, "**每卡显存与速度（估算）**", "**Per-GPU memory and speed (estimated)**") +
+        out.block(_w(lang, "table_title") +
                   (f" [{calc}]" if calc else "") + "\n\n" + _table(answer, out), "short")
+        if table:  # the table's inputs under it: the setup as computed, then (folded) as read
+            out.block(_setup_line(answer, out), "short")
+            out.block(_read_line(answer, out, run_options=True))
+            if sec.direct_more:
+                out.block(_w(lang, "more") + "\n" + _items(out, sec.direct_more))
         if sec.reasons:
-            out.block(_t(lang, "**为什么**", "**Why**") + "\n" + _items(out, sec.reasons))
+            out.block(_w(lang, "why") + "\n" + _items(out, sec.reasons))
         if sec.what_ifs:
-            out.block(_t(lang, "**什么会改变结论**", "**What would change it**") + "\n" + _items(out, sec.what_ifs))
+            out.block(_w(lang, "what_if") + "\n" + _items(out, sec.what_ifs))
     elif sec.reasons:  # no table: the reasons are the answer; the first ones stay in the short form
-        out.block(_items(out, sec.reasons[:2]), "short")
-        if sec.reasons[2:]:
-            out.block(_items(out, sec.reasons[2:]))
+        # while the prose fits (the lead already answers: none has to)
+        shown = _fitting(sec.reasons[:2], room)
+        room -= sum(len(x) for x in shown)
+        if shown:
+            out.block(_items(out, shown), "short")
+        if sec.reasons[len(shown):]:
+            out.block(_items(out, sec.reasons[len(shown):]))
     if sec.passages:
         # a forum post is never labelled as a doc: the heading names the kinds the passages cite
         cited = {c.kind for c in answer.citations if any(f"[{c.n}]" in p for p in sec.passages)}
-        heading = (_t(lang, "**文档和论坛里怎么说**", "**From the docs and the forum**") if "forum" in cited
-                   else _t(lang, "**文档里怎么说**", "**From the docs**"))
+        heading = _w(lang, "docs_forum" if "forum" in cited else "docs")
         # the passages are the short answer only when nothing else answers (a concept from the docs);
         # a troubleshooting answer leads with its causes and folds them
         passages_lead = not table and not sec.reasons and not sec.direct_answer and answer.intent != "troubleshoot"
-        out.block(heading + "\n" + _items(out, sec.passages), "short" if passages_lead else "folded")
+        shown = _fitting(sec.passages, room) if passages_lead else []  # those that fit the prose budget
+        if shown:
+            out.block(heading + "\n" + _items(out, shown), "short")
+        if sec.passages[len(shown):]:
+            out.block(heading + "\n" + _items(out, sec.passages[len(shown):]))
     if sec.forum:
         lines = []
         for item in sec.forum:
-            quote = _t(lang, f"- {item.forum_id} 说「{item.quote}」[{item.citation}] — ",
-                       f"- {item.forum_id} says \"{item.quote}\" [{item.citation}] — ")
+            quote = _w(lang, "forum_quote", id=item.forum_id, quote=item.quote, n=item.citation)
             out.bind(quote, ["cite." + str(item.citation)] * len(numbers_in_text(quote)))
             lines.append(quote + out.bind(item.text))
-        heading = _t(lang, "**论坛里怎么说**", "**What the forum said** (quotes in the thread's original Chinese)")
+        heading = _w(lang, "forum")
         out.block(heading + "\n" + "\n".join(lines))
     if sec.howto:
         from bot.howto import markdown
 
-        out.block(_t(lang, "**怎么跑**", "**How to run it**") + "\n\n" + markdown(sec.howto))
+        out.block(_w(lang, "howto") + "\n\n" + markdown(sec.howto))
     if sec.questions:
-        out.block(_t(lang, "**还需要知道**", "**To be precise I need**") + "\n" + _items(out, sec.questions), "short")
+        out.block(_w(lang, "questions") + "\n" + _items(out, sec.questions), "short")
     answer.full_text, answer.full_figures = out.form({"short", "folded"})
     answer.text, answer.figures = out.form({"short"})
     if answer.full_text != answer.text:  # say what is folded, so nobody takes the short form for all
-        answer.text += "\n\n" + _t(lang, "*（原因、什么会改变结论、读到的配置、资料来源和运行方法见完整回答。）*",
-                                     "*(Why, what would change it, the setup as read, sources and how to run it: "
-                                     "see the full answer.)*")
+        answer.text += "\n\n" + _w(lang, "folded")
     return answer
 
 

@@ -98,6 +98,8 @@ class Sections(BaseModel):
 
     headline: str = ""  # first line: answers the question asked, then the recommendation
     direct_answer: str | None = None  # yes/no, which of two options, why slow, how many GPUs
+    # the direct answer's further sentences past the short form's budget (shown folded, in order)
+    direct_more: list[str] = Field(default_factory=list)
     setup_read: list[SetupItem] = Field(default_factory=list)
     table: list[TableRow] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)

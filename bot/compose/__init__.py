@@ -32,7 +32,7 @@ from bot.answer import (
 )
 from bot.answer.catalog import render
 from bot.compose.forum import forum_verdicts, passages
-from bot.compose.reasons import reason_text
+from bot.compose.reasons import fix_changes, reason_text
 from bot.compose.say import (
     VARIANT_WORDS,
     Citations,
@@ -44,6 +44,7 @@ from bot.decide import (
     TOLERANCE,
     Decision,
     checkpointing_on,
+    combined_fix,
     deepspeed_user,
     passages_shown,
 )
@@ -54,6 +55,7 @@ from bot.evidence import (
     Evidence,
 )
 from bot.render import (
+    SHORT_PROSE_CHARS,
     fmt,
     multi_model_text,
     notice_text,
@@ -263,6 +265,22 @@ def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Ci
     sec.headline = say.word("headline.depends")
 
 
+def _budget(lang: str) -> int:
+    return SHORT_PROSE_CHARS["zh" if lang == "zh" else "en"]
+
+
+def _within_budget(sentences: list[str], budget: int, keep_first: bool = True) -> tuple[list[str], list[str]]:
+    """(shown, folded): the sentences that fit the short form's prose budget, in order, and the
+    rest (once one is folded, every later one is: the order is the order asked). The first is
+    always shown when ``keep_first``: it answers the question."""
+    used = 0
+    for i, x in enumerate(sentences):
+        if used + len(x) > budget and not (keep_first and i == 0):
+            return sentences[:i], sentences[i:]
+        used += len(x)
+    return sentences, []
+
+
 def _joined(sentences: list[str], say: Say) -> str | None:
     """Sentences shown as one paragraph, its figures still bound: the paragraph's keys are its
     sentences' keys in order (the renderer binds a paragraph as a whole)."""
@@ -277,19 +295,25 @@ def _joined(sentences: list[str], say: Say) -> str | None:
 def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     lang = ev.language
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
-    sec.direct_answer = _joined(direct, say)
     conf = say.word(f"words.confidence.{d.confidence}")
+    fix = combined_fix(ev, d)
     if d.strategy == "none" and d.plan is not None:
         degrees = d.plan.plan.degrees
         sec.headline = say.msg("headline.plan", conf=conf, tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
                                pp=degrees.get("pp", 1) > 1,
                                ckpt=say.word(f"words.ac.{d.plan.policy}") if d.plan.policy != "none" else "")
+    elif d.strategy == "none" and fix is not None:  # "nothing fits" only when no combination does
+        sec.headline = say.msg("headline.fits_with_changes", conf=conf, changes=fix_changes(fix, say))
     elif d.strategy == "none":
         sec.headline = say.word("headline.nothing_fits", conf=conf)
     else:  # the renderer prints the direct answer first, then this
         name = config_name(d.chosen, lang) if d.chosen is not None else label(d.strategy, lang)
         alts = say.word("words.list_sep").join(label(a, lang) for a in d.alternatives)
         sec.headline = say.word("headline.recommendation", name=name, conf=conf, alts=alts)
+    # the short form's prose is the direct answer and the headline: the direct sentences past the
+    # budget are folded (the first always stays, with its figures)
+    shown, sec.direct_more = _within_budget(direct, _budget(lang) - len(sec.headline))
+    sec.direct_answer = _joined(shown, say)
     sec.table = [_row(c, d, lang) for c in d.rows]
     sec.reasons = [x for x in (reason_text(ev, d, r, say) for r in d.reasons) if x]
     for fig in ev.stored:

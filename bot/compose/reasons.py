@@ -14,6 +14,7 @@ from bot.decide import (
     Decision,
     Reason,
     checkpointing_on,
+    combined_fix,
     fits_with_margin,
 )
 from bot.evidence import (
@@ -42,8 +43,8 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL,
-              Code.SIZE_LIMITS, Code.DIAGNOSE_NEEDS}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PLAYBOOK_OTHERS, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL,
+              Code.SIZE_LIMITS, Code.DIAGNOSE_NEEDS, Code.COMBINED_FIX, Code.NO_COMBINATION_FITS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -277,7 +278,36 @@ def _asked(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> 
 @words_for(Code.FEASIBLE)
 def _feasible(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     fit: Config | None = r.values["chosen"]
-    return say.msg("direct.feasible_no") if fit is None else say.msg("direct.feasible", fit=fit)
+    if fit is not None:
+        return say.msg("direct.feasible", fit=fit)
+    fix = combined_fix(ev, d)
+    if fix is None:
+        return say.msg("direct.feasible_no")
+    return say.msg("direct.feasible_with_changes", changes=fix_changes(fix, say), name=label(fix.strategy, say.lang),
+                   key=f"fix.memory.{fix.strategy}.total_gib")
+
+
+def fix_changes(fix: Any, say: Say) -> str:
+    """A combination's changes as a phrase ("activation checkpointing + 16 GPUs"), its figures
+    still in slots for the sentence around it."""
+    return say.word("words.change_join").join(say.raw(f"words.change.{c}") for c in fix.changes)
+
+
+@words_for(Code.COMBINED_FIX)
+def _combined_fix(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    """The combined what-if search's cheapest fit (bot.fix_search), with its figures; offload with
+    the host RAM unstated asks for it."""
+    fix = r.values["fix"]
+    ram = f"fix.memory.{fix.strategy}.host_ram_gib"
+    return say.msg("what_if.combined_fix", changes=fix_changes(fix, say), name=label(fix.strategy, say.lang),
+                   key=f"fix.memory.{fix.strategy}.total_gib", usable=f"fix.memory.{fix.strategy}.usable_gib",
+                   ram=ram if ram in say.numbers else "", ask_ram=fix.host_ram_unknown)
+
+
+@words_for(Code.NO_COMBINATION_FITS)
+def _no_combination_fits(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
+    tried = say.word("words.list_sep").join(say.word(f"words.change_name.{c}") for c in r.values["tried"])
+    return say.msg("reason.no_combination_fits", tried=tried)
 
 
 @words_for(Code.LOG_ZERO2_STEP)
@@ -364,15 +394,15 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
 
 
 
-@words_for(Code.PLAYBOOK)
+@words_for(Code.PLAYBOOK, Code.PLAYBOOK_OTHERS)
 def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
-    """The causes a troubleshooting question's symptoms match, ranked: the first with how to check
-    and fix it, the others by name; each cited to its playbook entry (its first source as the URL).
-    The first sentence names the cause and carries its citation: in this setup's figures where
-    the decision has a ``lead`` (the cards too small for the model states, the link between the
-    nodes), else the entry's own words after the marker ("Most likely [n]: <cause> <check> <fix>",
-    the quote verbatim). The figures in an entry's words are the entry's own, bound to its
-    citation."""
+    """The causes a troubleshooting question's symptoms match, ranked: PLAYBOOK names the first with
+    how to check and fix it, PLAYBOOK_OTHERS names the others (a short form may fold them); each
+    cited to its playbook entry (its first source as the URL). The first sentence names the cause
+    and carries its citation: in this setup's figures where the decision has a ``lead`` (the cards
+    too small for the model states, the link between the nodes), else the entry's own words after
+    the marker ("Most likely [n]: <cause> <check> <fix>", the quote verbatim). The figures in an
+    entry's words are the entry's own, bound to its citation."""
     lang = say.lang
 
     def cite(m: Any) -> int:
@@ -380,6 +410,18 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
     first, *others = r.values["matches"]
     n = cite(first)
+    if r.code == Code.PLAYBOOK_OTHERS:
+        if not others:
+            return ""
+        named, keys = [], []
+        for m in others:
+            k = cite(m)
+            named.append(f"{m.text('title', lang)} [{k}]")
+            keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
+        line = say.word("direct.playbook_others", also=say.word("words.list_sep").join(named))
+        if keys:
+            say.figure_keys[line] = keys
+        return line
     lead = r.values.get("lead")
     if lead == "card_too_small":
         head = say.msg("direct.cause.card_too_small", cfg=r.values["config"], n=n,
@@ -392,12 +434,7 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
     else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
         head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
     keys = say.figure_keys.get(head, []) + [f"cite.{n}"] * figure_count(rest)
-    named = []
-    for m in others:
-        k = cite(m)
-        named.append(f"{m.text('title', lang)} [{k}]")
-        keys += [f"cite.{k}"] * figure_count(m.text("title", lang))
-    line = say.word("direct.playbook", head=head, rest=rest, also=say.word("words.list_sep").join(named))
+    line = say.word("direct.playbook", head=head, rest=rest)
     if keys:
         say.figure_keys[line] = keys
     return line

@@ -135,12 +135,14 @@ def decide(ev: Evidence) -> Decision:
                         direct=_direct_without_setup(ev))
     d = _ladder(ev)
     d.intent = intent
-    if d.strategy == "none" and ev.parallel is not None:
+    if d.strategy == "none" and ev.parallel is not None and not _fix_cheaper_than_plan(ev, d):
         d.plan = ev.parallel  # FSDP alone does not fit; TP/CP/PP over it does
         # the plan's memory model is checked against torchtitan's published rows only (docs/calc.md)
         d.confidence = "medium"
     d.direct = _direct(ev, d)
     d.questions = _to_ask(parsed)
+    if _offload_ram_unknown(ev, d) and "cpu_ram_gb" not in d.questions:
+        d.questions.append("cpu_ram_gb")  # offload is the way it fits: the host RAM decides it
     for x in d.reasons:  # an OOM the estimate does not explain: ask what sizes the activations
         if x.code == Code.OOM_UNEXPLAINED:
             d.questions += [f for f in x.values["assumed"] if f not in d.questions]
@@ -148,6 +150,41 @@ def decide(ev: Evidence) -> Decision:
     if r.nodes > 1 and parsed.setup.inter_node_link is None and parsed.setup.inter_node_gbps is None:
         d.questions.append("inter_node_link")
     return d
+
+
+# A plan past FSDP (TP/CP/PP on the same GPUs) keeps full fine-tuning and the hardware but needs a
+# model-parallel stack (torchtitan): it is preferred to any combination that changes what is
+# trained (LoRA, QLoRA), offloads or buys GPUs, not to the cheap knobs up to 8-bit AdamW
+# (bot.fix_search.CHANGE_RANK).
+PLAN_AFTER_CHANGE = "optimizer_8bit"
+
+
+def _fix_cheaper_than_plan(ev: Evidence, d: Decision) -> bool:
+    from bot.fix_search import CHANGE_RANK
+
+    fix = combined_fix(ev, d)
+    return fix is not None and max(CHANGE_RANK[c] for c in fix.changes) <= CHANGE_RANK[PLAN_AFTER_CHANGE]
+
+
+def combined_fix(ev: Evidence, d: Decision) -> Any:
+    """The cheapest combination of changes that fits (bot.fix_search.Fix), worth saying when
+    nothing GPU-resident fits as asked; None when there is none or the pick already is it (CPU
+    offload chosen, and the cheapest fit is offload again)."""
+    fix = ev.fixes.fix if ev.fixes is not None else None
+    if fix is None or d.strategy not in ("none", "fsdp_full_shard_offload"):
+        return None
+    if d.strategy == "fsdp_full_shard_offload" and "offload" in fix.changes:
+        return None
+    return fix
+
+
+def _offload_ram_unknown(ev: Evidence, d: Decision) -> bool:
+    """CPU offload is how it fits (the pick, or the cheapest combination) and the host RAM, which
+    decides whether offload works, was not stated."""
+    if ev.resolved is None or ev.resolved.setup.cpu_ram_gb is not None:
+        return False
+    fix = combined_fix(ev, d)
+    return d.strategy == "fsdp_full_shard_offload" or bool(fix is not None and fix.host_ram_unknown)
 
 
 def _to_ask(parsed: Any) -> list[str]:
@@ -262,8 +299,10 @@ def _ladder(ev: Evidence) -> Decision:
         if not with_margin and not accumulate:
             reasons.append(Reason(Code.TIGHT, {"config": chosen}))
         ddp_choices = [c for c in candidates if c.strategy == chosen.strategy]
+        # fastest first; a tie goes to the simpler strategy (a set's order changes between runs)
         others = sorted({c.strategy for c in candidates if c.strategy != chosen.strategy},
-                        key=lambda s: -max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s))
+                        key=lambda s: (-max(c.tokens_per_s_per_gpu for c in candidates if c.strategy == s),
+                                       _STRATEGY_RANK.get(s, 30)))
         d.alternatives = [] if all_suspect else others[:2]  # the others hold more: no fallback
         share = chosen.total_gib / chosen.usable_gib if chosen.usable_gib else 1.0
         d.confidence = ("high" if with_margin and share <= COMFORT and ddp_choices
@@ -288,6 +327,8 @@ def _ladder(ev: Evidence) -> Decision:
             reasons += _memory_reasons(ev, None, base_ddp)
             biggest = ev.config("fsdp_full_shard", CKPT) or ev.config("fsdp_full_shard")
             reasons.append(Reason(Code.NOTHING_FITS, {"config": biggest if r.gpu_count > 1 else base_ddp}))
+            if ev.fixes is not None and ev.fixes.fix is None:  # not even the changes tried together
+                reasons.append(Reason(Code.NO_COMBINATION_FITS, {"tried": ev.fixes.tried}))
             off = [c for c in ev.configs if c.strategy == "fsdp_full_shard_offload" and c.variant in (BASE, CKPT)]
             short = [c for c in off if not c.fits and c.host_ram_short]
             if short:  # the GPU side fits: the calculator's host-RAM rule is what says no
@@ -383,6 +424,9 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     said = bool(ev.parsed.asked_axes)  # "should we add TP?" with a plan past FSDP: the direct answer states it
     out: list[Reason] = ([Reason(Code.PARALLEL_PLAN, {"suggestion": ev.parallel})]
                          if ev.parallel is not None and not said else [])
+    fix = combined_fix(ev, d)
+    if fix is not None:  # nothing fits as asked: the cheapest combination that does, first
+        out.append(Reason(Code.COMBINED_FIX, {"fix": fix}))
     chosen = d.chosen
     # A strategy the user ran out of memory with, checkpointing unknown, is not recommended with
     # or without it (observed_oom): no what-if offers it back.

@@ -67,7 +67,9 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
             values.update(lead="card_too_small", config=frugal)
     elif first == NETWORK and r is not None and r.nodes > 1 and d is not None and d.chosen is not None:
         values.update(lead="network", config=d.chosen, link_assumed=_link_assumed(ev))
-    return [Reason(Code.PLAYBOOK, values)]
+    # the first cause (with how to check and fix it) first; the rival causes after, their own
+    # sentence, so a short form may fold them
+    return [Reason(Code.PLAYBOOK, values), Reason(Code.PLAYBOOK_OTHERS, {"matches": values["matches"]})]
 
 
 def needs_to_diagnose(ev: Evidence) -> Reason:

@@ -23,6 +23,7 @@ class Code(StrEnum):
     CAPACITY = "capacity"
     CAPACITY_ANSWER = "capacity_answer"
     COMM_COST = "comm_cost"
+    COMBINED_FIX = "combined_fix"
     DDP_TOO_BIG = "ddp_too_big"
     DIAGNOSE_NEEDS = "diagnose_needs"
     CHECKPOINTING_FASTER = "checkpointing_faster"
@@ -39,6 +40,7 @@ class Code(StrEnum):
     HOST_RAM_SHORT = "host_ram_short"
     HSDP_IF_SLOW = "hsdp_if_slow"
     PLAYBOOK = "playbook"
+    PLAYBOOK_OTHERS = "playbook_others"
     PARALLEL_PLAN = "parallel_plan"
     KNOB_FLIPS = "knob_flips"
     LINK_ASSUMED = "link_assumed"
@@ -49,6 +51,7 @@ class Code(StrEnum):
     NEED_CHECKPOINTING = "need_checkpointing"
     NEEDS_CHECKPOINTING = "needs_checkpointing"
     NOTHING_FITS = "nothing_fits"
+    NO_COMBINATION_FITS = "no_combination_fits"
     OBSERVED_OOM = "observed_oom"
     ONLY_OFFLOAD = "only_offload"
     OOM_DOMINATED = "oom_dominated"
@@ -79,6 +82,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.CAPACITY_ANSWER: frozenset({'capacity'}),
     Code.CHECKPOINTING_FASTER: frozenset({'base', 'config'}),
     Code.COMM_COST: frozenset({'config'}),
+    Code.COMBINED_FIX: frozenset({'fix'}),
     Code.COMM_HEAVY: frozenset({'config'}),
     Code.COMM_LEAST: frozenset({'config'}),
     Code.COMPARE: frozenset({'b_base', 'b', 'a_base', 'a', 'pair', 'winner'}),
@@ -91,6 +95,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
     Code.FROM_PASSAGES: frozenset({'passages'}),
     Code.PLAYBOOK: frozenset({'matches', 'lead', 'config', 'link_assumed'}),
+    Code.PLAYBOOK_OTHERS: frozenset({'matches'}),
     Code.DIAGNOSE_NEEDS: frozenset({'kind'}),
     Code.PARALLEL_PLAN: frozenset({'suggestion'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),
@@ -104,6 +109,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.NEED_CHECKPOINTING: frozenset({'with', 'without', 'needed'}),
     Code.NEEDS_CHECKPOINTING: frozenset({'base', 'config'}),
     Code.NOTHING_FITS: frozenset({'config'}),
+    Code.NO_COMBINATION_FITS: frozenset({'tried'}),
     Code.OBSERVED_OOM: frozenset({'strategy', 'any_checkpointing', 'config', 'stage'}),
     Code.ONLY_OFFLOAD: frozenset({'config'}),
     Code.OOM_DOMINATED: frozenset({'others', 'strategy', 'stage'}),

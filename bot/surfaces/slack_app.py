@@ -4,9 +4,10 @@ What it owns:
 - ``build_slack_app``: a slack_bolt ``App`` answering ``app_mention`` events, direct messages and
   the ``/shardwise <question>`` slash command. Replies go in a thread; a follow-up inside a
   thread sends the thread's earlier messages (``conversations.replies``) to ``ask`` as history.
-- ``answer_message``: an ``Answer`` rendered as Block Kit from its structured ``sections``
-  (headline, setup as read, table, reasons, forum verdicts, what-ifs, how-to, questions; the older
-  text-based layout when an answer has none) with a plain-text fallback.
+- ``answer_message`` / ``full_answer_message`` (``bot.surfaces.slack_blocks``, re-exported): an ``Answer``
+  as Block Kit from its structured ``sections``, the short form as the reply and the folded
+  sections as the next reply in the thread (the older text-based layout when an answer has none),
+  each with a plain-text fallback.
 - Slack's delivery rules: acknowledge within 3 s and answer on a worker thread (bolt's
   ``process_before_response=False``); a retried or duplicated event is answered once (its
   ``event_id`` and the message's channel+ts in ``SeenKeys``: SQLite under the data dir for
@@ -25,9 +26,7 @@ What it owns:
 - ``shardwise slack``: Socket Mode when ``SLACK_APP_TOKEN`` is set, else HTTP on ``--host/--port``
   through a small bounded WSGI server (bolt's own dev server would bind every interface).
 
-Slack's limits used below: https://docs.slack.dev/reference/block-kit/blocks (3000 chars per
-section text, 10 context elements, 50 blocks) and https://docs.slack.dev/reference/methods/chat.postMessage
-(text is truncated past 40,000 chars; 4,000 recommended).
+Slack's block and text limits are applied in ``bot.surfaces.slack_blocks``.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ import logging
 import os
 import re
 import secrets as secrets_module
-import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -48,10 +46,22 @@ from typing import Any
 import click
 
 from bot.answer import Answer
-from bot.env import SecretRedactor, configure_runtime, install_redaction, redact
-from bot.render import question_text
-from bot.strategies import TRAINING_STRATEGIES, label
-from bot.surfaces.slack_transport import (
+from bot.env import REDACTED, SecretRedactor, configure_runtime, install_redaction, redact  # noqa: F401
+from bot.surfaces.slack_blocks import (  # noqa: F401  (re-exported: tests import them from here)
+    _LABELS,
+    SECTION_LIMIT,
+    TEXT_LIMIT,
+    answer_blocks,
+    answer_message,
+    full_answer_message,
+    has_full_answer,
+    md_to_mrkdwn,
+    memory_table,
+    sections_blocks,
+    sections_table,
+    text_section,
+)
+from bot.surfaces.slack_transport import (  # noqa: F401  (re-exported: tests and evals import them from here)
     CONNECTION_SECONDS,
     MAX_CLIENTS,
     REQUEST_TIMEOUT,
@@ -75,308 +85,12 @@ AskFn = Callable[..., Answer]  # ask(question, history=None) -> Answer
 EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1 << 20  # Slack payloads are a few KB; refuse anything huge before reading it
 MAX_QUESTION_CHARS = 8000
-SECTION_LIMIT = 3000
-TEXT_LIMIT = 4000
 
 # ---------------------------------------------------------------------------------------------
 # Secrets never leave the process: bot.env's one redactor (log records and outgoing text).
 def install_log_redaction(secrets: Iterable[str] = ()) -> SecretRedactor:
     """The process's ``SecretRedactor`` on every logger and handler (see ``bot.env``)."""
     return install_redaction(secrets)
-
-
-# ---------------------------------------------------------------------------------------------
-# Rendering: Answer -> Block Kit. Numbers come only from answer.numbers, as everywhere else.
-# language -> label key -> text ("conf_values": confidence -> text)
-_LABELS: dict[str, dict[str, Any]] = {
-    "en": {"rec": "Recommendation", "conf": "confidence", "alt": "Alternatives",
-           "mem": "Per-GPU memory (GiB)", "strategy": "strategy", "total": "GiB/GPU", "fits": "fits",
-           "batch": "max mb", "step": "step s", "yes": "yes", "no": "no",
-           "forum": "What the forum said", "change": "What would change it", "sources": "Sources", "questions": "To be more precise, tell me",
-           "asked": "asked", "conf_values": {"high": "high", "medium": "medium", "low": "low"}},
-    "zh": {"rec": "建议", "conf": "置信度", "alt": "备选",
-           "mem": "每卡显存 (GiB)", "strategy": "策略", "total": "GiB/卡", "fits": "放得下",
-           "batch": "最大mb", "step": "步时 s", "yes": "是", "no": "否",
-           "forum": "论坛里怎么说", "change": "什么会改变结论", "sources": "来源", "questions": "补充这些信息可以更准确",
-           "asked": "提问", "conf_values": {"high": "高", "medium": "中", "low": "低"}},
-}
-
-
-def _escape(text: str) -> str:
-    # Slack mrkdwn control characters: https://docs.slack.dev/messaging/formatting-message-text
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-_MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
-_MD_BOLD = re.compile(r"\*\*(.+?)\*\*")
-_MD_HEADING = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
-_MD_BULLET = re.compile(r"^[-*] ", re.MULTILINE)
-
-
-def md_to_mrkdwn(markdown: str) -> str:
-    """Answer.text (CommonMark) as Slack mrkdwn: escape, then bullets, links, bold and headings."""
-    text = _MD_BULLET.sub("• ", _escape(markdown))
-    text = _MD_LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", text)
-    text = _MD_BOLD.sub(r"*\1*", text)
-    return _MD_HEADING.sub(r"*\1*", text)
-
-
-def _section(text: str) -> dict:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, SECTION_LIMIT)}}
-
-
-def _width(text: str) -> int:
-    # CJK characters take two columns in a monospace font; ljust/rjust count them as one.
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _ljust(text: str, width: int) -> str:
-    return text + " " * max(0, width - _width(text))
-
-
-def _rjust(text: str, width: int) -> str:
-    return " " * max(0, width - _width(text)) + text
-
-
-# Headings and the setup line written by bot/render.py (render_markdown), in both languages.
-_FORUM_HEADINGS = ("What the forum said", "论坛里怎么说")
-_CHANGE_HEADINGS = ("What would change it", "什么会改变结论")
-_HEADING_LINE = re.compile(r"^\*\*(.+?)\*\*\s*$", re.MULTILINE)
-_SETUP_LINE = re.compile(r"^(?:Setup: |配置：).+$", re.MULTILINE)
-
-
-def text_section(markdown: str, headings: tuple[str, ...]) -> str | None:
-    """The body under a ``**Heading**`` line of the answer text, up to the next heading."""
-    found = [m for m in _HEADING_LINE.finditer(markdown)]
-    for i, match in enumerate(found):
-        if match.group(1).strip() in headings:
-            end = found[i + 1].start() if i + 1 < len(found) else len(markdown)
-            return markdown[match.end():end].strip() or None
-    return None
-
-
-def memory_table(answer: Answer) -> str | None:
-    """A fixed-width per-GPU memory table from ``memory.<strategy>.*`` numbers, or None."""
-    words = _LABELS[answer.language]
-    nums = answer.numbers
-    rows = [s for s in TRAINING_STRATEGIES if f"memory.{s}.total_gib" in nums]
-    if not rows:
-        return None
-    has_batch = any(f"memory.{s}.max_micro_batch" in nums for s in rows)
-    has_step = any(f"time.{s}.step_seconds" in nums for s in rows)
-    names = {s: label(s, answer.language) for s in rows}
-    width = max(_width(words["strategy"]), *(_width(n) for n in names.values()))
-    columns = [(words["total"], 8), (words["fits"], 6)]
-    if has_batch:
-        columns.append((words["batch"], 7))
-    if has_step:
-        columns.append((words["step"], 7))
-    lines = ["  ".join([_ljust(words["strategy"], width)] + [_rjust(name, w) for name, w in columns])]
-    for s in rows:
-        fits = nums.get(f"memory.{s}.fits")
-        cells = [f"{float(nums[f'memory.{s}.total_gib']):.1f}",
-                 words["yes"] if fits else words["no"] if fits is not None else "?"]
-        if has_batch:
-            mb = nums.get(f"memory.{s}.max_micro_batch")
-            cells.append(str(int(mb)) if mb is not None else "-")
-        if has_step:
-            step = nums.get(f"time.{s}.step_seconds")
-            cells.append(f"{float(step):.2f}" if step is not None else "-")
-        lines.append("  ".join([_ljust(names[s], width)] + [_rjust(c, w) for c, (_, w) in zip(cells, columns, strict=True)]))
-    return "\n".join(lines)
-
-
-def _citation_link(citation) -> str:
-    title = _escape(_clip(citation.title, 80))
-    if citation.url and re.match(r"https?://", citation.url):
-        return f"[{citation.n}] <{citation.url}|{title}>"
-    # forum answers live in the seed thread (a "seed:" address, not a web page): name them
-    return f"[{citation.n}] {title}" + (f" ({_escape(citation.id)})" if citation.kind == "bench" else "")
-
-
-_SOURCE_WORDS = {"stated": ("stated", "已说明"), "config": ("from config", "来自配置"), "log": ("from log", "来自日志"),
-                 "history": ("earlier", "前文"), "assumed": ("assumed", "默认假设")}
-_VERDICT_WORDS = {"supported": ("holds", "成立"), "holds_only_when": ("holds only when", "仅在条件下成立"),
-                  "misleading": ("misleading", "有误导"), "contradicted": ("contradicted", "不成立"),
-                  "unverifiable": ("unverifiable", "无法验证")}
-
-
-def _cell(value, digits: int = 1) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return f"{float(value):.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def sections_table(answer: Answer) -> str | None:
-    """A fixed-width table from ``answer.sections.table`` (the rows the decision weighed)."""
-    rows = answer.sections.table
-    if not rows:
-        return None
-    words = _LABELS[answer.language]
-    names = [r.label + (" ←" if r.chosen else "") for r in rows]
-    width = max(_width(words["strategy"]), *(_width(n) for n in names))
-    columns = [(words["total"], 8), (words["fits"], 6)]
-    has_batch = any(r.max_micro_batch is not None for r in rows)
-    has_step = any(r.step_seconds is not None for r in rows)
-    if has_batch:
-        columns.append((words["batch"], 7))
-    if has_step:
-        columns.append((words["step"], 7))
-    lines = ["  ".join([_ljust(words["strategy"], width)] + [_rjust(name, w) for name, w in columns])]
-    for name, r in zip(names, rows, strict=True):
-        fits = "?" if r.fits is None else (words["yes"] if r.fits else words["no"])
-        cells = [_cell(r.total_gib), fits]
-        if has_batch:
-            cells.append(_cell(r.max_micro_batch))
-        if has_step:
-            cells.append(_cell(r.step_seconds, 2))
-        lines.append("  ".join([_ljust(name, width)] + [_rjust(c, w) for c, (_, w) in zip(cells, columns, strict=True)]))
-    return "\n".join(lines)
-
-
-def sections_blocks(answer: Answer) -> list[dict]:
-    """Blocks from the answer's structured ``sections`` (bot/answer.py): nothing is scraped from
-    the markdown and nothing recomputed; every string is the answer's own, in its language."""
-    sec = answer.sections
-    words = _LABELS[answer.language]
-    zh = answer.language == "zh"
-    blocks: list[dict] = []
-    head = f"*{md_to_mrkdwn(sec.headline)}*"
-    if sec.direct_answer:
-        head += "\n" + md_to_mrkdwn(sec.direct_answer)
-    blocks.append(_section(head))
-    if sec.setup_read:
-        items = [f"{_escape(i.field)}={_escape(str(i.value))}"
-                 + (f" ({_SOURCE_WORDS[i.source][1 if zh else 0]})" if i.source == "assumed" else "")
-                 for i in sec.setup_read]
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _clip(("配置：" if zh else "Setup: ") + ", ".join(items), 2000)}]})
-    table = sections_table(answer)
-    if table:
-        blocks.append(_section(f"*{words['mem']}*\n```{table}```"))
-    if sec.reasons:
-        blocks.append(_section("\n".join(f"• {md_to_mrkdwn(r)}" for r in sec.reasons)))
-    if sec.passages:
-        blocks.append(_section("\n".join(f"> {md_to_mrkdwn(p)}" for p in sec.passages[:4])))
-    if sec.forum:
-        lines = []
-        for item in sec.forum[:6]:
-            verdict = _VERDICT_WORDS.get(item.verdict, (item.verdict, item.verdict))[1 if zh else 0]
-            marker = f"[{item.citation}] " if item.citation else ""
-            quote = _escape(_clip(" ".join(item.quote.split()), 200))
-            lines.append(f"• {marker}> {quote}\n   _{verdict}_" + (f": {md_to_mrkdwn(item.text)}" if item.text else ""))
-        blocks.append(_section(f"*{words['forum']}*\n" + "\n".join(lines)))
-    if sec.what_ifs:
-        blocks.append(_section(f"*{words['change']}*\n" + "\n".join(f"• {md_to_mrkdwn(w)}" for w in sec.what_ifs)))
-    if sec.howto:
-        howto = sec.howto[0]
-        blocks.append(_section(f"*{_escape(howto.title)}*\n```{_clip(howto.code, SECTION_LIMIT - 200)}```"))
-    if sec.questions:
-        blocks.append(_section(f"*{words['questions']}*\n" + "\n".join(f"• {_escape(q)}" for q in sec.questions)))
-    if sec.notices:
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _clip(md_to_mrkdwn(n), 2000)} for n in sec.notices[:10]]})
-    return blocks
-
-
-def answer_blocks(answer: Answer, *, asked_by: str | None = None, question: str | None = None) -> list[dict]:
-    """Block Kit blocks for an Answer (see module docstring for the layout)."""
-    if answer.sections.headline:  # the structured answer: render its parts, scrape nothing
-        blocks: list[dict[str, Any]] = []
-        if asked_by and question:
-            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
-                f"<@{asked_by}> {_LABELS[answer.language]['asked']}: {_escape(question)}", 2000)}]})
-        blocks += sections_blocks(answer)
-        blocks += _source_blocks(answer)
-        return blocks[:50]
-    words = _LABELS[answer.language]
-    rec = answer.recommendation
-    blocks = []
-    if asked_by and question:  # slash commands: others in the channel did not see the question
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _clip(f"<@{asked_by}> {words['asked']}: {_escape(question)}", 2000)}]})
-
-    headline = rec.strategy in TRAINING_STRATEGIES or (rec.strategy == "none" and bool(rec.why))
-    if headline:
-        head = f"*{words['rec']}: {_escape(label(rec.strategy, answer.language))}*"
-        if rec.strategy != "none":
-            head += f"  ({words['conf']}: {words['conf_values'].get(rec.confidence, rec.confidence)})"
-        lines = [head]
-        if rec.alternatives:
-            alts = ", ".join(label(a, answer.language) for a in rec.alternatives)
-            lines.append(f"{words['alt']}: {_escape(alts)}")
-        lines += [f"• {md_to_mrkdwn(why)}" for why in rec.why]
-        blocks.append(_section("\n".join(lines)))
-    else:  # out_of_scope / still asking / refused input: the answer's own text says what to do
-        blocks.append(_section(md_to_mrkdwn(answer.text) or label(rec.strategy, answer.language)))
-
-    setup_line = _SETUP_LINE.search(answer.text) if headline else None
-    if setup_line:  # which setup (and which assumed defaults) the numbers are for
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _clip(md_to_mrkdwn(setup_line.group(0)), 2000)}]})
-
-    table = memory_table(answer)
-    if table:
-        blocks.append(_section(f"*{words['mem']}*\n```{table}```"))
-
-    forum_text = text_section(answer.text, _FORUM_HEADINGS) if headline else None
-    if forum_text:  # with the verdict on each claim, as the answer text has it
-        blocks.append(_section(f"*{words['forum']}*\n{md_to_mrkdwn(forum_text)}"))
-    else:
-        forum = [c for c in answer.citations if c.kind == "forum" and c.quote]
-        if forum:
-            quotes = [f"[{c.n}] > {_escape(_clip(' '.join((c.quote or '').split()), 280))}" for c in forum[:3]]
-            blocks.append(_section(f"*{words['forum']}*\n" + "\n".join(quotes)))
-
-    change_text = text_section(answer.text, _CHANGE_HEADINGS) if headline else None
-    if change_text:
-        blocks.append(_section(f"*{words['change']}*\n{md_to_mrkdwn(change_text)}"))
-
-    if answer.questions and headline:  # otherwise the answer's text, shown above, asks them
-        asks = "\n".join(f"• {_escape(question_text(q, answer.language))}" for q in answer.questions)
-        blocks.append(_section(f"*{words['questions']}*\n{asks}"))
-
-    blocks += _source_blocks(answer)
-    return blocks[:50]
-
-
-def _source_blocks(answer: Answer) -> list[dict]:
-    words = _LABELS[answer.language]
-    links = [_citation_link(c) for c in answer.citations]
-    blocks = []
-    for start in range(0, min(len(links), 40), 10):  # 10 elements per context block
-        chunk = links[start:start + 10]
-        if start == 0:
-            chunk[0] = f"*{words['sources']}:* {chunk[0]}"
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(t, 2000)}
-                                                       for t in chunk]})
-    return blocks
-
-
-def answer_message(answer: Answer, *, asked_by: str | None = None, question: str | None = None,
-                   secrets: Iterable[str] = ()) -> dict[str, Any]:
-    """``{"text": fallback, "blocks": [...]}`` for chat.postMessage / response_url, secrets removed."""
-    fallback = _clip(md_to_mrkdwn(answer.text) if answer.text else label(answer.recommendation.strategy,
-                                                                         answer.language), TEXT_LIMIT)
-    blocks = answer_blocks(answer, asked_by=asked_by, question=question)
-    secrets = list(secrets)
-    return {"text": redact(fallback, secrets), "blocks": _redact_blocks(blocks, secrets)}
-
-
-def _redact_blocks(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, list):
-        return [_redact_blocks(v, secrets) for v in value]
-    if isinstance(value, dict):
-        return {k: _redact_blocks(v, secrets) for k, v in value.items()}
-    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,16 +229,22 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
             except Exception:  # e.g. a missing *:history scope: answer the message on its own
                 log.warning("could not read thread %s in %s; answering without it", thread_ts, channel,
                             exc_info=True)
+        full: dict[str, Any] | None = None
         try:
-            message = answer_message(answer(question, history), secrets=secrets)
+            answered = answer(question, history)
+            message = answer_message(answered, secrets=secrets)
+            full = full_answer_message(answered, secrets=secrets)
         except Exception:
             log.exception("answering a message failed")
             message = {"text": _error_text(question)}
-        if deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
-                   unfurl_media=False, **message) is False:
+        posted = deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False,
+                         unfurl_media=False, **message)
+        if posted is False:
             # Refused after the retries: one short plain line, so the user is not left waiting.
             # (None: the post may have gone through; a second message could be a duplicate.)
             deliver(client, channel=channel, thread_ts=thread_ts, text=_undelivered_text(question))
+        elif posted and full is not None:  # the short form is the reply; the rest follows it in the thread
+            deliver(client, channel=channel, thread_ts=thread_ts, unfurl_links=False, unfurl_media=False, **full)
 
     @app.event("app_mention")
     def on_mention(event, client, context):
@@ -552,8 +272,10 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         # The answer goes back through response_url (valid 30 min, works in channels the bot has
         # not joined), posted in_channel so the team sees it.
         try:
-            message = answer_message(answer(question, None), asked_by=command.get("user_id"),
-                                     question=question, secrets=secrets)
+            answered = answer(question, None)
+            message = answer_message(answered, asked_by=command.get("user_id"), question=question,
+                                     secrets=secrets, hint="full_hint_ephemeral")
+            full = full_answer_message(answered, secrets=secrets)
         except Exception:
             log.exception("answering a slash command failed")
             respond_once(response_url, {"response_type": "ephemeral", "text": _error_text(question)})
@@ -561,6 +283,9 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
         posted = respond_once(response_url, {"response_type": "in_channel", "replace_original": False, **message})
         if posted is False:
             respond_once(response_url, {"response_type": "ephemeral", "text": _undelivered_text(question)})
+        elif posted and full is not None:
+            # the channel sees the short form; the asker gets the rest, shown to them only
+            respond_once(response_url, {"response_type": "ephemeral", "replace_original": False, **full})
 
     return app
 

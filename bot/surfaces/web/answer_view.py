@@ -1,8 +1,8 @@
 """How the page shows messages: the user's text as text, an answer as one HTML block.
 
-An answer is built from ``answer.sections`` (the contract in ``bot/answer.py``): headline and
-direct answer, the assumed fields named, the table, reasons and what-ifs in view; passages, forum
-verdicts, how-to and sources collapsed in ``<details>``. When ``sections`` is still empty (older
+An answer is built from ``answer.sections`` (the contract in ``bot/answer.py``): the short form
+in view (headline and direct answer, the assumed fields named, the table, what is still needed);
+reasons and what-ifs, passages, forum verdicts, how-to and sources collapsed in ``<details>``. When ``sections`` is still empty (older
 pipeline), the markdown ``answer.text`` is split at its bold headings and the long parts are
 collapsed the same way. Nothing here computes a figure: it only lays out what the answer holds.
 
@@ -309,13 +309,25 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     out.append(carried_html(answer, sources))
     out.append(assumed_html(answer, sources))
     out.append(table_html(s, answer.language))
-    # Section titles are headings (screen readers list and jump between them).
-    if s.reasons:
-        out.append(f'<h3 class="sw-h">{"为什么" if zh else "Why"}</h3>' + _list(s.reasons))
+    # The short form first, as bot.render lays it out: with a table the reasons and what-ifs are
+    # folded (the table and the first sentence are the answer); without one the first two reasons
+    # are the answer. Section titles are headings (screen readers list and jump between them).
+    shown, folded = (([], s.reasons) if s.table else (s.reasons[:2], s.reasons[2:]))
+    if shown:
+        out.append(_list(shown))
+    full = []
+    if s.direct_more:
+        full.append(f'<h3 class="sw-h">{"关于你的问题，还有" if zh else "More on what you asked"}</h3>'
+                    + _list(s.direct_more))
+    if folded:
+        full.append(f'<h3 class="sw-h">{"为什么" if zh else "Why"}</h3>' + _list(folded))
     if s.what_ifs:
-        out.append(f'<h3 class="sw-h">{"什么会改变结论" if zh else "What would change it"}</h3>' + _list(s.what_ifs))
+        full.append(f'<h3 class="sw-h">{"什么会改变结论" if zh else "What would change it"}</h3>' + _list(s.what_ifs))
     if s.questions:
         out.append(f'<h3 class="sw-h">{"还需要知道" if zh else "To be precise I need"}</h3>' + _list(s.questions))
+    if full:
+        out.append(_collapsed("为什么，以及什么会改变结论" if zh else "Why, and what would change it", "".join(full),
+                              "sw-full"))
     if s.passages:
         out.append(_collapsed("文档里怎么说" if zh else "From the docs", _list(s.passages), "sw-passages"))
     if s.forum:
