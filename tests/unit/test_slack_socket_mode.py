@@ -1,8 +1,8 @@
 """Socket Mode envelopes at our boundary (issue 30: ``"event": null`` crashed inside slack_bolt).
 
-A fake Socket Mode client runs slack_sdk's own client logic (the message queue, the listeners,
-``SocketModeRequest``) with no WebSocket: frames go in through ``receive``, acknowledgements come
-out in ``sent``. The bot's Web API calls go to ``tests/slack_mock.py`` on 127.0.0.1; ``ask`` is a
+A fake Socket Mode client (``tests.slack_mock.fake_socket_client``) runs slack_sdk's own client
+logic (the message queue, the listeners, ``SocketModeRequest``) with no WebSocket: frames go in
+through ``receive``, acknowledgements come out in ``sent``. The bot's Web API calls go to ``tests/slack_mock.py`` on 127.0.0.1; ``ask`` is a
 fake. A malformed envelope must be acknowledged when it has an envelope_id (else Slack resends
 it), logged in one line without its body, and never reach ``ask``; a good one is still answered.
 """
@@ -13,49 +13,16 @@ import json
 import logging
 import threading
 import time
-from queue import Queue
 
 import pytest
-from slack_sdk.socket_mode.client import BaseSocketModeClient
 
 from bot.answer import Answer, Recommendation
 from bot.slack_app import build_slack_app
-from bot.slack_socket import EnvelopeGuard, GuardedSocketModeHandler, envelope_problem
-from tests.slack_mock import SlackMock, mention
+from bot.slack_socket import GuardedSocketModeHandler, envelope_problem
+from tests.slack_mock import SlackMock, fake_socket_client, mention, socket_envelope
 
 TOKEN = "xoxb-3333-4444-sockettoken"
 CHANNEL = "C0SOCKET1"
-
-
-class _Inline:
-    """The client's worker pool, run inline so a test sees every effect when ``receive`` returns."""
-
-    def submit(self, fn, *args, **kwargs):
-        fn(*args, **kwargs)
-
-
-class FakeSocketClient(EnvelopeGuard, BaseSocketModeClient):
-    """slack_sdk's Socket Mode client logic without a connection (see the module docstring)."""
-
-    def __init__(self):
-        self.logger = logging.getLogger("tests.fake_socket_client")
-        self.message_queue = Queue()
-        self.message_listeners = []
-        self.socket_mode_request_listeners = []
-        self.message_workers = _Inline()
-        self.closed = False
-        self.sent: list[dict] = []
-
-    def is_connected(self) -> bool:
-        return True
-
-    def send_message(self, message: str) -> None:
-        self.sent.append(json.loads(message))
-
-    def receive(self, frame: str) -> None:
-        self.enqueue_message(frame)
-        while not self.message_queue.empty():
-            self.process_message()
 
 
 class Asked:
@@ -96,14 +63,12 @@ def socket_bot():
     with SlackMock() as slack:
         asked = Asked()
         app = build_slack_app(ask_fn=asked, token=TOKEN, api_url=slack.api_url, socket_mode=True)
-        client = FakeSocketClient()
+        client = fake_socket_client()
         GuardedSocketModeHandler(app, "xapp-1-test", client=client)
         yield slack, client, asked
 
 
-def envelope(payload, kind="events_api", envelope_id="env-1", **extra) -> str:
-    return json.dumps({"type": kind, "envelope_id": envelope_id, "payload": payload,
-                       "accepts_response_payload": False, **extra})
+envelope = socket_envelope
 
 
 def event_payload(event, event_id="EvS1") -> dict:
