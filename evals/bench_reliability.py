@@ -78,6 +78,14 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(math.ceil(q * len(ordered))) - 1)]
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (workers, subprocesses)."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def load_factor() -> float:
     """How much slower than idle this machine runs now: the 1-minute load average per core,
     at least 1 (wall-clock budgets are multiplied by it)."""
@@ -449,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':<7} {'':<{width}}    {note}")
     failed = [r for r in rows if not r.ok]
     print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed ({time.perf_counter() - started:.0f} s in all, "
-          f"load factor {load_at_start:.1f} at start)")
+          f"{cpu_seconds():.0f} s of CPU with its processes, load factor {load_at_start:.1f} at start, "
+          f"{load_factor():.1f} at the end)")
     return 1 if failed else 0
 
 
