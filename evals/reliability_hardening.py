@@ -198,8 +198,9 @@ def socket_mode_row(rounds: int):
     capture = _Lines()
     root = logging.getLogger()
     root.addHandler(capture)
-    old_level = root.level
+    old_level, ours = root.level, logging.getLogger("shardwise").level
     root.setLevel(logging.DEBUG)
+    logging.getLogger("shardwise").setLevel(logging.INFO)  # what a deployed bot logs (the bench mutes it)
     asked: list[str] = []
     try:
         with SlackMock() as slack:
@@ -217,6 +218,7 @@ def socket_mode_row(rounds: int):
     finally:
         root.removeHandler(capture)
         root.setLevel(old_level)
+        logging.getLogger("shardwise").setLevel(ours)
     acked = len({m.get("envelope_id") for m in client.sent} - {"e-good"})
     dropped = sum("dropped Socket Mode envelope" in line for line in capture.lines)
     tracebacks = sum("Traceback" in line for line in capture.lines)

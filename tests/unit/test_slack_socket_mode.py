@@ -160,3 +160,26 @@ def test_bolt_failing_on_a_request_is_acknowledged_in_one_line(socket_bot, logs,
     assert client.sent == [{"envelope_id": "env-bolt"}]
     assert len([line for line in logs.lines if "bolt failed on it (KeyError)" in line]) == 1
     assert not [line for line in logs.lines if "Traceback" in line]
+
+
+def test_the_real_client_class_carries_the_guard(logs):
+    """``shardwise slack``'s handler builds slack_sdk's built-in client with the guard mixed in
+    (no connection is opened here: ``connect`` is never called)."""
+    from bot.slack_socket import GuardedSocketModeClient
+
+    app = build_slack_app(ask_fn=Asked(), token=TOKEN, api_url="http://127.0.0.1:9/api/", socket_mode=True)
+    handler = GuardedSocketModeHandler(app, "xapp-1-test")
+    try:
+        assert isinstance(handler.client, GuardedSocketModeClient)
+        assert handler.handle in handler.client.socket_mode_request_listeners
+        handler.client.closed = True  # its queue worker stops: the good frame stays queued to look at
+        handler.client.message_processor.shutdown()
+        handler.client.enqueue_message(envelope(event_payload(None), envelope_id="env-real"))
+        assert handler.client.message_queue.qsize() == 0  # dropped before the queue
+        # no session to acknowledge on: one line says so, no traceback
+        assert [line for line in logs.lines if "could not acknowledge" in line]
+        handler.client.enqueue_message(envelope(event_payload(mention("hi", CHANNEL)), envelope_id="env-ok"))
+        assert handler.client.message_queue.qsize() == 1
+    finally:
+        handler.client.close()
+    assert not [line for line in logs.lines if "Traceback" in line]
