@@ -50,6 +50,7 @@ UNITS: dict[str, tuple[str, float]] = {
 SETUP_KINDS = {"gpu_memory_gb": "memory", "cpu_ram_gb": "memory", "gpu_count": "gpus", "gpus_per_node": "gpus",
                "nodes": "nodes", "params_b": "params", "inter_node_gbps": "bandwidth"}
 _LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NAMED_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)[bB](?![A-Za-z])")  # the size in a model's name
 _NEXT_WORD = re.compile(r"\s?([A-Za-z][A-Za-z/]*|%|[\u4e00-\u9fff]{1,2})")
 
 
@@ -118,6 +119,14 @@ def key_kind(key: str) -> str | None:
         return "time"
     if last.endswith("_pct"):
         return "percent"
+    if last in ("gpu_count", "gpus", "gpus_per_node") or last.endswith("_gpus"):  # capacity.gpu_count: "16 GPUs"
+        return "gpus"
+    if last == "nodes" or last.endswith("_nodes"):
+        return "nodes"
+    if last == "params_b":
+        return "params"
+    if last.endswith("gbps"):
+        return "bandwidth"
     return None
 
 
@@ -144,6 +153,8 @@ def kind_values(numbers: dict, setup: dict, quotes: list[str]) -> dict[str, list
         elif isinstance(value, str):
             for fig in unit_figures(value):
                 add(fig.kind, fig.value * fig.factor)
+            for size in _NAMED_SIZE.findall(value):  # "Qwen2.5-72B" is a 72B model (72.7 counted)
+                add("params", float(size))
     for quote in quotes:
         for fig in unit_figures(quote or ""):
             add(fig.kind, fig.value * fig.factor)

@@ -125,3 +125,11 @@ def test_quotes_and_the_users_turns_count_by_kind():
     assert wrong_unit_figures("8 GiB", numbers, setup, ["the forum said 8 GB was enough"]) == []
     assert wrong_unit_figures("40 s", numbers, setup, ["we have 40 seconds per step"]) == []
     assert wrong_unit_figures("2 nodes", numbers, setup, ["2 GPUs"]) == ["2 nodes"]
+
+
+def test_a_models_named_size_and_a_what_ifs_gpu_count_are_their_kinds():
+    numbers = {"capacity.gpu_count": 16, "memory.ddp.total_gib": 150.62}
+    setup = {"model": "Qwen2.5-72B", "params_b": 72.7, "gpu_count": 8, "nodes": 1}
+    assert wrong_unit_figures("a 72B model; with 16 GPUs it fits; 72.7B params", numbers, setup, []) == []
+    assert wrong_unit_figures("with 16 nodes", numbers, setup, []) == ["16 nodes"]
+    assert wrong_unit_figures("a 2.5B model", numbers, setup, []) == ["2.5 B"]  # "Qwen2.5" is no size
