@@ -32,8 +32,8 @@ What it measures, and what passing means:
 Timing budgets are CPU seconds (``time.process_time``, the fuzz's summed over its workers) or
 wall-clock bounds scaled by the load measured when checked, so a busy machine does not fail them. A summary table is printed, then
 ``N passed, N failed``; the exit code is 1 when any check fails. Nothing leaves 127.0.0.1.
-The default run needs about 200 s of CPU with its processes (194-214 s measured), so no less
-than about 100 s on 2 idle cores and longer in proportion to the load (602 s at load factor 3-5);
+The default run needs about 200 s of CPU with its processes (194-214 s measured): 145 s on 2
+quiet cores, longer in proportion to the load (602 s at load factor 3-5);
 --quick is a smaller one.
 """
 
