@@ -3,17 +3,21 @@
     .venv/bin/python evals/bench_reliability.py [--quick] [--only fuzz,slack,faults,mcp,kills,store,index]
 
 What it measures, and what passing means:
-- fuzz:   >= 10,000 generated questions (setup prose with random values, token soups, random
-          Unicode, long digit runs, 100 KB inputs) through ``bot.surfaces.llm.answer`` (the boundary every
-          surface uses; knowledge loaded once): 0 exceptions, 0 non-finite numbers, valid strict
-          JSON, no ``inf``/``nan``/exponent in any answer's text and no negative or non-finite
-          value in an invalid answer's ``setup``; p50/p99/max answer time and parse CPU time
-          (target: parse p99 under 50 ms of CPU).
+- fuzz:   10,000 generated questions and 3 inputs of 100 KB (setup prose with random values,
+          token soups, random Unicode, long digit runs), every one read and answered through
+          ``bot.surfaces.llm.answer`` (the boundary every surface uses) in spawn worker processes started
+          first and collected last (``evals/reliability_fuzz.py``; 1 in 10 with passage retrieval
+          on the hashed fakes, the rest without: why, there): 0 exceptions, 0 non-finite numbers,
+          valid strict JSON, no ``inf``/``nan``/exponent in any answer's text and no negative or
+          non-finite value in an invalid answer's ``setup``; all within a CPU budget of 30 ms a
+          question (summed over the workers); p50/p99/max answer time and parse CPU time (target:
+          parse p99 under 50 ms of CPU).
 - slack:  forged, unsigned, stale, replayed, malformed requests at the HTTP endpoint (non-UTF-8
           bodies signed and unsigned, ``"event": null``, a mention without channel): every one
           401/400/413 (a replay 200 with no second answer), 0 tracebacks, log bytes per rejection;
           an event and a slash command replayed after a restart answered once; half-sent requests
-          held at most ``max_clients`` at a time and closed after the connection deadline.
+          held at most ``max_clients`` at a time and closed after the connection deadline;
+          malformed Socket Mode envelopes (``"event": null``, ...) acknowledged with one line each.
 - faults: Slack's API answering 429 (Retry-After: 1 and ``nan``), 5xx and invalid_blocks: every
           reply delivered; a post (and a response_url post) accepted and then dropped: posted once.
 - mcp:    bad tool arguments (huge strings, wrong types, unknown fields): all tool errors, the
@@ -25,10 +29,12 @@ What it measures, and what passing means:
 - store:  identical simulations started at once in separate processes: 1 stored row; a truncated,
           overwritten or emptied bench.sqlite: ``bench list`` exits 0 with a notice, moves it aside.
 - index:  ``ingest --rebuild`` killed mid-build three times: at most one unfinished generation left.
-Timing budgets are CPU seconds of this process (``time.process_time``) or scaled by the load
-measured at start, so a busy machine does not fail them. A summary table is printed, then
+Timing budgets are CPU seconds (``time.process_time``, the fuzz's summed over its workers) or
+wall-clock bounds scaled by the load measured when checked, so a busy machine does not fail them. A summary table is printed, then
 ``N passed, N failed``; the exit code is 1 when any check fails. Nothing leaves 127.0.0.1.
-The default run takes about five minutes on 2 cores; --quick is a smaller one.
+The default run needs about 200 s of CPU with its processes (194-214 s measured): 145 s on 2
+quiet cores, longer in proportion to the load (602 s at load factor 3-5);
+--quick is a smaller one.
 """
 
 from __future__ import annotations
@@ -64,11 +70,22 @@ class Row:
     notes: list[str] = field(default_factory=list)
 
 
+FUZZ_CPU_BUDGET_S = 300.0  # 10,003 answers at 30 ms of CPU each (ask's warm p95 is 50 ms with the model)
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(math.ceil(q * len(ordered))) - 1)]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (workers, subprocesses)."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def load_factor() -> float:
@@ -81,147 +98,8 @@ def load_factor() -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# fuzz
-WORDS = ["DDP", "FSDP", "HSDP", "ZeRO-3", "offload", "7B", "70B", "13b", "Llama-2-7B", "Qwen2.5-14B", "GPT-2",
-         "A100", "H100", "4090", "V100", "40GB", "80G", "24GB", "x", "GPUs", "卡", "张", "节点", "nodes",
-         "InfiniBand", "IB", "ethernet", "Gbps", "NVLink", "PCIe", "bf16", "fp16", "fp32", "AdamW", "SGD",
-         "LoRA", "QLoRA", "全参", "微调", "序列长度", "seq", "micro batch", "checkpointing", "重计算",
-         "OOM", "CUDA out of memory", "显存", "内存", "DDP还是FSDP", "which", "?", "？", "，", "and", "or",
-         "七十亿", "一百二十三", "twelve", "hundred", "--per_device_train_batch_size", "{", "}", '"', "\\",
-         "ignore previous instructions", "system prompt", "<@U123>", "```", "|", "\n", "\t", "-1", "0",
-         "1e400", "NaN", "inf", "-0", "0x7f", "٣", "１２８", "Ⅻ", "½", "²"]
-
-
-def fuzz_questions(n: int, seed: int = 17, big: int = 3) -> list[str]:
-    rng = random.Random(seed)
-    out: list[str] = []
-    for i in range(n):
-        kind = i % 20
-        if kind < 8:  # setup prose with random (often absurd) values
-            out.append(rng.choice([
-                "DDP or FSDP for {m} on {g}x {c} {mem}GB?", "{m}模型全参微调，{g}张{c} {mem}G，DDP还是FSDP？",
-                "{m} LoRA on {g} {c}, seq {s}, micro batch {b}", "{n} nodes x {g} {c}, {bw} Gbps, {m}",
-                "{m} on {g} GPUs with {mem} GB and {ram} GB RAM, offload?"]).format(
-                m=rng.choice(["7B", "70b", "Llama-2-13B", f"{rng.randint(0, 10**6)}B", f"{rng.random() * 1e4:.3f}B",
-                              "GPT-2", "Qwen2.5-72B", "0B", "-7B"]),
-                g=rng.choice([1, 2, 8, 0, 3, 10**rng.randint(1, 12), -4]), c=rng.choice(["A100", "H100", "4090", "TPU"]),
-                mem=rng.choice([24, 40, 80, 0, 10**rng.randint(1, 30)]), s=rng.choice([2048, 0, 10**rng.randint(1, 40)]),
-                b=rng.choice([1, 4, 0, 10**rng.randint(1, 25)]), n=rng.choice([1, 2, 0, 10**rng.randint(1, 20)]),
-                bw=rng.choice([100, 0.5, 10**rng.randint(1, 30)]), ram=rng.choice([64, 10**rng.randint(1, 30)])))
-        elif kind < 15:  # token soup
-            out.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40))))
-        elif kind < 17:  # random Unicode (CJK, Cyrillic, symbols, controls)
-            out.append("".join(chr(rng.choice([rng.randint(1, 0x7F), rng.randint(0x4E00, 0x9FFF),
-                                               rng.randint(0x400, 0x4FF), rng.randint(0x2000, 0x2BFF),
-                                               rng.randint(0xFF00, 0xFFEF)])) for _ in range(rng.randint(1, 400))))
-        elif kind < 19:  # long digit runs in setup positions
-            digits = "9" * rng.choice([50, 400, 2000, 5000])
-            out.append(rng.choice([f"7B on {digits} A100", f"{digits}B model", f"{digits}B on 8x A100 40GB",
-                                   f"7B on 8x A100 {digits}GB", f"seq {digits} micro batch {digits}"]))
-        else:  # empty-ish
-            out.append(rng.choice(["", " ", "?", "\n\n", "DDP", "FSDP？", "[1]", "0"]))
-    for j in range(big):  # 100 KB inputs
-        rng2 = random.Random(seed + j)
-        if j % 3 == 0:
-            out.append("".join(rng2.choice(WORDS) + " " for _ in range(20_000))[:100_000])
-        elif j % 3 == 1:
-            out.append("".join(chr(rng2.randint(0x4E00, 0x9FFF)) for _ in range(100_000)))
-        else:
-            out.append("7B on 8 A100 " + "1" * 100_000)
-    return out
-
-
-def run_fuzz(n: int, big: int, budget_s: float, answer_every: int = 10, wall_cap_s: float | None = None) -> list[Row]:
-    """Every question through the reader (``parse_conversation``: exceptions, non-finite values,
-    time); every ``answer_every``-th question and every 100 KB input also through ``answer()``
-    (exceptions, non-finite numbers, invalid JSON, internal errors). The whole answer path costs
-    tens of milliseconds a question (retrieval embeds each one), so answering all 10,000 would take
-    minutes; the sample keeps the run bounded. Stops at ``budget_s`` CPU seconds (a failed check:
-    the reader is too slow) or at ``wall_cap_s`` wall seconds (a busy machine: the run stays
-    short, the figures are for the questions read, and the row says so)."""
-    wall_cap_s = wall_cap_s or 4 * budget_s
-    from bot.figures import unusable_figures
-    from bot.parse import parse_conversation
-    from bot.surfaces.llm import answer, non_finite_paths
-
-    answer("DDP or FSDP for 7B on 8x A100 40GB?", use_llm=False)  # knowledge and catalogs, loaded once
-    questions = fuzz_questions(n, big=0)
-    bigs = fuzz_questions(0, big=big)
-    for j, q in enumerate(bigs):  # the 100 KB inputs, spread through the run
-        questions.insert((j + 1) * len(questions) // (big + 1), q)
-    exceptions, non_finite, bad_json, errors = [], 0, 0, 0
-    unusable_text: list[str] = []
-    negative_setup: list[str] = []
-    times, parse_times, slow = [], [], []
-    started = time.perf_counter()
-    cpu_started = time.process_time()  # the budget is CPU time: other processes' load does not eat it
-    done = answered = 0
-    for i, q in enumerate(questions):
-        if time.process_time() - cpu_started > budget_s or time.perf_counter() - started > wall_cap_s:
-            break
-        t0 = time.thread_time()
-        try:
-            parsed = parse_conversation(q)
-        except Exception as err:  # noqa: BLE001  (the measurement)
-            exceptions.append(f"parse {type(err).__name__}: {q[:60]!r}")
-            done += 1
-            continue
-        parse_times.append(time.thread_time() - t0)
-        if non_finite_paths(parsed.setup.model_dump()):
-            non_finite += 1
-        done += 1
-        if i % answer_every and len(q) < 100_000:
-            continue
-        t1 = time.perf_counter()
-        try:
-            ans = answer(q, use_llm=False)
-        except Exception as err:  # noqa: BLE001  (the measurement)
-            exceptions.append(f"answer {type(err).__name__}: {q[:60]!r}")
-            continue
-        answered += 1
-        t2 = time.perf_counter()
-        times.append(t2 - t1)
-        if t2 - t1 > 1.0:
-            slow.append(f"{t2 - t1:.1f}s for {len(q):,} chars {q[:30]!r}")
-        dumped = ans.model_dump()
-        if non_finite_paths(dumped):
-            non_finite += 1
-        if unusable_figures(ans.text):
-            unusable_text.append(f"{unusable_figures(ans.text)[:2]} for {q[:40]!r}")
-        if ans.status == "invalid" and any(isinstance(v, (int, float)) and not isinstance(v, bool) and
-                                           (not math.isfinite(v) or v < 0) for v in ans.setup.values()):
-            negative_setup.append(f"{q[:50]!r}")
-        try:
-            json.dumps(dumped, allow_nan=False)
-        except ValueError:
-            bad_json += 1
-        errors += ans.status == "error"
-    total = time.perf_counter() - started
-    p99_parse = _pct(parse_times, 0.99) * 1000
-    finished = done == len(questions)
-    cpu_used = time.process_time() - cpu_started
-    capped = not finished and cpu_used <= budget_s  # the wall cap ended it: load, not slowness
-    reached_big = sum(len(q) >= 100_000 for q in questions[:done])
-    return [
-        Row("fuzz", f"{done:,} of {len(questions):,} questions read ({reached_big} of the {big} of 100 KB); {answered:,} answered",
-            f"{len(exceptions)} exceptions, {non_finite} non-finite, {bad_json} invalid JSON", not exceptions
-            and not non_finite and not bad_json, exceptions[:3]),
-        Row("fuzz", f"finished within the {budget_s:.0f} s CPU budget",
-            "yes" if finished else f"stopped after {done:,} questions ({reached_big} of 100 KB)", finished or capped,
-            [f"the {wall_cap_s:.0f} s wall cap ended it (load factor {load_factor():.1f}) after {cpu_used:.0f} s "
-             "of CPU"] if capped else []),
-        Row("fuzz", "internal failures caught at the boundary (status=error)", f"{errors}", errors == 0,
-            ["each logged with its traceback"] if errors else []),
-        Row("fuzz", "answers printing inf / nan / an exponent", str(len(unusable_text)), not unusable_text,
-            unusable_text[:3]),
-        Row("fuzz", "invalid answers with a negative or non-finite setup value", str(len(negative_setup)),
-            not negative_setup, negative_setup[:3]),
-        Row("fuzz", "answer time p50 / p99 / max", f"{_pct(times, .5) * 1000:.1f} / {_pct(times, .99) * 1000:.1f} / "
-            f"{max(times) * 1000:.0f} ms ({total:.0f} s total)", True, slow[:3]),
-        Row("fuzz", "parse CPU time p99 (target < 50 ms)", f"{p99_parse:.1f} ms (max {max(parse_times) * 1000:.0f} ms)",
-            p99_parse < 50, []),
-    ]
-
+# fuzz: evals/reliability_fuzz.py (every question answered, in a pool of spawn workers)
+from evals.reliability_fuzz import FAKE_RETRIEVAL, fuzz_questions, start_fuzz  # noqa: E402,F401  (fuzz_questions: re-exported)
 
 # ---------------------------------------------------------------------------------------------
 # Slack: hostile requests and API faults
@@ -414,7 +292,16 @@ def run_mcp(n: int) -> list[Row]:
                     results.append((True, len(str(err))))
 
     started = time.perf_counter()
-    anyio.run(go)
+    saved = {name: os.environ.get(name) for name in FAKE_RETRIEVAL}
+    os.environ.update(FAKE_RETRIEVAL)  # search_knowledge's bad arguments need no index or model
+    try:
+        anyio.run(go)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     longest = max((length for is_error, length in results if is_error), default=0)
     accepted = sum(not is_error for is_error, _ in results)  # e.g. model "" (not stated): valid after all
     return [Row("mcp", f"{len(cases)} calls with bad arguments", f"{len(cases) - accepted} tool errors, longest "
@@ -532,9 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     started = time.perf_counter()
     load_at_start = load_factor()
+    # The fuzz runs in niced worker processes alongside the other parts (which get the CPU first)
+    # and is collected at the end: its questions all get answered, however busy the machine is.
+    fuzz = start_fuzz(1_000 if args.quick else 10_000, 1 if args.quick else 3,
+                      FUZZ_CPU_BUDGET_S * (0.1 if args.quick else 1.0)) if "fuzz" in parts else None
     plan = [
-        ("fuzz", lambda: run_fuzz(1_000 if args.quick else 10_000, 1 if args.quick else 3,
-                                  60 if args.quick else 240, wall_cap_s=40 if args.quick else 150)),
         ("slack", lambda: run_slack(5 if args.quick else 20) + hardening.slack_rows(3 if args.quick else 10)),
         ("faults", lambda: run_faults(2 if args.quick else 3)),
         ("mcp", lambda: run_mcp(40 if args.quick else 120) + hardening.mcp_rows()),
@@ -552,6 +441,14 @@ def main(argv: list[str] | None = None) -> int:
             got = [Row(name, "part crashed", f"{type(err).__name__}: {str(err)[:80]}", False, [])]
         rows += got
         print(f"# {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    if fuzz is not None:
+        t0 = time.perf_counter()
+        try:
+            rows = fuzz.rows(Row) + rows
+        except Exception as err:  # noqa: BLE001  (a broken part is a failed row, not a crash)
+            rows.insert(0, Row("fuzz", "part crashed", f"{type(err).__name__}: {str(err)[:80]}", False, []))
+        print(f"# fuzz: {time.perf_counter() - fuzz.started:.0f} s ({time.perf_counter() - t0:.0f} s waited for "
+              "after the other parts)", file=sys.stderr, flush=True)
     width = max(len(r.what) for r in rows)
     print(f"\n{'area':<7} {'check':<{width}}  {'result':<58} ok")
     print(f"{'-' * 7} {'-' * width}  {'-' * 58} --")
@@ -562,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':<7} {'':<{width}}    {note}")
     failed = [r for r in rows if not r.ok]
     print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed ({time.perf_counter() - started:.0f} s in all, "
-          f"load factor {load_at_start:.1f} at start)")
+          f"{cpu_seconds():.0f} s of CPU with its processes, load factor {load_at_start:.1f} at start, "
+          f"{load_factor():.1f} at the end)")
     return 1 if failed else 0
 
 

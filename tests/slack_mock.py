@@ -5,7 +5,8 @@ It answers the few methods the bot calls (``auth.test``, ``chat.postMessage``,
 records every call so a test can assert what the bot sent. ``post`` sends what Slack would send
 to the bot (signed requests) and ``running_bot`` serves a bot app on a free local port. Threads are stored per
 ``(channel, thread_ts)``: a test seeds earlier turns with ``add_thread_message`` and the bot's own
-``chat.postMessage`` replies are appended, as Slack would.
+``chat.postMessage`` replies are appended, as Slack would. ``FakeSocketClient`` is what Socket
+Mode would deliver: slack_sdk's client logic with no WebSocket (``bot.surfaces.slack_socket``'s guard mixed in).
 """
 
 from __future__ import annotations
@@ -250,3 +251,53 @@ def running_bot(app):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ---------------------------------------------------------------------------------------------
+# What Socket Mode delivers: envelopes through slack_sdk's own client logic, no connection.
+class _Inline:
+    """A client's worker pool run inline: every effect of a frame is done when ``receive`` returns."""
+
+    def submit(self, fn, *args, **kwargs):
+        fn(*args, **kwargs)
+
+
+def fake_socket_client():
+    """A Socket Mode client running slack_sdk's ``BaseSocketModeClient`` code (the message queue,
+    the listeners, ``SocketModeRequest``) behind ``bot.surfaces.slack_socket.EnvelopeGuard``, with no
+    WebSocket: frames go in with ``receive(frame)``, what it sends back lands in ``sent``."""
+    import logging
+    from queue import Queue
+
+    from slack_sdk.socket_mode.client import BaseSocketModeClient
+
+    from bot.surfaces.slack_socket import EnvelopeGuard
+
+    class FakeSocketClient(EnvelopeGuard, BaseSocketModeClient):
+        def __init__(self):
+            self.logger = logging.getLogger("tests.fake_socket_client")
+            self.message_queue = Queue()
+            self.message_listeners = []
+            self.socket_mode_request_listeners = []
+            self.message_workers = _Inline()
+            self.closed = False
+            self.sent: list[dict] = []
+
+        def is_connected(self) -> bool:
+            return True
+
+        def send_message(self, message: str) -> None:
+            self.sent.append(json.loads(message))
+
+        def receive(self, frame: str) -> None:
+            self.enqueue_message(frame)
+            while not self.message_queue.empty():
+                self.process_message()
+
+    return FakeSocketClient()
+
+
+def socket_envelope(payload, kind: str = "events_api", envelope_id: str | None = "env-1", **extra) -> str:
+    """A Socket Mode envelope as Slack frames it (https://docs.slack.dev/apis/events-api/using-socket-mode)."""
+    return json.dumps({"type": kind, "envelope_id": envelope_id, "payload": payload,
+                       "accepts_response_payload": False, **extra})

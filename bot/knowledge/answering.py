@@ -498,12 +498,14 @@ _SAME_MEANING = (
 )
 
 
-def _tokens(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> frozenset[str]:
+    # Cached: the same titles and quotes are scored against every question (jieba is the cost).
     from bot.knowledge.search import tokenize
 
     for pattern, replacement in _SAME_MEANING:
         text = pattern.sub(replacement, text)
-    return set(tokenize(text))
+    return frozenset(tokenize(text))
 
 
 @lru_cache(maxsize=256)

@@ -17,7 +17,8 @@ rejected proposal is never used for numbers: the answer names it in a notice and
 field; when an essential field (model size, card memory, GPU count) is rejected the status is
 ``needs_info`` and the deterministic text is kept (the LLM's phrasing assumed that value). The guard: every number in
 the LLM's text must trace to the answer's numbers, setup, cited quotes or the user's turns
-(``bot.render.untraceable_numbers``), every ``[n]`` must resolve, and no configured secret may
+(``bot.render.untraceable_numbers``), under its unit's kind when it has one (``bot.figure_units``:
+"8 GiB" must be a memory figure, not the GPU count), every ``[n]`` must resolve, and no configured secret may
 appear; otherwise the deterministic answer is returned and the reason is logged.
 """
 
@@ -35,6 +36,7 @@ from bot.answer import Answer, Recommendation
 from bot.assistant import answer_parsed
 from bot.assistant import ask as ask_deterministic
 from bot.core.setup import TrainingSetup, check_setup
+from bot.figure_units import wrong_unit_figures
 from bot.numwords import candidate_values, spelled_numbers
 from bot.parse import Parsed, parse_conversation, parse_turn, user_turns
 from bot.parse import _missing as parse_missing
@@ -339,13 +341,17 @@ def _spelled_problems(text: str, answer: Answer, quotes: list[str]) -> list[str]
 
 def check_llm_text(text: str, answer: Answer, user_turns: list[str]) -> list[str]:
     """Why ``text`` may not replace ``answer.text`` (empty when it passes the guard): a figure (in
-    digits or words, English or Chinese) that is not the answer's, a recommendation or a fits
+    digits or words, English or Chinese) that is not the answer's, a figure written with a unit
+    that no value of that kind equals (``bot.figure_units``), a recommendation or a fits
     verdict that contradicts the computed one, a dangling ``[n]``, a secret, or nothing at all."""
     problems = []
     quotes = [f"{c.quote or ''} {c.title}" for c in answer.citations] + list(user_turns)
     bad = untraceable_numbers(text, answer.numbers, answer.setup, quotes)
     if bad:
         problems.append(f"untraceable numbers {bad[:8]}")
+    wrong_unit = wrong_unit_figures(prose(text), answer.numbers, answer.setup, quotes)
+    if wrong_unit:  # the value is the answer's, but not of this kind ("8 GiB" where 8 is the GPU count)
+        problems.append(f"numbers under the wrong unit {wrong_unit[:8]}")
     problems += _spelled_problems(text, answer, quotes)
     problems += _strategy_problems(text, answer)
     dangling = dangling_markers(text, answer.citations)

@@ -23,7 +23,9 @@ What it owns:
   refused the answer.
 - Secrets: ``bot.env``'s one ``SecretRedactor`` strips tokens and keys from every log line and
   from outgoing text. Mentions and messages from bots are ignored (no bot-to-bot loops).
-- ``shardwise slack``: Socket Mode when ``SLACK_APP_TOKEN`` is set, else HTTP on ``--host/--port``
+- ``shardwise slack``: Socket Mode when ``SLACK_APP_TOKEN`` is set (``bot.surfaces.slack_socket``: each
+  envelope is checked before bolt sees it; a malformed one is acknowledged, logged in one line
+  and dropped), else HTTP on ``--host/--port``
   through a small bounded WSGI server (bolt's own dev server would bind every interface).
 
 Slack's block and text limits are applied in ``bot.surfaces.slack_blocks``.
@@ -386,11 +388,13 @@ def slack_command(host: str, port: int, debug: bool) -> None:
     # threads, logging, offline switches and the secret redactor, as every entry point does
     configure_runtime(threads=1, level=logging.DEBUG if debug else logging.INFO)
     if app_token:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
+        from bot.surfaces.slack_socket import (
+            GuardedSocketModeHandler,  # a malformed envelope: acked, one line
+        )
 
         app = build_slack_app(socket_mode=True, dedupe=SeenKeys(seen_store_path()))
         log.info("shardwise Slack bot: Socket Mode")
-        SocketModeHandler(app, app_token).start()
+        GuardedSocketModeHandler(app, app_token).start()
         return
     server = make_http_server(build_slack_app(dedupe=SeenKeys(seen_store_path())), host, port)
     log.info("shardwise Slack bot: HTTP on http://%s:%d%s", host, server.server_port, EVENTS_PATH)

@@ -95,6 +95,13 @@ def check_payload(body: bytes, content_type: str) -> str | None:
             payload = json.loads(form["payload"][0])
         except ValueError:
             return "payload is not JSON"
+    return check_payload_object(payload)
+
+
+def check_payload_object(payload: Any) -> str | None:
+    """None when bolt can dispatch ``payload`` (an HTTP body's JSON or a Socket Mode envelope's
+    ``payload``); else a short reason. Bolt's middleware reads ``event`` as a dict and a message's
+    channel, ts and text as strings: anything else raises inside bolt."""
     if not isinstance(payload, dict):
         return "body is not a JSON object"
     if payload.get("type") == "event_callback":

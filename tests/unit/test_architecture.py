@@ -18,7 +18,7 @@ BOT = Path(__file__).resolve().parents[2] / "bot"
 
 # Below the decision: these never import the decision or anything above it.
 BELOW = ["calc", "catalog", "knowledge", "bench", "understand", "core", "parse.py", "evidence.py",
-         "strategies.py", "answer", "figures.py", "numwords.py", "env.py"]
+         "strategies.py", "answer", "figures.py", "figure_units.py", "numwords.py", "env.py"]
 ABOVE = ("bot.decide", "bot.compose", "bot.assistant", "bot.render", "bot.surfaces", "bot.howto", "bot.tools")
 RENDERERS = ["render.py", "howto.py"]
 
@@ -99,7 +99,8 @@ SURFACES = ["surfaces"]
 PIPELINE = ("bot.surfaces.llm", "bot.assistant", "bot.answer", "bot.render", "bot.tools", "bot.env", "bot.fields",
             "bot.strategies", "bot.surfaces.web", "bot.surfaces", "bot.core", "bot.understand.text",
             "bot.surfaces.slack_transport",  # Slack's own HTTP transport (retries, bounded server): part of that surface
-            "bot.surfaces.slack_blocks")  # and its Block Kit rendering
+            "bot.surfaces.slack_blocks",  # and its Block Kit rendering
+            "bot.surfaces.slack_socket")  # and its Socket Mode boundary (the envelope check)
 # Where a surface still reaches below the pipeline today; strict: the fix flips the mark.
 SURFACES_NOT_YET_THIN = {
     "surfaces/llm.py": "the LLM path re-reads the question (bot.parse, bot.core.setup, bot.understand.proposal)",
