@@ -259,7 +259,7 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
     _failure_kind(ev)
     ev.playbook = _playbook(ev)
     if "params_b" in parsed.missing:
-        if parsed.intent in ("capacity", "recommend") and not parsed.observed.oom:
+        if parsed.intent in ("capacity", "recommend") and not parsed.observed.oom and not ev.failure_reported:
             from bot.sizing import size_limits
 
             ev.sizes = size_limits(parsed.setup)

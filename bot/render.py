@@ -401,15 +401,17 @@ def render_markdown(answer: Answer) -> Answer:
     lead = [x for x in (sec.direct_answer, sec.headline) if x]
     budget = SHORT_PROSE_CHARS["zh" if lang == "zh" else "en"] - sum(len(x) for x in lead)
     room = budget  # what is left of the prose budget for the sections after the lead
-    for notice in sec.notices:  # a notice is in the short form while the prose stays short
-        budget -= len(notice)
-        out.block("> " + out.bind(notice), "short" if budget >= 0 else "folded")
-        room -= len(notice) if budget >= 0 else 0
+    # the answer first (issue 25: the first sentence answers what was asked), then the notes on how
+    # the question was read, in the short form while the prose stays short
     if sec.direct_answer:
         out.block(out.bind(sec.direct_answer), "short")
     if sec.headline:
         line = out.bind(sec.headline)
         out.block(f"**{line}**" if table else line, "short")
+    for notice in sec.notices:
+        budget -= len(notice)
+        out.block("> " + out.bind(notice), "short" if budget >= 0 else "folded")
+        room -= len(notice) if budget >= 0 else 0
     if sec.direct_more and not table:
         out.block(_w(lang, "more") + "\n" + _items(out, sec.direct_more))
     if not table:

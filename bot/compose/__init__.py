@@ -233,12 +233,13 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
         say.calc = cites.add("calc", "calc", say.word("source.inference"), None, inf.quote())
         sec.headline = say.word("headline.inference")
         sec.direct_answer = sentence(lambda: say.msg("inference.direct", dtype=inf.dtype), "inference.direct")
+        # what to do first (quantize, tensor parallelism, a serving engine), then the quantized figures
+        sec.reasons.append(say.word("inference.advice"))
         quant = ev.inference_quantized
         if "int8" in quant and "int4" in quant:
             line = sentence(lambda: say.msg("inference.quantized"), "inference.quantized")
             if line:
                 sec.reasons.append(line)
-        sec.reasons.append(say.word("inference.advice"))
         return
     if "inference" in topics:
         sec.headline = say.word("headline.inference_topic")

@@ -283,8 +283,9 @@ def _feasible(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
     fix = combined_fix(ev, d)
     if fix is None:
         return say.msg("direct.feasible_no")
+    ram = f"fix.memory.{fix.strategy}.host_ram_gib"  # offload moves the states to host RAM: said with it
     return say.msg("direct.feasible_with_changes", changes=fix_changes(fix, say), name=label(fix.strategy, say.lang),
-                   key=f"fix.memory.{fix.strategy}.total_gib")
+                   key=f"fix.memory.{fix.strategy}.total_gib", ram=ram if ram in say.numbers else "")
 
 
 def fix_changes(fix: Any, say: Say) -> str:

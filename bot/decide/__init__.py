@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.decide.diagnosis import SAID_BY_LEAD, diagnosing, needs_to_diagnose
+from bot.decide.diagnosis import ASKED_FIRST, SAID_BY_LEAD, diagnosing, needs_to_diagnose
 from bot.decide.diagnosis import causes as _causes
 from bot.decide.reasons import PAYLOAD, Code, Decision, Reason  # noqa: F401 (re-exported)
 from bot.evidence import (
@@ -557,8 +557,12 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
         return out
     causes = _causes(ev, d)
     if causes:
-        said = SAID_BY_LEAD.get(causes[0].values.get("lead", ""), frozenset())
-        return causes + [r for r in out if r.code not in said]
+        lead = causes[0].values.get("lead", "")
+        said = SAID_BY_LEAD.get(lead, frozenset())
+        # DDP's knobs are asked only as a topic; after a DDP OOM they are added unasked
+        asked = [r for r in out if r.code in ASKED_FIRST and r.code not in said
+                 and (r.code != Code.DDP_KNOBS or "ddp_memory_knobs" in ev.parsed.topics)] if not lead else []
+        return asked + causes + [r for r in out if r.code not in said and r not in asked]
     return out or [needs_to_diagnose(ev)]
 
 

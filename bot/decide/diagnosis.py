@@ -88,3 +88,9 @@ def needs_to_diagnose(ev: Evidence) -> Reason:
 
 # direct answers the diagnosis's own lead sentence already says (with the same figures)
 SAID_BY_LEAD = {"network": frozenset({Code.WHY_MULTI_NODE_SLOW})}
+# Answers to the very question asked, computed from this setup ("would gradient_as_bucket_view fix
+# my DDP OOM?", "should we add TP?", "A or B?", "do I need checkpointing?", "why are several nodes
+# slow?"): they lead a diagnosis, the playbook's causes follow them. A cause the calculator says in
+# this setup's figures (a ``lead``) still comes first, and says what these would.
+ASKED_FIRST = frozenset({Code.ASKED_PARALLEL, Code.COMPARE, Code.ASKED_STRATEGY, Code.DDP_KNOBS,
+                         Code.NEED_CHECKPOINTING, Code.WHY_MULTI_NODE_SLOW})
