@@ -23,15 +23,8 @@ import re
 from dataclasses import dataclass
 
 from bot.figures import (
-    _HEADING,
-    _LINK_TARGET,
-    _LIST_NUMBER,
-    _MARKER_GROUP,
-    _THOUSANDS,
     _TOKEN,
-    _URL,
-    reading_form,
-    strip_code_blocks,
+    reading_lines,
 )
 
 # unit as written (lower-cased) -> (kind, factor to the kind's values: 1 ms = 0.001 s)
@@ -81,13 +74,7 @@ def unit_figures(text: str) -> list[UnitFigure]:
     """The figures in ``text`` written with a known unit, glued ("40GB", "8张", "57%") or after
     one space ("25.36 GiB", "0.51 s", "8 GPUs")."""
     out: list[UnitFigure] = []
-    for raw_line in strip_code_blocks(reading_form(text)).split("\n"):
-        line = _HEADING.sub("", raw_line)
-        line = _LIST_NUMBER.sub(r"\1", line)
-        line = _LINK_TARGET.sub("]", line)
-        line = _URL.sub(" ", line)
-        line = _MARKER_GROUP.sub(" ", line)
-        line = _THOUSANDS.sub("", line)
+    for line in reading_lines(text):
         for token in _TOKEN.finditer(line):
             word = token.group(0)
             if not word[0].isdigit():

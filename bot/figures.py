@@ -63,6 +63,20 @@ class NumberMention:
     context: str
 
 
+def reading_lines(text: str) -> list[str]:
+    """The lines of ``text`` as figures are read from them: code blocks, headings' marks, list
+    numbers, link targets, URLs, citation markers and thousands separators taken out."""
+    out = []
+    for raw_line in strip_code_blocks(reading_form(text)).split("\n"):
+        line = _HEADING.sub("", raw_line)
+        line = _LIST_NUMBER.sub(r"\1", line)
+        line = _LINK_TARGET.sub("]", line)
+        line = _URL.sub(" ", line)
+        line = _MARKER_GROUP.sub(" ", line)
+        out.append(_THOUSANDS.sub("", line))
+    return out
+
+
 def numbers_in_text(text: str) -> list[NumberMention]:
     """The figures in answer text that need a source.
 
@@ -76,13 +90,7 @@ def numbers_in_text(text: str) -> list[NumberMention]:
     Chinese characters separate tokens; full-width digits are read as ASCII (NFKC).
     """
     mentions: list[NumberMention] = []
-    for raw_line in strip_code_blocks(reading_form(text)).split("\n"):
-        line = _HEADING.sub("", raw_line)
-        line = _LIST_NUMBER.sub(r"\1", line)
-        line = _LINK_TARGET.sub("]", line)
-        line = _URL.sub(" ", line)
-        line = _MARKER_GROUP.sub(" ", line)
-        line = _THOUSANDS.sub("", line)
+    for line in reading_lines(text):
         for token in _TOKEN.finditer(line):
             word = token.group(0)
             if not word[0].isdigit():
