@@ -421,12 +421,23 @@ def _run_state(clause: str) -> str | None:
     return "failed" if fails and not works else "worked" if works and not fails else None
 
 
+@dataclass
+class _RunClause:
+    """One clause of a message about runs: whether it says a run failed or worked, and the GPU
+    counts it names (value, span, the words)."""
+
+    state: str | None
+    mentions: list[tuple[int, tuple[int, int], str]]
+    text: str
+    start: int
+
+
 def count_roles(text: str) -> tuple[int | None, int, list[tuple[int, int]], str, str] | None:
     """(failed count or None for "several", worked count, spans of the worked count, failed span,
     worked span) when one clause says a run with one count failed and another that a run with a
     different count worked; else None."""
     bounds = [0, *(x for m in _RUN_CLAUSE.finditer(text) for x in (m.start(), m.end())), len(text)]
-    clauses = []
+    clauses: list[_RunClause] = []
     for start, end in zip(bounds[::2], bounds[1::2], strict=False):
         chunk = text[start:end]
         mentions = []
@@ -434,25 +445,25 @@ def count_roles(text: str) -> tuple[int | None, int, list[tuple[int, int]], str,
             value = to_int(m.group(1)) if m.group(1) else 1 if m.group(2) else 0
             if value is not None and not one_gpu_symptom(text, start + m.start(), start + m.end()):
                 mentions.append((value, (start + m.start(), start + m.end()), m.group(0)))
-        clauses.append([_run_state(chunk), mentions, chunk, start])
+        clauses.append(_RunClause(_run_state(chunk), mentions, chunk, start))
     for i, clause in enumerate(clauses):  # "when I use 4 GPUs, the job is killed": the next clause says
-        if clause[0] is None and clause[1] and i + 1 < len(clauses) and not clauses[i + 1][1]:
-            clause[0] = clauses[i + 1][0]
-    if not any(c[0] == "worked" and c[1] for c in clauses):
+        if clause.state is None and clause.mentions and i + 1 < len(clauses) and not clauses[i + 1].mentions:
+            clause.state = clauses[i + 1].state
+    if not any(c.state == "worked" and c.mentions for c in clauses):
         return None
     for clause in clauses:  # "... but OOMs on 4": the count alone, its unit said in the other clause
-        if clause[0] and not clause[1] and (bare := _RUN_BARE.search(clause[2])):
-            at = clause[3] + bare.start(1)
-            clause[1] = [(int(bare.group(1)), (at, at + len(bare.group(1))), bare.group(0).strip())]
-    failed = {v for c in clauses if c[0] == "failed" for v, _, _ in c[1]}
-    worked = {v for c in clauses if c[0] == "worked" for v, _, _ in c[1]}
+        if clause.state and not clause.mentions and (bare := _RUN_BARE.search(clause.text)):
+            at = clause.start + bare.start(1)
+            clause.mentions = [(int(bare.group(1)), (at, at + len(bare.group(1))), bare.group(0).strip())]
+    failed = {v for c in clauses if c.state == "failed" for v, _, _ in c.mentions}
+    worked = {v for c in clauses if c.state == "worked" for v, _, _ in c.mentions}
     if len(failed) != 1 or len(worked) != 1 or failed == worked or worked == {0}:
         return None
     fail_value, work_value = failed.pop(), worked.pop()
-    fail_span = next(sp for c in clauses if c[0] == "failed" for v, _, sp in c[1] if v == fail_value)
-    work_span = next(sp for c in clauses if c[0] == "worked" for v, _, sp in c[1] if v == work_value)
+    fail_span = next(sp for c in clauses if c.state == "failed" for v, _, sp in c.mentions if v == fail_value)
+    work_span = next(sp for c in clauses if c.state == "worked" for v, _, sp in c.mentions if v == work_value)
     # every mention of the working count is the working run (it may come again in another clause)
-    spans = [span for c in clauses for v, span, _ in c[1] if v == work_value and c[0] != "failed"]
+    spans = [span for c in clauses for v, span, _ in c.mentions if v == work_value and c.state != "failed"]
     return (fail_value or None), work_value, spans, fail_span, work_span
 
 

@@ -561,9 +561,9 @@ def read_turn(raw: object) -> Reading:
         from bot.catalog import list_gpus
 
         family = card_family(f["gpu"])
-        sizes = {x.memory_gb for x in list_gpus() if card_family(x.name) == family}
-        if len(sizes) == 1:
-            mem = next(iter(sizes))
+        card_sizes = {x.memory_gb for x in list_gpus() if card_family(x.name) == family}
+        if len(card_sizes) == 1:
+            mem = next(iter(card_sizes))
             put("gpu_memory_gb", int(mem) if float(mem).is_integer() else mem, "assumed", prov["gpu"].span, 0.9)
 
     # --- training options: the config first, then the person's words ------------------------
