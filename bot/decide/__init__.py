@@ -34,6 +34,7 @@ from bot.evidence import (
     Config,
     Evidence,
 )
+from bot.parallel_evidence import is_stated
 from bot.strategies import STRATEGY_TO_ZERO, ZERO_TO_STRATEGY  # noqa: F401 (re-exported)
 
 MARGIN = FIT_MARGIN  # a configuration "fits with a margin" at <= 90% of usable memory (allocator spikes)
@@ -135,7 +136,8 @@ def decide(ev: Evidence) -> Decision:
                         direct=_direct_without_setup(ev))
     d = _ladder(ev)
     d.intent = intent
-    if d.strategy == "none" and ev.parallel is not None and not _fix_cheaper_than_plan(ev, d):
+    plan_fits = ev.parallel is not None and ev.parallel.memory is not None and ev.parallel.memory.fits
+    if d.strategy == "none" and plan_fits and not _fix_cheaper_than_plan(ev, d):
         d.plan = ev.parallel  # FSDP alone does not fit; TP/CP/PP over it does
         # the plan's memory model is checked against torchtitan's published rows only (docs/calc.md)
         d.confidence = "medium"
@@ -421,7 +423,8 @@ def _what_ifs(ev: Evidence, d: Decision) -> list[Reason]:
     r = ev.resolved
     assert r is not None
     # a plan past FSDP + checkpointing (TP in a node, CP, PP) comes first where the ladder climbs there
-    said = bool(ev.parsed.asked_axes)  # "should we add TP?" with a plan past FSDP: the direct answer states it
+    # "should we add TP?" with a plan past FSDP: the direct answer states it (a stated plan is the what-if)
+    said = bool(ev.parsed.asked_axes) and not is_stated(ev.parallel)
     out: list[Reason] = ([Reason(Code.PARALLEL_PLAN, {"suggestion": ev.parallel})]
                          if ev.parallel is not None and not said else [])
     fix = combined_fix(ev, d)
@@ -569,7 +572,7 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
 def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
     topics = set(ev.parsed.topics)
     out: list[Reason] = []
-    if ev.parsed.asked_axes and ev.parallel_checked is not None:
+    if ev.parsed.asked_axes and ev.parallel_checked is not None and not is_stated(ev.parallel_checked):
         out.append(_asked_parallel(ev))  # "should we add TP?": yes or no with the plan's figure, first
     compare = tuple(s for s in ev.parsed.compare if s in GPU_RESIDENT + ("fsdp_full_shard_offload",))
     if len(compare) == 2:

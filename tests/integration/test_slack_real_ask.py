@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bot.strategies import label
-from bot.surfaces.slack_app import answer_message, build_slack_app
+from bot.surfaces.slack_app import answer_message, build_slack_app, full_answer_message
 from tests.slack_mock import BOT_USER_ID, SlackMock, event_body, mention, post, running_bot
 
 pytestmark = pytest.mark.slow
@@ -46,7 +46,10 @@ def test_mention_reply_is_the_rendered_answer_of_bot_ask(slack, bot_url):
     assert f"*Recommendation: {label(expected.recommendation.strategy)}" in json.dumps(reply["blocks"])
     total = expected.numbers["memory.ddp.total_gib"]
     assert f"{total:.1f}" in json.dumps(reply["blocks"])  # the table shows the answer's own numbers
-    assert "verdict:" in json.dumps(reply["blocks"])  # forum claims come with the answer's verdicts
+    # the folded sections follow as the next reply in the thread: forum claims with their verdicts
+    full = slack.wait_for("chat.postMessage", count=2, timeout=60)[1].params
+    assert full["blocks"] == full_answer_message(expected, secrets=[TOKEN])["blocks"]
+    assert "verdict:" in json.dumps(full["blocks"]) and full.get("thread_ts")
 
 
 def test_thread_follow_up_is_answered_with_the_thread_as_history(slack, bot_url):

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import pytest
@@ -29,7 +30,10 @@ QUESTION = "DDP or FSDP for Llama-2-7B on 8x A100 40GB?"
 
 
 def run(coro_fn, *args):
-    return anyio.run(coro_fn, *args)
+    # in its own thread: a session-scoped browser (tests/integration's page_browser) keeps
+    # Playwright's event loop running on the main thread, where anyio.run would refuse to start
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, coro_fn, *args).result()
 
 
 async def _call(server, name: str, arguments: dict):
