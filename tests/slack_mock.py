@@ -197,6 +197,22 @@ class SlackMock:
 
 # ---------------------------------------------------------------------------------------------
 # What Slack sends: signed requests to the bot's HTTP endpoint.
+class RecordingAsk:
+    """A fake ``ask`` for the bot's tests: records each question (thread-safe) and answers DDP."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, question, history=None):
+        from bot.answer import Answer, Recommendation
+
+        with self.lock:
+            self.calls.append(question)
+        return Answer(language="en", setup={}, recommendation=Recommendation(strategy="ddp", why=["fits [1]"]),
+                      text=f"**Use DDP** for: {question}")
+
+
 def sign(body: str, timestamp: int, secret: str) -> str:
     """Slack's request signature (https://docs.slack.dev/authentication/verifying-requests-from-slack)."""
     base = f"v0:{timestamp}:{body}".encode()

@@ -20,26 +20,13 @@ from contextlib import ExitStack
 
 import pytest
 
-from bot.answer import Answer, Recommendation
 from bot.surfaces import slack_app
-from tests.slack_mock import DROP, TEAM_ID, SlackMock, event_body, mention, running_bot, sign
+from tests.slack_mock import DROP, TEAM_ID, RecordingAsk, SlackMock, event_body, mention, running_bot, sign
 from tests.slack_mock import post as slack_post
 
 TOKEN = "xoxb-1111-2222-hardeningtoken"
 SECRET = "0c5e9b8d2f1a4e7b9c3d5f7a1b3c5d7e"
 CHANNEL = "C0000042"
-
-
-class RecordingAsk:
-    def __init__(self):
-        self.calls: list[str] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, question, history=None):
-        with self.lock:
-            self.calls.append(question)
-        return Answer(language="en", setup={}, recommendation=Recommendation(strategy="ddp", why=["fits [1]"]),
-                      text=f"**Use DDP** for: {question}")
 
 
 class _Lines(logging.Handler):

@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 
 import pytest
 
-from bot.answer import Answer, Recommendation
 from bot.surfaces.slack_app import build_slack_app
 from bot.surfaces.slack_socket import GuardedSocketModeHandler, envelope_problem
-from tests.slack_mock import SlackMock, fake_socket_client, mention, socket_envelope
+from tests.slack_mock import RecordingAsk, SlackMock, fake_socket_client, mention, socket_envelope
 
 TOKEN = "xoxb-3333-4444-sockettoken"
 CHANNEL = "C0SOCKET1"
-
-
-class Asked:
-    def __init__(self):
-        self.questions: list[str] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, question, history=None):
-        with self.lock:
-            self.questions.append(question)
-        return Answer(language="en", recommendation=Recommendation(strategy="ddp", why=["fits [1]"]),
-                      text=f"**Use DDP** for: {question}")
 
 
 class _Lines(logging.Handler):
@@ -61,7 +47,7 @@ def logs():
 @pytest.fixture
 def socket_bot():
     with SlackMock() as slack:
-        asked = Asked()
+        asked = RecordingAsk()
         app = build_slack_app(ask_fn=asked, token=TOKEN, api_url=slack.api_url, socket_mode=True)
         client = fake_socket_client()
         GuardedSocketModeHandler(app, "xapp-1-test", client=client)
@@ -117,7 +103,7 @@ def test_malformed_envelope_is_acknowledged_and_dropped_in_one_line(socket_bot, 
     assert len(dropped) == 1 and "acknowledged" in dropped[0]
     assert not [line for line in logs.lines if "Traceback" in line]
     assert not [line for line in logs.lines if "event_callback" in line or "/shardwise" in line]  # no body
-    assert asked.questions == [] and slack.delivered() == []
+    assert asked.calls == [] and slack.delivered() == []
 
 
 @pytest.mark.parametrize("name", sorted(NO_ENVELOPE_ID))
@@ -127,7 +113,7 @@ def test_envelope_without_an_id_is_dropped_in_one_line(socket_bot, logs, name):
     assert client.sent == []  # nothing to acknowledge
     assert len([line for line in logs.lines if "dropped Socket Mode envelope" in line]) == 1
     assert not [line for line in logs.lines if "Traceback" in line]
-    assert asked.questions == []
+    assert asked.calls == []
 
 
 def test_a_good_mention_and_slash_command_are_still_answered(socket_bot, logs):
@@ -141,7 +127,7 @@ def test_a_good_mention_and_slash_command_are_still_answered(socket_bot, logs):
     slack.wait_for("chat.postMessage", 1, timeout=10)
     slack.wait_for("response", 1, timeout=10)
     assert [m["envelope_id"] for m in client.sent] == ["env-good", "env-cmd"]
-    assert sorted(asked.questions) == sorted(["DDP or FSDP for 7B?", "7B 用 DDP 还是 FSDP？"])
+    assert sorted(asked.calls) == sorted(["DDP or FSDP for 7B?", "7B 用 DDP 还是 FSDP？"])
     assert "Use DDP" in slack.delivered()[0].params["text"]
     assert not [line for line in logs.lines if "dropped Socket Mode envelope" in line or "Traceback" in line]
 
@@ -167,7 +153,7 @@ def test_the_real_client_class_carries_the_guard(logs):
     (no connection is opened here: ``connect`` is never called)."""
     from bot.surfaces.slack_socket import GuardedSocketModeClient
 
-    app = build_slack_app(ask_fn=Asked(), token=TOKEN, api_url="http://127.0.0.1:9/api/", socket_mode=True)
+    app = build_slack_app(ask_fn=RecordingAsk(), token=TOKEN, api_url="http://127.0.0.1:9/api/", socket_mode=True)
     handler = GuardedSocketModeHandler(app, "xapp-1-test")
     try:
         assert isinstance(handler.client, GuardedSocketModeClient)
