@@ -8,6 +8,9 @@ never -40). Each rule returns the field value and the exact text it read it from
 comes from the words around it, not its unit: "一共128G" is a total, "每张卡只占用了13G" is what
 a run used, "需要1200g显存" is a requirement, "剩余22G" is free memory; only a size that names the
 card becomes ``gpu_memory_gb``.
+
+The count tokens every rule shares live in ``bot.understand.counts``; which run failed and which
+worked (by GPU count or by method) in ``bot.understand.run_roles``.
 """
 
 from __future__ import annotations
@@ -16,38 +19,9 @@ import re
 from dataclasses import dataclass, field
 
 from bot.understand.config import lora_targets_named
+from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
+from bot.understand.run_roles import LORA_WORD, count_roles, method_roles, one_gpu_symptom
 from bot.understand.text import NUM
-
-GPU = "Ǥ"
-MODEL = "Ḿ"
-G = GPU + "+"
-
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "俩": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-              "七": 7, "八": 8, "九": 9, "双": 2, "单": 1}
-_EN_NUMBERS = {"one": 1, "single": 1, "a single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-               "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12, "sixteen": 16, "thirty-two": 32,
-               "sixty-four": 64}
-_EN = "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
-# A count: digits, a small Chinese numeral (两, 十六) or an English word; never glued to a name.
-# A Chinese numeral may follow a Latin name or path ("belle.py两张卡"): only digits are glued to one.
-COUNT = (r"(?:(?<![A-WYZa-wyz0-9_.同第每])|(?<=[A-Za-z0-9_.])(?=[零〇一二两俩三四五六七八九十双]))(?=[-\d零〇一二两俩三四五六七八九十双单oOsStTfFeEnNaA])(-?\d{1,12}|[零〇一二两俩三四五六七八九十双]{1,3}|" + _EN + r")(?![\d]|\.\d)")
-
-
-def to_int(token: str) -> int | None:
-    token = token.strip().lower()
-    if re.fullmatch(r"-?\d{1,12}", token):
-        return int(token)
-    if token in _EN_NUMBERS:
-        return _EN_NUMBERS[token]
-    if not token or any(ch not in _CN_DIGITS and ch != "十" for ch in token):
-        return None
-    if "十" in token:
-        tens, _, ones = token.partition("十")
-        return (_CN_DIGITS.get(tens, 1) if tens else 1) * 10 + (_CN_DIGITS.get(ones, 0) if ones else 0)
-    value = 0
-    for ch in token:
-        value = value * 10 + _CN_DIGITS[ch]
-    return value
 
 
 @dataclass
@@ -312,23 +286,6 @@ _GPU_COUNT = [
 _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一张" + G + r"|一块" + G + r"|只有一张|"
                          r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
                          r"one (?:single )?" + G + r"|on an? " + G + r"(?!\s*[x×*s]))", re.I | re.A)
-# "it uses only one GPU", "only use single GPU training", "only GPU 0 is busy", "只用了一张卡",
-# "只有一张卡在跑": what the run does (a symptom), not how many GPUs there are (first-contact batch b)
-_ONE_GPU_SYMPTOM_BEFORE = re.compile(
-    r"(?:\b(?:only|just)\s+(?:uses?|used|using|runs?|running|trains?|training|utili[sz]es?|utili[sz]ing|sees?|"
-    r"occupies|concentrates?\s+on|on)\b[^.,;。，；\n]{0,16}|\b(?:uses?|used|using|runs?|running|utili[sz]es?|trains?)\s+"
-    r"(?:on\s+)?(?:only|just)\s+[^.,;。，；\n]{0,8}|concentrates?\s+on\s+|(?:只|仅)(?:用了?|使用了?|在|跑了?|跑在)[^，。；\n]{0,6})$",
-    re.I)
-_ONE_GPU_SYMPTOM_AFTER = re.compile(r"^\s*(?:is|was|gets?)\s+(?:being\s+)?(?:used|busy|utili[sz]ed|working|occupied)|"
-                                    r"^\s*(?:[张块]?(?:卡|显卡|gpu))?\s*(?:在跑|在用|在工作|在训练|有负载|有占用|被占用|被使用)", re.I)
-
-
-def one_gpu_symptom(text: str, start: int, end: int) -> bool:
-    """The one GPU at ``text[start:end]`` is what the run does ("uses only one GPU"), not a count."""
-    return bool(_ONE_GPU_SYMPTOM_BEFORE.search(text[max(0, start - 40): start])
-                or _ONE_GPU_SYMPTOM_AFTER.search(text[end: end + 16]))
-
-
 _PER_NODE_CUE = re.compile(r"(?:each|per|every)\s+(?:node|machine|server|host|box)\s*(?:is|has|with|:|=)?\s*[(（]?\s*$|"
                            r"(?:每台(?:机器)?|每个?节点|每机)\s*[:：]?\s*[(（]?\s*$", re.I | re.A)
 # "和单卡训练时一致", "单卡和多卡内存消耗几乎一样": one GPU as the comparison, not the setup (LlamaFactory#350, #5972)
@@ -398,73 +355,6 @@ _MY_CARD = re.compile(r"(?<![a-z])(?:my|our)\s+(?:only\s+|single\s+)?(?:\d{1,3}\
                       r"(?:nvidia\s+|rtx\s+)?[A-Za-z0-9" + GPU + r"]|我的(?:显)?卡(?!们)|这张(?:显)?卡", re.I | re.A)
 _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple gpus|nodes?\b|节点|each|per gpu|per card|每张|每卡|"
                    r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
-
-
-# The run that failed and the one that worked, by GPU count: "works on 2 GPUs but OOMs on 4",
-# "单卡能跑，四卡就报错", "fine on one card, fails with DDP on 8". The failing run is the setup; the
-# working one is an observation (first-contact batches c and d).
-_RUN_CLAUSE = re.compile(r"[,，;；。!?！？\n]|(?<!\d)\.(?!\d)|\bbut\b|\bhowever\b|\bwhereas\b|\bwhile\b|但是?|可是|然而|却", re.I | re.A)
-_RUN_FAILS = re.compile(r"oom\w*|out of memory|fail\w*|crash\w*|\bkilled\b|\berrors?\b|\bhangs?\b|\bstuck\b|"
-                        r"does(?:n'?t| not) (?:fit|work|run)|won'?t (?:fit|run)|runs? out|爆显存|爆了|炸|显存不够|溢出|"
-                        r"跑不(?:起来|动|了)|报错|不行|失败|卡住|挂了", re.I | re.A)
-_RUN_WORKS = re.compile(r"\bworks?\b|\bworked\b|\bworking\b|(?:runs?|ran|trains?|trained|is|was|it'?s|goes|went)\s+(?:fine|ok|okay|well)\b|"
-                        r"\bfine (?:on|with)\b|no problems?\b|能跑|可以跑|跑得(?:起来|动)|(?<!不)正常|没(?:有)?问题|成功|跑通", re.I | re.A)
-_RUN_COUNT = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpus?\b|cards?\b|" + G + r"s?)|"
-                        r"(单卡|单张卡?|一张卡|一块卡|\b(?:a )?single (?:gpu|card)\b|\bone (?:gpu|card)\b)|"
-                        r"(多卡|多张卡|multi-?gpu|multiple gpus|several gpus|\bmore gpus)", re.I | re.A)
-# "OOMs on 4": the unit said once, in the other clause
-_RUN_BARE = re.compile(r"(?:\bon|\bwith|\bto|用|到|上)\s*(\d{1,3})(?![\d.]|\s*(?:gb|g|b|k|steps?|epochs?)\b)\s*$", re.I | re.A)
-
-
-def _run_state(clause: str) -> str | None:
-    fails, works = bool(_RUN_FAILS.search(clause)), bool(_RUN_WORKS.search(clause))
-    return "failed" if fails and not works else "worked" if works and not fails else None
-
-
-@dataclass
-class _RunClause:
-    """One clause of a message about runs: whether it says a run failed or worked, and the GPU
-    counts it names (value, span, the words)."""
-
-    state: str | None
-    mentions: list[tuple[int, tuple[int, int], str]]
-    text: str
-    start: int
-
-
-def count_roles(text: str) -> tuple[int | None, int, list[tuple[int, int]], str, str] | None:
-    """(failed count or None for "several", worked count, spans of the worked count, failed span,
-    worked span) when one clause says a run with one count failed and another that a run with a
-    different count worked; else None."""
-    bounds = [0, *(x for m in _RUN_CLAUSE.finditer(text) for x in (m.start(), m.end())), len(text)]
-    clauses: list[_RunClause] = []
-    for start, end in zip(bounds[::2], bounds[1::2], strict=False):
-        chunk = text[start:end]
-        mentions = []
-        for m in _RUN_COUNT.finditer(chunk):
-            value = to_int(m.group(1)) if m.group(1) else 1 if m.group(2) else 0
-            if value is not None and not one_gpu_symptom(text, start + m.start(), start + m.end()):
-                mentions.append((value, (start + m.start(), start + m.end()), m.group(0)))
-        clauses.append(_RunClause(_run_state(chunk), mentions, chunk, start))
-    for i, clause in enumerate(clauses):  # "when I use 4 GPUs, the job is killed": the next clause says
-        if clause.state is None and clause.mentions and i + 1 < len(clauses) and not clauses[i + 1].mentions:
-            clause.state = clauses[i + 1].state
-    if not any(c.state == "worked" and c.mentions for c in clauses):
-        return None
-    for clause in clauses:  # "... but OOMs on 4": the count alone, its unit said in the other clause
-        if clause.state and not clause.mentions and (bare := _RUN_BARE.search(clause.text)):
-            at = clause.start + bare.start(1)
-            clause.mentions = [(int(bare.group(1)), (at, at + len(bare.group(1))), bare.group(0).strip())]
-    failed = {v for c in clauses if c.state == "failed" for v, _, _ in c.mentions}
-    worked = {v for c in clauses if c.state == "worked" for v, _, _ in c.mentions}
-    if len(failed) != 1 or len(worked) != 1 or failed == worked or worked == {0}:
-        return None
-    fail_value, work_value = failed.pop(), worked.pop()
-    fail_span = next(sp for c in clauses if c.state == "failed" for v, _, sp in c.mentions if v == fail_value)
-    work_span = next(sp for c in clauses if c.state == "worked" for v, _, sp in c.mentions if v == work_value)
-    # every mention of the working count is the working run (it may come again in another clause)
-    spans = [span for c in clauses for v, span, _ in c.mentions if v == work_value and c.state != "failed"]
-    return (fail_value or None), work_value, spans, fail_span, work_span
 
 
 def read_counts(text: str, out: ProseReading) -> None:
@@ -576,16 +466,12 @@ def read_counts(text: str, out: ProseReading) -> None:
 _NEG = r"(?:不用|不要|不开|不是|非|没有|无|no|not|without|instead of|disable[ds]?|关闭|关掉|没开)"
 
 
-_LORA_WORD = r"(q[-_ ]?lora|lora)"
 _WEIGHED = re.compile(r"(?:\bor\s+(?:should|shall|do|would|could|can)\s+(?:i|we)\s+(?:just\s+|rather\s+|instead\s+)?"
                       r"(?:do|use|go with|switch to|try|move to|consider)?\s*|\bor\s+(?:just|maybe|rather|instead)\s+(?:use\s+|do\s+)?|"
                       r"\b(?:would|will|could|does)\s+(?=(?:q[-_ ]?lora|lora)\s+(?:be|work|help|fit|save))|\bhow about\s+|\bwhat about\s+|"
                       r"\binstead,?\s+(?:should\s+(?:i|we)\s+)?(?:use\s+)?|还是(?:说)?(?:干脆|直接)?(?:换成|改用|用|上)?|"
                       r"要不要(?:换成|改用|用)|或者(?:干脆|直接)?(?:换成|改用|用)|不如(?:换成|改用|用)?|是不是(?:应该)?(?:换成|改用|用))"
-                      + _LORA_WORD + r"(?=[^\n。.!！]{0,40}?[?？]|\s*(?:呢|吗|更好|比较好|会不会))", re.I | re.A)
-_FULL_WORD = r"(全参(?:数)?(?:微调)?|全量(?:微调)?|full[- ]?(?:parameter|param)s?(?:\s*fine-?tun\w*)?|full\s*-?\s*fine-?tun\w*|full\s*ft\b)"
-_FAIL = r"(?:oom\w*|out of memory|fail\w*|crash\w*|does(?:n'?t| not) (?:fit|work|run)|won'?t (?:fit|run)|爆显存|显存不够|跑不(?:起来|动|了)|报错|不行|失败)"
-_WORK = r"(?:works?(?: fine| well)?|worked|runs? (?:fine|ok|well)|ran (?:fine|ok)|is fine|fits|跑得(?:起来|动)|能跑|可以跑|没问题|正常|可以)"
+                      + LORA_WORD + r"(?=[^\n。.!！]{0,40}?[?？]|\s*(?:呢|吗|更好|比较好|会不会))", re.I | re.A)
 _BOTH_METHODS = re.compile(r"(q[-_ ]?lora|lora)[\s,，/+]*((?:全参|全量|full)[^\s,，。]{0,12})|"
                            r"((?:全参|全量|full)[^\s,，。]{0,12})[\s,，/+]*(q[-_ ]?lora|lora)(?![^\n]{0,3}(?:呢|吗|\?))", re.I | re.A)
 
@@ -599,29 +485,6 @@ def full_said_as_compare(text: str) -> bool:
     """Two methods joined by a word that compares or chooses ("full vs LoRA", "LoRA还是全参")."""
     return bool(re.search(r"(?:lora|全参|全量|full)[^\n，,。]{0,16}?(?:\bvs\.?|\bor\b|还是|或者?|\bversus\b|\bthan\b|比|对比|instead)"
                           r"[^\n，,。]{0,16}?(?:lora|全参|全量|full)", text, re.I | re.A))
-
-
-def _method_roles(text: str) -> tuple[str, str, str] | None:
-    """(failed method, working method, span) when one method is said to fail and the other to work."""
-    methods = [(m.start(), "lora" if "lora" in m.group(0).lower() else "full", m.group(0))
-               for m in re.finditer(_FULL_WORD + "|" + _LORA_WORD, text, re.I | re.A)]
-    kinds = {k for _, k, _ in methods}
-    if kinds != {"lora", "full"}:
-        return None
-    fail_of: dict[str, str] = {}
-    for start, kind, span in methods:
-        after = text[start: start + 60]
-        clause = re.split(r"[,，;；。.!?？\n]|\bbut\b|但是?|而", after[len(span):], maxsplit=1)[0]
-        if re.search(_FAIL, clause, re.I | re.A):
-            fail_of.setdefault(kind, "failed")
-        elif re.search(_WORK, clause, re.I | re.A):
-            fail_of.setdefault(kind, "worked")
-    failed = [k for k, v in fail_of.items() if v == "failed"]
-    worked = [k for k, v in fail_of.items() if v == "worked"]
-    if len(failed) == 1 and worked and worked[0] != failed[0]:
-        span = next(sp for _, k, sp in methods if k == failed[0])
-        return failed[0], worked[0], span
-    return None
 
 
 def read_training(text: str, out: ProseReading) -> None:
@@ -680,7 +543,7 @@ def read_training(text: str, out: ProseReading) -> None:
         neg_lora = neg_lora[: weighed.start()] + " " * (weighed.end() - weighed.start()) + neg_lora[weighed.end():]
     # the run that failed and the one that worked: "full fine-tune OOMs, LoRA runs fine" asks about
     # the failed one (the working one is what they already have)
-    roles = _method_roles(neg_lora)
+    roles = method_roles(neg_lora)
     if roles is None and (asked := _METHOD_ASKED.search(neg_lora)):
         # "LoRA还是全参？", "full fine-tune or LoRA?": the question asks which; neither is the setup
         out.notes.append(("method_asked", {"span": text[asked.start(): asked.end()].strip()}))

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from bot.catalog import UnknownNameError, lookup_model
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
+from bot.understand.counts import GPU, MODEL
 from bot.understand.degrees import read_degrees
 from bot.understand.intent import compare_of, read_intent, topics_of
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
-from bot.understand.prose import GPU, MODEL, memory_alternatives, read_prose
+from bot.understand.prose import memory_alternatives, read_prose
 from bot.understand.roles import set_aside
 from bot.understand.spans import (
     NameMention,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from bot.understand.prose import GPU
+from bot.understand.counts import GPU
 
 # A clause: up to a sentence stop, a semicolon or a line break (Chinese commas too, since
 # "另外还有几张V100" is one clause of a longer sentence).
