@@ -71,8 +71,18 @@ def test_every_row_is_fit_or_test_and_fitted_metrics_only_on_fit_rows():
 def test_at_least_15_new_test_rows_from_sources_not_used_before_with_their_first_contact():
     rows = load_rows()
     old_sources = {r["source"].get("repo") for r in rows if not r.get("recorded")}
-    new = [r for r in rows if r.get("recorded")]
-    assert len(new) >= 15
-    for row in new:
-        assert row["split"] == "test" and row["source"].get("repo") not in old_sources
+    recorded = [r for r in rows if r.get("recorded")]
+    assert len([r for r in recorded if r["split"] == "test"]) >= 15
+    for row in recorded:  # every row added at first contact, fit or test, carries the figure taken before any change
+        assert row["source"].get("repo") not in old_sources
         assert row["first_contact"]["date"] == row["recorded"]
+
+
+def test_the_lora_fit_rows_are_recorded_before_the_slope_and_only_fit_the_slope():
+    # issue 26 brief N2: LoRA rows added as `fit` rows for the LoRA size slope, each with its first-contact figure
+    lora_fit = [r for r in load_rows() if r["split"] == "fit" and r["setup"].get("finetune") in ("lora", "qlora")]
+    assert len(lora_fit) >= 3 and len({r["setup"]["model"] for r in lora_fit}) >= 2
+    assert sum(1 for r in lora_fit if r["setup"]["model"].endswith("72B")) >= 3  # three runs at >= 30B
+    for row in lora_fit:
+        assert row["fit"] == ["lora_size_slope"]
+        assert "throughput_error_pct" in row["first_contact"] and row["recorded"] == "2026-12-02"
