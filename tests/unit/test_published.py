@@ -87,3 +87,14 @@ def test_the_lora_fit_rows_are_recorded_before_the_slope_and_only_fit_the_slope(
     for row in lora_fit:
         assert row["fit"] == ["lora_size_slope"]
         assert "throughput_error_pct" in row["first_contact"] and row["recorded"] == "2026-12-02"
+
+
+def test_rows_that_ran_fsdp1_keep_the_root_gathered():
+    # FSDP1 never frees the root unit's unsharded parameters after forward (torch/distributed/fsdp/
+    # _runtime_utils.py _post_forward_reshard: "Do not free the root's parameters in the post-forward"):
+    # the Composer (llm-foundry) and Answer.AI (fsdp_qlora train.py) test rows state fsdp_root "kept"
+    fsdp1 = [r for r in load_rows() if r["source"].get("repo") in ("mosaicml/llm-foundry", "AnswerDotAI/fsdp_qlora")
+             and r["strategy"].startswith("fsdp")]
+    assert len(fsdp1) >= 30
+    for row in fsdp1:
+        assert row["setup"].get("fsdp_root") == "kept", row["id"]
