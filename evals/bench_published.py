@@ -322,6 +322,37 @@ def refit_utilisation(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def refit_lora_slope(rows: list[dict]) -> dict:
+    """The LoRA/QLoRA size slope the rows fitted to it (``fit`` lists ``lora_size_slope``) ask for:
+    the value (0.005 steps, 0 .. the full fine-tune slope) that leaves the least size trend in their
+    throughput errors, i.e. the smallest spread of log(1 + error) among rows of the same source and
+    sequence length. The level of the errors (the utilisation base, fitted on full fine-tunes) is
+    not fitted here, only their shape across model sizes."""
+    import math
+
+    from bot.calc import comm
+
+    group = [r for r in rows if r["split"] == "fit" and "lora_size_slope" in r.get("fit", [])]
+    if not group:
+        return {}
+    saved = comm.HFU_SIZE_SLOPE_LORA
+    best = None
+    try:
+        for step in range(0, round(comm.HFU_SIZE_SLOPE / 0.005) + 1):
+            comm.HFU_SIZE_SLOPE_LORA = step * 0.005
+            cells: dict[tuple, list[float]] = {}
+            for row, result in zip(group, evaluate(group), strict=True):
+                key = (row["source"].get("repo"), row["setup"].get("seq_len"))
+                cells.setdefault(key, []).append(math.log1p(result["throughput"]["error_pct"] / 100))
+            spread = sum((x - statistics.mean(v)) ** 2 for v in cells.values() for x in v)
+            if best is None or spread < best[0] - 1e-12:
+                best = (spread, step * 0.005)
+    finally:
+        comm.HFU_SIZE_SLOPE_LORA = saved
+    assert best is not None
+    return {"rows": [r["id"] for r in group], "current": saved, "refit": round(best[1], 3)}
+
+
 def implied_reserved_fractions(results: list[dict]) -> list[dict]:
     """For each row with a measured reserved peak: the fraction of the transient bytes (activations,
     gathered weights, loss temporaries) the measurement implies the caching allocator kept on top of
@@ -363,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.refit:
         print(json.dumps(refit_utilisation(load_rows()), indent=2))
+        print(json.dumps({"lora_size_slope": refit_lora_slope(load_rows())}, indent=2))
         print(json.dumps({"reserved_fraction": refit_reserved_fractions(load_rows())}, indent=2))
         for row in implied_reserved_fractions(evaluate(load_rows())):
             print(f"reserved fraction implied by {row['id']} ({row['split']}): {row['implied']:.2f}")

@@ -47,6 +47,14 @@ MFU = 0.4
 # HFU grows with model size (bigger matmuls): + HFU_SIZE_SLOPE per decade of parameters from 7B.
 HFU_BY_GENERATION = {"ampere": 0.595, "hopper": 0.36}  # python -m evals.bench_published --refit
 HFU_SIZE_SLOPE = 0.14
+# LoRA/QLoRA steps gain less from size: no weight-gradient GEMMs (6N hardware FLOPs per token with
+# recompute against a full fine-tune's 8N), the rest of the step (norms, pointwise, adapters, the
+# frozen base's gathers) weighs more, so bigger matmuls lift the step less. Fitted (issue 26, N2) on the
+# shape of the `fit` rows from Qwen's README profiling table, A100-SXM4-80G LoRA at 7B, 14B and 72B,
+# seq 2048-8192 (https://github.com/QwenLM/Qwen/blob/e8e15962d897714944773cca57fa2e460a3655e8/README.md,
+# "Profiling of Memory and Speed"): the slope that leaves no size trend in their errors, the base held
+# (python -m evals.bench_published --refit). The full fine-tune base applies to both.
+HFU_SIZE_SLOPE_LORA = 0.075
 HFU_BOUNDS = (0.15, 0.75)
 # The smallest model among the rows the slope was fitted on (Llama 2 7B, 6.74 B parameters: fms-fsdp
 # and the PyTorch blog's 7B rows). Below it the slope is not extrapolated (issue 26: at 1B it gave an
@@ -325,13 +333,15 @@ def flops_per_token(inputs: CommInputs) -> float:
 
 
 def hfu(inputs: CommInputs) -> float | None:
-    """Calibrated hardware FLOPs utilisation for this GPU generation and model size, or None
-    for GPUs without published runs to fit (then MFU applies to model FLOPs)."""
+    """Calibrated hardware FLOPs utilisation for this GPU generation and model size (the size slope
+    of a full fine-tune, or LoRA/QLoRA's own), or None for GPUs without published runs to fit (then
+    MFU applies to model FLOPs)."""
     generation = gpu_generation(inputs.gpu)
     if generation is None:
         return None
     size = max(active_params(inputs.model), HFU_FITTED_MIN_PARAMS) / 7e9
-    value = HFU_BY_GENERATION[generation] + HFU_SIZE_SLOPE * math.log10(size)
+    slope = HFU_SIZE_SLOPE if inputs.finetune == "full" else HFU_SIZE_SLOPE_LORA
+    value = HFU_BY_GENERATION[generation] + slope * math.log10(size)
     return min(HFU_BOUNDS[1], max(HFU_BOUNDS[0], value))
 
 
