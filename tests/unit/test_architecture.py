@@ -46,7 +46,6 @@ def imports(path: Path) -> set[str]:
 # leaf number helpers, nothing that builds on them.
 CORE_MAY_IMPORT = ("bot.core", "bot.catalog", "bot.env", "bot.figures", "bot.numwords")
 CORE_NOT_YET_BOTTOM = {
-    "core/setup.py": "check_setup/resolve_setup read transformers' attention default from bot.calc.attention",
     "core/language.py": "the language rule's implementation is bot.understand.reader.detect_language",
 }
 
