@@ -102,7 +102,6 @@ PIPELINE = ("bot.surfaces.llm", "bot.assistant", "bot.answer", "bot.render", "bo
             "bot.surfaces.slack_socket")  # and its Socket Mode boundary (the envelope check)
 # Where a surface still reaches below the pipeline today; strict: the fix flips the mark.
 SURFACES_NOT_YET_THIN = {
-    "surfaces/llm.py": "the LLM path re-reads the question (bot.parse, bot.core.setup, bot.understand.proposal)",
     "surfaces/web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
     "surfaces/web/share.py": "a share link parses its setup itself",
     "surfaces/web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
