@@ -1,6 +1,6 @@
 """What a printed figure measures: its unit's kind, and the answer's values of that kind.
 
-The LLM guard (``bot.surfaces.llm.check_llm_text``) already refuses a figure whose value is nowhere in the
+The LLM guard (``bot.assistant.llm_guard.check_llm_text``) already refuses a figure whose value is nowhere in the
 answer (``bot.render.untraceable_numbers``). An answer carries hundreds of values, so a wrong
 figure can still share its value with an unrelated one: "DDP needs 8 GiB" where 8 is the GPU
 count, "a step takes 40 s" where 40 is the card's memory. Here a figure written with a unit

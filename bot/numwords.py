@@ -1,6 +1,6 @@
 """Numbers written as words, in English and Chinese: "one hundred and twenty-three", "一百二十三".
 
-The LLM guard (``bot.surfaces.llm``) reads these so a figure cannot slip past the digit check by being
+The LLM guard (``bot.assistant.llm_guard``) reads these so a figure cannot slip past the digit check by being
 spelled out. ``spelled_numbers(text)`` returns each spelled figure's value; a lone small word
 ("one option", "two strategies", "一个") is not a figure unless a unit follows it (GiB, GPUs, 张,
 倍...), so ordinary prose does not trip the guard. Scale words (billion, 亿, 万) give the full value;

@@ -17,12 +17,12 @@ from functools import lru_cache
 from typing import Any
 
 from bot.catalog import list_gpus
+from bot.core.language import answer_language
 from bot.core.setup import DEFAULTS, Problem, TrainingSetup, check_setup
 from bot.understand import Contradiction, Intent, Observed, Provenance, ReadNote
 from bot.understand.asked_axes import asked_parallel_axes
 from bot.understand.condense import condense
 from bot.understand.intent import asked_strategy, asks_feasibility
-from bot.understand.reader import detect_language as _detect_language
 from bot.understand.reader import read_turn
 from bot.understand.spans import card_family
 from bot.understand.text import MAX_CHARS, MAX_HISTORY_CHARS, MAX_HISTORY_TURNS, clean
@@ -70,10 +70,10 @@ def detect_language(text: str) -> str:
     """"zh" when Chinese characters are at least as many as English words, else "en".
 
     One Chinese character carries about as much as one English word ("7B模型，8张A100，DDP还是FSDP"
-    is Chinese; "is 显存 the same as VRAM?" is English); the eval harness uses the same rule.
+    is Chinese; "is 显存 the same as VRAM?" is English): the one rule, ``bot.core.answer_language``.
     ``parse_conversation`` applies it to the person's own sentences (configs and logs removed).
     """
-    return _detect_language(text)
+    return answer_language(text)
 
 
 _TOPIC = re.compile(

@@ -42,17 +42,17 @@ def _na(name: str, why: str = "no expectation") -> MetricResult:
 # --------------------------------------------------------------------------------------------
 
 def detect_language(text: str) -> str:
-    """'zh' when Chinese characters outnumber English words, else 'en' — the bot's own rule
-    (``bot.parse.detect_language``), imported so the harness and the bot never disagree.
+    """'zh' when Chinese characters are at least as many as English words, else 'en' — the bot's own
+    rule (``bot.core.answer_language``), imported so the harness and the bot never disagree.
 
     Counting characters against words (not characters against characters) is deliberate: one
     Chinese character carries about as much as one English word, so "7B模型，8张A100，DDP还是FSDP"
     (7 characters, 2 words) is Chinese and "is 显存 the same as VRAM?" (2 characters, 4 words)
     is English.
     """
-    from bot.parse import detect_language as bot_rule
+    from bot.core import answer_language
 
-    return bot_rule(text)
+    return answer_language(text)
 
 
 def check_language(case: Case, answer: Answer) -> MetricResult:

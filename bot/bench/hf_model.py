@@ -101,7 +101,7 @@ def build_hf_model(config: dict, *, checkpoint_blocks: bool = False) -> HFTrainM
     for name in ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop"):
         if getattr(conf, name, None):
             setattr(conf, name, 0.0)
-    # The attention transformers itself picks (bot/calc/attention.py assumes the same): SDPA where the
+    # The attention transformers itself picks (bot/catalog/kernel_defaults.py assumes the same): SDPA where the
     # model class supports it (no s x s scores kept), eager where it does not (Gemma-2's soft-capping:
     # ``_supports_sdpa = False``; the eager path keeps the probabilities, as on a GPU).
     conf._attn_implementation = _attention_for(model_type)

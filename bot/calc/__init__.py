@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from bot.calc.activations import default_norm_impl
-from bot.calc.attention import default_attn_implementation
 from bot.calc.comm import (
     MFU,
     CommEstimate,
@@ -44,6 +42,7 @@ from bot.calc.memory import (
     reserved_fraction,
 )
 from bot.catalog import ModelSpec
+from bot.catalog.kernel_defaults import default_attn_implementation, default_norm_impl
 from bot.core.setup import ResolvedSetup, TrainingSetup, resolve_setup
 from bot.strategies import TRAINING_STRATEGIES
 

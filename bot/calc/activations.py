@@ -32,43 +32,6 @@ LOSS_CHUNKS = 8
 # 0.27 of a block in fp32, 0.72 in bf16 for Llama-2-7B).
 BLOCK_BACKWARD_TEMP_FRACTION = 0.5
 
-# The PyTorch release the calculator describes when a setup states none (the project's torch).
-CALCULATOR_TORCH = "2.13"
-# From this release on, F.rms_norm on a CUDA tensor whose weight has the input's dtype runs the fused
-# kernel aten::_fused_rms_norm (PR https://github.com/pytorch/pytorch/pull/153666; its CUDA dispatch,
-# torch/include/ATen/ops/_fused_rms_norm_cuda_dispatch.h, and the sm90/sm100 override registered in
-# torch/_native/ops/norm/rmsnorm_impl.py register_rmsnorm_overrides, torch 2.13). Its autograd node saves
-# the input, the weight and rstd only (FusedRmsNormBackward0: input_, weight_, result1_ in
-# torch/include/torch/csrc/autograd/generated/Functions.h), where the composite (CPU, and every release
-# before) keeps the fp32 copy of the input and the fp32 normalised tensor. 2.10 is the earliest release
-# the evidence shows it running as the default: FusedRmsNormBackward0 as nn.RMSNorm's grad_fn on CUDA with
-# torch 2.10.0.dev (https://github.com/pytorch/pytorch/issues/167308); earlier 2.8/2.9 builds may have it
-# too, and for them the eager count is the larger, safe-side figure.
-FUSED_RMS_NORM_SINCE = (2, 10)
-
-
-def torch_release(version: str | None) -> tuple[int, int]:
-    """(major, minor) of a PyTorch version string ("2.5", "2.13.0+cu130"); None: CALCULATOR_TORCH."""
-    parts = (version or CALCULATOR_TORCH).split("+")[0].split(".")
-    digits = ["".join(ch for ch in part if ch.isdigit()) for part in parts[:2]]
-    if len(digits) < 2 or not digits[0]:  # unreadable: check_setup reports it; the calculator's own
-        return torch_release(CALCULATOR_TORCH)
-    return int(digits[0]), int(digits[1] or 0)
-
-
-def default_norm_impl(torch_version: str | None, model_code: str | None) -> str:
-    """The norm kernel a run uses when the setup names none: "fused" for blocks stated to be PyTorch-native
-    (``model_code="pytorch"``: ``F.rms_norm``, torchtitan) on a release from FUSED_RMS_NORM_SINCE, else "eager".
-    Transformers' LlamaRMSNorm is its own Python code (``hidden_states.to(torch.float32)`` ...
-    ``self.weight * hidden_states.to(input_dtype)``), which no torch release fuses, so ``"transformers"`` stays
-    eager. Unstated code stays eager too: an unknown stack is most often transformers' (the reader states
-    ``model_code`` where the text shows the stack), and for it the fused count would be 12h - 6h - 4d bytes per
-    token and block below what runs, the unsafe side of "fits"; the eager count is above both."""
-    if model_code != "pytorch":
-        return "eager"
-    return "fused" if torch_release(torch_version) >= FUSED_RMS_NORM_SINCE else "eager"
-
-
 
 @dataclass(frozen=True)
 class ActivationMode:
@@ -303,7 +266,7 @@ def attention_scores_bytes(model: ModelSpec, seq: int, compute: int, implementat
     count the same s x s terms as 5as/h per token; measured on transformers' BloomAttention with
     saved-tensor hooks: 6 bytes per head per s^2 in bf16, tests/test_calc_eager_attention.py).
     Zero for SDPA/flash attention, which keeps only a logsumexp per head and token. ``implementation``:
-    the run's attention (None: transformers' default for the architecture, bot/calc/attention.py)."""
+    the run's attention (None: transformers' default for the architecture, bot/catalog/kernel_defaults.py)."""
     return model.n_heads * seq * seq * scores_bytes_per_s2_per_head(
         model, compute, attn_implementation(model, implementation))
 

@@ -8,6 +8,9 @@
 - ``accelerators``: ``GPUSpec`` (memory, bf16, peaks, links, vendor, backend), ``lookup_gpu``,
   ``custom_gpu`` for a card the catalog lacks.
 - ``hf_config``: ``model_from_hf_config`` (a config.json file, folder, pasted JSON or Hub id).
+- ``kernel_defaults``: the kernels the frameworks run when a setup names none: attention per
+  architecture (``default_attn_implementation``, ``sdpa_supported``) and RMSNorm per PyTorch release
+  (``default_norm_impl``); read by ``bot.core.setup`` and ``bot.calc``.
 
 This was one module, ``bot/catalog.py``; everything it exported is re-exported here.
 """

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.catalog import GPUSpec, ModelSpec, UnknownNameError, lookup_gpu, lookup_model
 from bot.catalog.accelerators import dgx_node_nic_gbps, memory_variant
+from bot.catalog.kernel_defaults import default_attn_implementation, default_norm_impl, sdpa_supported
 from bot.core.errors import UserError
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16", "fp32"]
@@ -92,7 +93,7 @@ class TrainingSetup(BaseModel):
     grad_sync: Literal["every_micro_step", "last_micro_step"] | None = None
     # Attention kernel: "eager" (the s x s probabilities are kept for backward), "sdpa" or
     # "flash_attention_2" (a logsumexp only). None: transformers' default for the architecture
-    # (bot/calc/attention.py: sdpa where supported; eager for Gemma-2 and BLOOM), listed in
+    # (bot/catalog/kernel_defaults.py: sdpa where supported; eager for Gemma-2 and BLOOM), listed in
     # ``assumed`` where that default is eager. A config's ``attn_implementation`` fills it.
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] | None = None
     # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (torchtitan's launcher sets it): the caching
@@ -116,7 +117,7 @@ class TrainingSetup(BaseModel):
     norm_impl: Literal["eager", "fused"] | None = None
     # The PyTorch release the run uses ("2.5", "2.13.0+cu130"): on CUDA from 2.10, F.rms_norm runs the
     # fused kernel, which sets the default norm_impl for blocks stated PyTorch-native (model_code "pytorch")
-    # (bot/calc/activations.py default_norm_impl). None: the calculator's own (CALCULATOR_TORCH).
+    # (bot/catalog/kernel_defaults.py default_norm_impl). None: the calculator's own (CALCULATOR_TORCH).
     torch_version: str | None = None
     # FSDP2 layout beyond one unit per block (calc-only options; None: the calculator's layout,
     # ``fully_shard(reshard_after_forward=True)`` on every block and on the root, as the simulator
@@ -225,8 +226,6 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         except UnknownNameError as err:
             if not setup.gpu_memory_gb:  # a card the catalog lacks is fine when its memory is stated
                 problems.append(Problem("gpu", str(err)))
-
-    from bot.calc.attention import sdpa_supported  # bot.calc imports this module
 
     if model and setup.attn_implementation == "sdpa" and not sdpa_supported(model):
         problems.append(Problem("attn_implementation", f"transformers has no SDPA attention for {model.name}; "
@@ -357,7 +356,7 @@ DEFAULTS = {
 # torch_compile: eager; loss_impl: one F.cross_entropy over the whole logits tensor;
 # grad_accum_steps: 1; lora_targets: q,k,v,o (the attention projections);
 # float8: off (bf16 matmuls); norm_impl: eager, except for blocks stated to be PyTorch-native on torch >= 2.10
-#   (the stated or the calculator's release), which run F.rms_norm fused (bot.calc.activations.default_norm_impl).
+#   (the stated or the calculator's release), which run F.rms_norm fused (bot.catalog.kernel_defaults.default_norm_impl).
 RUN_OPTION_DEFAULTS = {
     "optimizer_impl": "foreach",
     "ddp_bucket_view": False,
@@ -379,7 +378,6 @@ def _resolve_run_options(data: dict[str, Any], assumed: list[str]) -> None:
             if key == "optimizer_impl" and data["optimizer"] == "adam8bit":
                 continue  # bitsandbytes' 8-bit Adam is one kernel; no torch.optim implementation
             if key == "norm_impl":
-                from bot.calc.activations import default_norm_impl  # the calculator owns the kernel rule
                 value = default_norm_impl(data["torch_version"], data["model_code"])
             data[key] = value
             assumed.append(key)
@@ -490,8 +488,6 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     else:
         raise SetupError([Problem("params_b", "model size unknown: name a model or a parameter count")])
     data["params_b"] = round(model.params_b, 3) if data["params_b"] is None else data["params_b"]
-    from bot.calc.attention import default_attn_implementation  # bot.calc imports this module
-
     if data["attn_implementation"] is None and default_attn_implementation(model) == "eager":
         assumed.append("attn_implementation")  # transformers runs this architecture eagerly
     if "seq_len" in assumed and model.arch != "llama" and data["seq_len"] > model.max_positions:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from bot.understand.text import CJK
+from bot.core.language import CJK
 
 # (Chinese term, English term). A Chinese term may appear more than once with different English
 # renderings (all are used); an English term may map to several Chinese spellings.

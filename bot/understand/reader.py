@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.catalog import UnknownNameError, lookup_model
+from bot.core.language import CJK, EN_WORD, answer_language
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.counts import GPU, MODEL
@@ -35,14 +36,13 @@ from bot.understand.spans import (
     model_params_b,
 )
 from bot.understand.stack import model_code_of
-from bot.understand.text import CJK, GAP, blank, prepare
+from bot.understand.text import GAP, blank, prepare
 
 # A command, config or code line (language is read from the other lines). No nested whitespace
 # quantifiers: a line of 8,000 spaces must cost one pass, not millions of backtracking steps.
 _CODE_LINE = re.compile(r"(?:#{2,}|[-*][ \t]+`|(?:torchrun|deepspeed|python3?|accelerate|swift|llamafactory-cli|tune|srun|"
                         r"bash|sh|export|CUDA_VISIBLE_DEVICES|NPROC_PER_NODE|NNODES|MASTER_\w+|[A-Z_]{3,}=)\b|--\w|"
                         r"[A-Za-z0-9_.\"']+[ \t]*[:=][ \t]*\S*$|[{}\[\]])")
-_EN_WORD = re.compile(r"(?<![A-Za-z0-9_\-./])[A-Za-z]{2,}(?![A-Za-z0-9_\-/])")
 _HARDWARE = ("gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes", "intra_node_link", "inter_node_link",
              "inter_node_gbps", "cpu_ram_gb")
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-/]{1,120}")
@@ -228,12 +228,6 @@ def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus:
         out.contradictions.append(c)
         shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
         out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
-
-
-def detect_language(text: str) -> str:
-    cjk = len(CJK.findall(text))
-    words = len(_EN_WORD.findall(text))
-    return "zh" if cjk > 0 and cjk >= words else "en"
 
 
 def _origin(span: str, marked: str, text: str) -> str:
@@ -632,9 +626,9 @@ def read_turn(raw: object) -> Reading:
     lines = [ln for ln in own.splitlines()
              if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
     words = "\n".join(lines)
-    if not (_EN_WORD.search(words) or CJK.search(words)):
-        words = own if (_EN_WORD.search(own) or CJK.search(own)) else text
-    out.language = detect_language(words)
+    if not (EN_WORD.search(words) or CJK.search(words)):
+        words = own if (EN_WORD.search(own) or CJK.search(own)) else text
+    out.language = answer_language(words)
     if in_training := inference_in_training(own):
         # the inference is part of the training run: neither the intent nor the topics are serving
         intent_text = _without_inference_words(intent_text, in_training) if len(intent_text) == len(own) else intent_text

@@ -21,11 +21,8 @@ MAX_HISTORY_CHARS = 6000  # all earlier turns together, newest first
 MAX_HISTORY_TURNS = 40
 MAX_DIGITS = 12       # 999,999,999,999 is already absurd for any setup field
 
-# Chinese characters, the one definition: CJK unified ideographs, extension A and the compatibility
-# block. Language rules count these (``bot.understand.reader.detect_language`` for the answer's
-# language, ``bot.knowledge.glossary.detect_language`` for retrieval).
-CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# The quick test the surfaces use to pick a label or message language before any parsing: any
+# The quick test the surfaces use to pick a label or message language before any parsing (the
+# answer's language is the one rule in bot.core.language, which also defines CJK): any
 # common (unified) ideograph at all.
 _IDEOGRAPH = re.compile(r"[\u4e00-\u9fff]")
 

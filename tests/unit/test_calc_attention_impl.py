@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from bot.calc import estimate_setup
-from bot.calc.attention import default_attn_implementation, scores_bytes_per_s2_per_head
+from bot.calc.attention import scores_bytes_per_s2_per_head
 from bot.catalog import lookup_model
+from bot.catalog.kernel_defaults import default_attn_implementation
 from bot.core.setup import TrainingSetup, check_setup, resolve_setup
 
 

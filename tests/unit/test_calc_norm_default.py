@@ -1,11 +1,11 @@
-"""The default norm kernel follows the torch release (bot.calc.activations.default_norm_impl): from 2.10
+"""The default norm kernel follows the torch release (bot.catalog.kernel_defaults.default_norm_impl): from 2.10
 blocks stated to be PyTorch-native run F.rms_norm as the fused CUDA kernel (saves input + rstd); earlier
 releases, transformers' own RMSNorm and an unstated stack keep the composite's fp32 copies."""
 
 import pytest
 
 from bot.calc import estimate_setup
-from bot.calc.activations import default_norm_impl, torch_release
+from bot.catalog.kernel_defaults import default_norm_impl, torch_release
 from bot.core.setup import TrainingSetup, check_setup
 
 BASE = dict(model="llama2-7b", gpu="h100", gpu_count=8, precision="bf16-mixed", seq_len=2048, micro_batch=1)

@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from bot.bench.hf_model import build_hf_model  # noqa: E402
-from bot.calc.attention import default_attn_implementation  # noqa: E402
 from bot.catalog.hf_config import model_from_hf_config  # noqa: E402
+from bot.catalog.kernel_defaults import default_attn_implementation  # noqa: E402
 
 COMMON = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
           "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256}

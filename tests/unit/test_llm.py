@@ -16,9 +16,10 @@ from langchain_core.messages import AIMessage
 
 from bot import ask
 from bot.assistant import answer_for_setup
+from bot.assistant.llm_guard import check_llm_text
 from bot.core.setup import TrainingSetup
 from bot.render import fmt
-from bot.surfaces.llm import ask_with_llm, check_llm_text, llm_configured
+from bot.surfaces.llm import ask_with_llm, llm_configured
 from bot.tools import make_tools
 
 
