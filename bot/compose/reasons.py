@@ -443,9 +443,12 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
 @words_for(Code.DIAGNOSE_NEEDS)
 def _diagnose_needs(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
-    """Nothing to diagnose yet: the one or two facts that decide it (no figures)."""
+    """Nothing to diagnose yet: the one or two facts that decide it and the question lacks (no figures)."""
+    kind, facts = r.values["kind"], r.values.get("facts") or ()
+    named = [say.word(f"words.diagnose_facts.{kind}.{name}") for name in facts]
     return say.word("direct.diagnose_needs", lead=say.word("words.diagnose_needs_lead"),
-                    facts=say.word(f"words.diagnose_facts.{r.values['kind']}"))
+                    count=say.word(f"words.diagnose_needs_count.{'two' if len(named) > 1 else 'one'}"),
+                    facts=say.word("words.diagnose_facts_and").join(named))
 
 
 @words_for(Code.PARALLEL_PLAN)

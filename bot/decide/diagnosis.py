@@ -72,9 +72,38 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
     return [Reason(Code.PLAYBOOK, values), Reason(Code.PLAYBOOK_OTHERS, {"matches": values["matches"]})]
 
 
+# What a diagnosis asks for when nothing matches, by the kind of failure, most decisive first: each
+# fact with the ``facts_given`` names (bot.knowledge.playbook) that mean the question already says it.
+# The answer asks for the first two the question lacks (issue 25, batch e class 17).
+FACTS_TO_ASK: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
+    "oom": (("when", frozenset({"oom_phase"})), ("setup", frozenset({"setup"})),
+            ("message", frozenset({"oom_message"}))),
+    "slow": (("link", frozenset({"link"})), ("speed", frozenset({"measured_speed"})),
+             ("loader", frozenset({"workers"}))),
+    "error": (("message", frozenset({"error_message"})), ("command", frozenset({"launch_command"})),
+              ("versions", frozenset())),
+}
+
+
+def _given(ev: Evidence) -> frozenset[str]:
+    """What the question already states (the text's facts, and the setup the reader found)."""
+    from bot.knowledge.playbook import facts_given
+
+    try:
+        given = set(facts_given(ev.question or ""))
+    except Exception:  # the signals are data in the repo: a broken file means nothing is known given
+        given = set()
+    s = ev.parsed.setup
+    if s.params_b and (s.gpu or s.gpu_memory_gb) and s.gpu_count:
+        given.add("setup")
+    if s.intra_node_link or s.inter_node_link:
+        given.add("link")
+    return frozenset(given)
+
+
 def needs_to_diagnose(ev: Evidence) -> Reason:
     """No cause matches and nothing is computed: the one or two facts that would decide it, by
-    the kind of failure reported (memory, speed, or an error)."""
+    the kind of failure reported (memory, speed, or an error), never one the question gives."""
     topics = set(ev.parsed.topics)
     kind = ev.failure_kind
     if ev.parsed.observed.oom or "oom" in topics or kind in ("oom", "host_ram"):
@@ -83,7 +112,9 @@ def needs_to_diagnose(ev: Evidence) -> Reason:
         kind = "slow"
     else:
         kind = "error"
-    return Reason(Code.DIAGNOSE_NEEDS, {"kind": kind})
+    given = _given(ev)
+    missing = [name for name, said in FACTS_TO_ASK[kind] if not said & given]
+    return Reason(Code.DIAGNOSE_NEEDS, {"kind": kind, "facts": tuple(missing[:2] or [FACTS_TO_ASK[kind][-1][0]])})
 
 
 # direct answers the diagnosis's own lead sentence already says (with the same figures)

@@ -96,7 +96,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FROM_PASSAGES: frozenset({'passages'}),
     Code.PLAYBOOK: frozenset({'matches', 'lead', 'config', 'link_assumed'}),
     Code.PLAYBOOK_OTHERS: frozenset({'matches'}),
-    Code.DIAGNOSE_NEEDS: frozenset({'kind'}),
+    Code.DIAGNOSE_NEEDS: frozenset({'kind', 'facts'}),
     Code.PARALLEL_PLAN: frozenset({'suggestion'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),
     Code.HSDP_IF_SLOW: frozenset({'config'}),
