@@ -432,6 +432,13 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
         head = say.msg("direct.cause.network", cfg=r.values["config"], n=n, assumed=bool(r.values.get("link_assumed")),
                        link=_link_name(say.setup.get("inter_node_link")))
         rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
+    elif lead in ("workers", "below_requirement", "step_time"):  # in the question's own figures
+        figures = r.values["figures"]
+        for name, value in figures.items():  # what the sentence prints, bound to its key
+            say.numbers[f"diagnosis.{name}"] = value
+        head = say.msg(f"direct.cause.{lead}", n=n,
+                       **{name: say.val(value, f"diagnosis.{name}") for name, value in figures.items()})
+        rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
     else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
         head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
     keys = say.figure_keys.get(head, []) + [f"cite.{n}"] * figure_count(rest)

@@ -33,6 +33,11 @@ def diagnosing(ev: Evidence) -> bool:
 
 # Playbook entries whose first sentence the calculator can say with this setup's own figures
 CARD_TOO_SMALL, NETWORK = "pb-card-too-small", "pb-multi-node-slow-link"
+# ... and those said with the figures the question itself gives (batch e classes 16, 18, 21): the
+# workers per process against the cores, the stated per-card memory against the card, the step
+# time compared across two card counts
+OVERSUBSCRIBE, BELOW_REQUIREMENT, STEP_TIME = ("pb-dataloader-workers-oversubscribe",
+                                               "pb-card-below-stated-requirement", "pb-throughput-per-device")
 
 
 def _most_frugal(ev: Evidence) -> Config | None:
@@ -67,6 +72,8 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
             values.update(lead="card_too_small", config=frugal)
     elif first == NETWORK and r is not None and r.nodes > 1 and d is not None and d.chosen is not None:
         values.update(lead="network", config=d.chosen, link_assumed=_link_assumed(ev))
+    else:
+        values.update(_stated_lead(ev, ev.playbook[0]))
     # the first cause (with how to check and fix it) first; the rival causes after, their own
     # sentence, so a short form may fold them
     return [Reason(Code.PLAYBOOK, values), Reason(Code.PLAYBOOK_OTHERS, {"matches": values["matches"]})]
@@ -99,6 +106,32 @@ def _given(ev: Evidence) -> frozenset[str]:
     if s.intra_node_link or s.inter_node_link:
         given.add("link")
     return frozenset(given)
+
+
+def _stated_lead(ev: Evidence, first: Any) -> dict[str, Any]:
+    """The lead said with the question's own figures, where the first cause is one the numbers in
+    the text decide ({} otherwise): ``lead`` names the message, ``figures`` its values."""
+    from bot.knowledge.playbook import stated_number, stated_numbers
+
+    text, gpus = ev.question or "", ev.parsed.setup.gpu_count
+    if first.id == OVERSUBSCRIBE and "workers_oversubscribe" in first.matched_triggers and gpus:
+        workers, cores = int(stated_number(text, "num_workers") or 0), int(stated_number(text, "cpu_cores") or 0)
+        return {"lead": "workers", "figures": {
+            "gpus": gpus, "workers": workers, "cores": cores, "loaders": gpus * workers,
+            "per_gpu": max(1, cores // gpus - 1)}}  # one core per rank's own process
+    if first.id == BELOW_REQUIREMENT and "requirement_exceeds_card" in first.matched_triggers:
+        card = ev.parsed.setup.gpu_memory_gb
+        if not card and ev.resolved is not None and "gpu" not in ev.resolved.assumed:
+            card = ev.resolved.gpu_memory_gb
+        required = stated_number(text, "stated_requirement_gb")
+        if card and required:
+            return {"lead": "below_requirement", "figures": {"required_gb": required, "card_gb": card}}
+    if first.id == STEP_TIME:
+        counts = sorted(set(stated_numbers(text, "gpu_counts")))
+        if len(counts) >= 2 and counts[0] >= 1:
+            low, high = int(counts[0]), int(counts[-1])
+            return {"lead": "step_time", "figures": {"low": low, "high": high, "scale": round(high / low, 2)}}
+    return {}
 
 
 def needs_to_diagnose(ev: Evidence) -> Reason:

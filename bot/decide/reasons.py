@@ -94,7 +94,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FEASIBLE: frozenset({'chosen'}),
     Code.FINETUNE_FITS: frozenset({'checkpointing', 'strategy', 'variant', 'finetune'}),
     Code.FROM_PASSAGES: frozenset({'passages'}),
-    Code.PLAYBOOK: frozenset({'matches', 'lead', 'config', 'link_assumed'}),
+    Code.PLAYBOOK: frozenset({'matches', 'lead', 'config', 'link_assumed', 'figures'}),
     Code.PLAYBOOK_OTHERS: frozenset({'matches'}),
     Code.DIAGNOSE_NEEDS: frozenset({'kind', 'facts'}),
     Code.PARALLEL_PLAN: frozenset({'suggestion'}),

@@ -261,6 +261,7 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
             "slow": rx(raw.get("slow") or ()), "hypothetical": rx(raw.get("hypothetical") or ()),
             "num_workers": rx(raw.get("num_workers") or ()), "cpu_cores": rx(raw.get("cpu_cores") or ()),
             "stated_requirement_gb": rx(raw.get("stated_requirement_gb") or ()),
+            "gpu_counts": rx(raw.get("gpu_counts") or ()),
             "given": {name: rx(patterns) for name, patterns in (raw.get("given") or {}).items()},
             "oom_phase": [(phase, rx(phases[phase])) for phase in PHASE_READING_ORDER if phases.get(phase)]}
 
@@ -349,6 +350,27 @@ def hypothetical_only(text: str, root: Path | str | None = None) -> bool:
         return False
     pattern = _load(str(Path(root) if root else default_root()))[1].get("hypothetical")
     return bool(pattern is not None and pattern.search(text)) and failure_kind(text, root) is None
+
+
+# numerals in words the ``gpu_counts`` signals read ("two GPUs", "四张卡", "单卡")
+_WORD_NUMBERS = {"one": 1, "a single": 1, "single": 1, "two": 2, "three": 3, "four": 4, "eight": 8, "sixteen": 16,
+                 "一": 1, "单": 1, "二": 2, "两": 2, "三": 3, "四": 4, "八": 8}
+
+
+def stated_numbers(text: str, key: str, root: Path | str | None = None) -> list[float]:
+    """Every number a signals.yaml pattern with ``(?P<n...>)`` groups reads from the text, in text
+    order (word numerals as digits): ``gpu_counts`` gives the card counts a message compares."""
+    pattern = _load(str(Path(root) if root else default_root()))[1].get(key)
+    if pattern is None or not isinstance(text, str):
+        return []
+    out: list[float] = []
+    for found in pattern.finditer(text):
+        value = next((v for k, v in found.groupdict().items() if k.startswith("n") and v), None)
+        if value:
+            number = _WORD_NUMBERS.get(value.lower()) or (float(value) if value.isdigit() else None)
+            if number:
+                out.append(float(number))
+    return out
 
 
 def facts_given(text: str, root: Path | str | None = None) -> frozenset[str]:

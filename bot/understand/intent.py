@@ -340,7 +340,7 @@ _PROJECT_THING = r"(?:your|this) (?:model|code|codebase|repo\w*|project|implemen
 _PROJECT_Q = re.compile(r"(?:is it possible|possible to|can (?:i|we|one|it|you)|could (?:i|we)|does (?:it|this)|is there (?:a )?way)"
                         r"[^.?]{0,60}?\b" + _PROJECT_THING + r"|^\s*(?:can|could|does|do|is|will) " + _PROJECT_THING, _I)
 # requirements asked for ("What are the hardware requirements ...?", "硬件条件是什么"): a quantity, before "what are"
-_REQUIREMENTS = re.compile(r"requirements?\b|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
+_REQUIREMENTS = re.compile(r"requirements?\b|minimum (?:number|amount|count) of (?:gpus?|cards?|nodes?|machines?|(?:gpu )?memory|vram)|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
 _PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
                        r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
 # the best option asked for ("What is best for ... DDP or FSDP?", "the best way to shard 70B on 16 GPUs",
@@ -367,7 +367,10 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"worker.{0,30}(?:exited unexpectedly|killed by signal)|"
                           # more cards, no faster: the same time per step or no speed-up
                           r"\bnot (?:any |much |really )?faster\b|\bno (?:real |noticeable )?speed-?up\b|"
-                          r"(?<!有)(?:没有?|并没有?|并不|没怎么)(?:加速|变快|提速)", _I)
+                          r"(?<!有)(?:没有?|并没有?|并不|没怎么)(?:加速|变快|提速)|(?:没|并没|没有)起作用|\bcrawl(?:s|ing)?\b|"
+                          r"(?:step|iteration|iter) times? .{0,40}\b(?:same|similar|equal|unchanged|(?:did not|didn.t) change)\b|"
+                          r"\b(?:same|similar|equal|identical) (?:time|step time|duration) (?:per|for each|of each)|"
+                          r"(?:每个?|单个?)(?:step|步|迭代|iter)(?:的)?(?:时间|耗时|用时).{0,4}(?:一样|相同|差不多|没变)", _I)
 
 
 @dataclass(frozen=True)
