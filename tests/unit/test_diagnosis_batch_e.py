@@ -198,8 +198,8 @@ def test_the_ask_names_what_is_still_missing(question, words):
      BELOW_REQUIREMENT, ("The 80 GB", "24 GB")),
     ("项目说需要40G显存，我用4张3090 24G还是显存不足", BELOW_REQUIREMENT, ("40 GB", "24 GB")),
     ("Each step takes 1.2 s with 1 GPU and also 1.2 s with 8 GPUs under DDP; where is my speed-up?",
-     STEP_TIME, ("on 8 GPUs as on 1", "8x the samples")),
-    ("两张卡和四张卡的每个迭代时间相同，是不是多卡没起作用？", STEP_TIME, ("4 张卡和 2 张卡", "2 倍")),
+     STEP_TIME, ("8 GPUs process 8x the samples per step of 1", "8x the throughput")),
+    ("两张卡和四张卡的每个迭代时间相同，是不是多卡没起作用？", STEP_TIME, ("4 张卡每步处理的样本是 2 张卡的 2 倍", "吞吐")),
 ])
 def test_the_lead_says_the_questions_own_figures(question, expected, figures):
     from evals.harness import Case
@@ -211,3 +211,18 @@ def test_the_lead_says_the_questions_own_figures(question, expected, figures):
     assert all(f in sentence for f in figures), sentence
     result = check_number_traceability(Case(id="t", turns=[question]), answer)
     assert result.passed, result.detail
+
+
+@pytest.mark.parametrize(("question", "never"), [
+    ("On 4 nodes our step time is ten times what it is on one node, why?", STEP_TIME),
+    ("Two servers over Ethernet: the iteration time got much longer than on a single machine, what's wrong?", STEP_TIME),
+    ("两台机器训练时 step time 比单机慢很多，为什么？", STEP_TIME),
+    ("Only GPU 0 shows any utilization, the other 3 GPUs stay at 0%; what's wrong?", STARVED),
+    ("4卡训练只有一张卡在跑，其他卡利用率是0%，怎么回事？", STARVED),
+    ("Training with GPU utilization at 100% on every card is slow; 8 cards, what should I check?", STARVED),
+])
+def test_the_new_causes_stay_out_of_other_symptoms(question, never):
+    """A step that got slower is not the step-time reading; one busy GPU is the launcher; busy GPUs
+    are not starved."""
+    got, sentence = lead_cause(_answer(question))
+    assert got != never, sentence
