@@ -3,7 +3,9 @@ all (``diagnosing``), the playbook causes ranked with the lead the calculator ca
 setup's figures (``causes``), and what to ask when nothing matches (``needs_to_diagnose``).
 
 Pure like the rest of ``bot.decide``: everything comes from ``bot.evidence.Evidence`` (the
-playbook matches, with the calculator's ``states_exceed_card`` among their triggers).
+playbook matches, with the calculator's ``states_exceed_card`` among their triggers; what the
+question's text already states, ``given``, and the figures it gives, ``stated``: the workers per
+process and the cores, a per-card requirement, the card counts compared).
 """
 
 from __future__ import annotations
@@ -94,12 +96,7 @@ FACTS_TO_ASK: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
 
 def _given(ev: Evidence) -> frozenset[str]:
     """What the question already states (the text's facts, and the setup the reader found)."""
-    from bot.knowledge.playbook import facts_given
-
-    try:
-        given = set(facts_given(ev.question or ""))
-    except Exception:  # the signals are data in the repo: a broken file means nothing is known given
-        given = set()
+    given = set(ev.given)
     s = ev.parsed.setup
     if s.params_b and (s.gpu or s.gpu_memory_gb) and s.gpu_count:
         given.add("setup")
@@ -111,11 +108,9 @@ def _given(ev: Evidence) -> frozenset[str]:
 def _stated_lead(ev: Evidence, first: Any) -> dict[str, Any]:
     """The lead said with the question's own figures, where the first cause is one the numbers in
     the text decide ({} otherwise): ``lead`` names the message, ``figures`` its values."""
-    from bot.knowledge.playbook import stated_number, stated_numbers
-
-    text, gpus = ev.question or "", ev.parsed.setup.gpu_count
+    stated, gpus = ev.stated, ev.parsed.setup.gpu_count
     if first.id == OVERSUBSCRIBE and "workers_oversubscribe" in first.matched_triggers and gpus:
-        workers, cores = int(stated_number(text, "num_workers") or 0), int(stated_number(text, "cpu_cores") or 0)
+        workers, cores = int(stated.get("num_workers") or 0), int(stated.get("cpu_cores") or 0)
         return {"lead": "workers", "figures": {
             "gpus": gpus, "workers": workers, "cores": cores, "loaders": gpus * workers,
             "per_gpu": max(1, cores // gpus - 1)}}  # one core per rank's own process
@@ -123,11 +118,11 @@ def _stated_lead(ev: Evidence, first: Any) -> dict[str, Any]:
         card = ev.parsed.setup.gpu_memory_gb
         if not card and ev.resolved is not None and "gpu" not in ev.resolved.assumed:
             card = ev.resolved.gpu_memory_gb
-        required = stated_number(text, "stated_requirement_gb")
+        required = stated.get("stated_requirement_gb")
         if card and required:
             return {"lead": "below_requirement", "figures": {"required_gb": required, "card_gb": card}}
     if first.id == STEP_TIME:
-        counts = sorted(set(stated_numbers(text, "gpu_counts")))
+        counts = sorted(set(stated.get("gpu_counts") or ()))
         if len(counts) >= 2 and counts[0] >= 1:
             low, high = int(counts[0]), int(counts[-1])
             return {"lead": "step_time", "figures": {"low": low, "high": high, "scale": round(high / low, 2)}}
