@@ -183,6 +183,11 @@ class Evidence:
     failure_kind: str | None = None  # oom | host_ram | slow | error (bot.knowledge.playbook.failure_kind)
     # a failure named only as one to avoid or to ask about ("will DDP OOM?", "不想爆显存")
     failure_hypothetical: bool = False
+    # what the question's text already states, read with the playbook's signals (bot.knowledge.
+    # playbook: facts_given, stated_number(s)): the facts a diagnosis must not ask for again, and
+    # the figures a lead says (num_workers, cpu_cores, stated_requirement_gb, gpu_counts)
+    given: frozenset[str] = frozenset()
+    stated: dict[str, Any] = field(default_factory=dict)
     # a damaged result store moved aside while reading the stored runs: said, so a missing
     # citation of a stored run is explained (bot.bench.store.damage_notices)
     store_notices: list[str] = field(default_factory=list)
@@ -643,6 +648,14 @@ def _failure_kind(ev: Evidence) -> None:
     if getattr(ev.parsed.observed, "oom", False) and kind in (None, "slow", "error") and not hypothetical:
         kind = "oom"
     ev.failure_kind, ev.failure_reported, ev.failure_hypothetical = kind, kind is not None, hypothetical
+    try:
+        from bot.knowledge.playbook import facts_given, stated_number, stated_numbers
+
+        ev.given = facts_given(question)
+        ev.stated = {key: stated_number(question, key) for key in ("num_workers", "cpu_cores", "stated_requirement_gb")}
+        ev.stated["gpu_counts"] = stated_numbers(question, "gpu_counts")
+    except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
+        log.warning("playbook signals unavailable: %s", err)
 
 
 def states_exceed_card(ev: Evidence) -> bool | None:

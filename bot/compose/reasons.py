@@ -432,6 +432,13 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
         head = say.msg("direct.cause.network", cfg=r.values["config"], n=n, assumed=bool(r.values.get("link_assumed")),
                        link=_link_name(say.setup.get("inter_node_link")))
         rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
+    elif lead in ("workers", "below_requirement", "step_time"):  # in the question's own figures
+        figures = r.values["figures"]
+        for name, value in figures.items():  # what the sentence prints, bound to its key
+            say.numbers[f"diagnosis.{name}"] = value
+        head = say.msg(f"direct.cause.{lead}", n=n,
+                       **{name: say.val(value, f"diagnosis.{name}") for name, value in figures.items()})
+        rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
     else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
         head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
     keys = say.figure_keys.get(head, []) + [f"cite.{n}"] * figure_count(rest)
@@ -443,9 +450,12 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
 @words_for(Code.DIAGNOSE_NEEDS)
 def _diagnose_needs(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
-    """Nothing to diagnose yet: the one or two facts that decide it (no figures)."""
+    """Nothing to diagnose yet: the one or two facts that decide it and the question lacks (no figures)."""
+    kind, facts = r.values["kind"], r.values.get("facts") or ()
+    named = [say.word(f"words.diagnose_facts.{kind}.{name}") for name in facts]
     return say.word("direct.diagnose_needs", lead=say.word("words.diagnose_needs_lead"),
-                    facts=say.word(f"words.diagnose_facts.{r.values['kind']}"))
+                    count=say.word(f"words.diagnose_needs_count.{'two' if len(named) > 1 else 'one'}"),
+                    facts=say.word("words.diagnose_facts_and").join(named))
 
 
 @words_for(Code.PARALLEL_PLAN)

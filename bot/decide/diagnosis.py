@@ -3,7 +3,9 @@ all (``diagnosing``), the playbook causes ranked with the lead the calculator ca
 setup's figures (``causes``), and what to ask when nothing matches (``needs_to_diagnose``).
 
 Pure like the rest of ``bot.decide``: everything comes from ``bot.evidence.Evidence`` (the
-playbook matches, with the calculator's ``states_exceed_card`` among their triggers).
+playbook matches, with the calculator's ``states_exceed_card`` among their triggers; what the
+question's text already states, ``given``, and the figures it gives, ``stated``: the workers per
+process and the cores, a per-card requirement, the card counts compared).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def diagnosing(ev: Evidence) -> bool:
 
 # Playbook entries whose first sentence the calculator can say with this setup's own figures
 CARD_TOO_SMALL, NETWORK = "pb-card-too-small", "pb-multi-node-slow-link"
+# ... and those said with the figures the question itself gives (batch e classes 16, 18, 21): the
+# workers per process against the cores, the stated per-card memory against the card, the step
+# time compared across two card counts
+OVERSUBSCRIBE, BELOW_REQUIREMENT, STEP_TIME = ("pb-dataloader-workers-oversubscribe",
+                                               "pb-card-below-stated-requirement", "pb-throughput-per-device")
 
 
 def _most_frugal(ev: Evidence) -> Config | None:
@@ -67,14 +74,64 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
             values.update(lead="card_too_small", config=frugal)
     elif first == NETWORK and r is not None and r.nodes > 1 and d is not None and d.chosen is not None:
         values.update(lead="network", config=d.chosen, link_assumed=_link_assumed(ev))
+    else:
+        values.update(_stated_lead(ev, ev.playbook[0]))
     # the first cause (with how to check and fix it) first; the rival causes after, their own
     # sentence, so a short form may fold them
     return [Reason(Code.PLAYBOOK, values), Reason(Code.PLAYBOOK_OTHERS, {"matches": values["matches"]})]
 
 
+# What a diagnosis asks for when nothing matches, by the kind of failure, most decisive first: each
+# fact with the ``facts_given`` names (bot.knowledge.playbook) that mean the question already says it.
+# The answer asks for the first two the question lacks (issue 25, batch e class 17).
+FACTS_TO_ASK: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
+    "oom": (("when", frozenset({"oom_phase"})), ("setup", frozenset({"setup"})),
+            ("message", frozenset({"oom_message"}))),
+    "slow": (("link", frozenset({"link"})), ("speed", frozenset({"measured_speed"})),
+             ("loader", frozenset({"workers"}))),
+    "error": (("message", frozenset({"error_message"})), ("command", frozenset({"launch_command"})),
+              ("versions", frozenset())),
+}
+
+
+def _given(ev: Evidence) -> frozenset[str]:
+    """What the question already states (the text's facts, and the setup the reader found)."""
+    given = set(ev.given)
+    s = ev.parsed.setup
+    if s.params_b and (s.gpu or s.gpu_memory_gb) and s.gpu_count:
+        given.add("setup")
+    if s.intra_node_link or s.inter_node_link:
+        given.add("link")
+    return frozenset(given)
+
+
+def _stated_lead(ev: Evidence, first: Any) -> dict[str, Any]:
+    """The lead said with the question's own figures, where the first cause is one the numbers in
+    the text decide ({} otherwise): ``lead`` names the message, ``figures`` its values."""
+    stated, gpus = ev.stated, ev.parsed.setup.gpu_count
+    if first.id == OVERSUBSCRIBE and "workers_oversubscribe" in first.matched_triggers and gpus:
+        workers, cores = int(stated.get("num_workers") or 0), int(stated.get("cpu_cores") or 0)
+        return {"lead": "workers", "figures": {
+            "gpus": gpus, "workers": workers, "cores": cores, "loaders": gpus * workers,
+            "per_gpu": max(1, cores // gpus - 1)}}  # one core per rank's own process
+    if first.id == BELOW_REQUIREMENT and "requirement_exceeds_card" in first.matched_triggers:
+        card = ev.parsed.setup.gpu_memory_gb
+        if not card and ev.resolved is not None and "gpu" not in ev.resolved.assumed:
+            card = ev.resolved.gpu_memory_gb
+        required = stated.get("stated_requirement_gb")
+        if card and required:
+            return {"lead": "below_requirement", "figures": {"required_gb": required, "card_gb": card}}
+    if first.id == STEP_TIME:
+        counts = sorted(set(stated.get("gpu_counts") or ()))
+        if len(counts) >= 2 and counts[0] >= 1:
+            low, high = int(counts[0]), int(counts[-1])
+            return {"lead": "step_time", "figures": {"low": low, "high": high, "scale": round(high / low, 2)}}
+    return {}
+
+
 def needs_to_diagnose(ev: Evidence) -> Reason:
     """No cause matches and nothing is computed: the one or two facts that would decide it, by
-    the kind of failure reported (memory, speed, or an error)."""
+    the kind of failure reported (memory, speed, or an error), never one the question gives."""
     topics = set(ev.parsed.topics)
     kind = ev.failure_kind
     if ev.parsed.observed.oom or "oom" in topics or kind in ("oom", "host_ram"):
@@ -83,7 +140,9 @@ def needs_to_diagnose(ev: Evidence) -> Reason:
         kind = "slow"
     else:
         kind = "error"
-    return Reason(Code.DIAGNOSE_NEEDS, {"kind": kind})
+    given = _given(ev)
+    missing = [name for name, said in FACTS_TO_ASK[kind] if not said & given]
+    return Reason(Code.DIAGNOSE_NEEDS, {"kind": kind, "facts": tuple(missing[:2] or [FACTS_TO_ASK[kind][-1][0]])})
 
 
 # direct answers the diagnosis's own lead sentence already says (with the same figures)

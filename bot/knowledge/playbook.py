@@ -61,6 +61,9 @@ TRIGGER_WEIGHTS: dict[str, float] = {
     # computed by the calculator, not read: the model states alone exceed each stated card even
     # sharded over every stated GPU (bot.evidence sets it); it pins the cause like nothing said can
     "states_exceed_card": 4.0,
+    # read from the text and compared with the setup (derive_facts): the DataLoader workers of every
+    # rank outnumber the CPU cores; a per-card memory the project states exceeds the person's card
+    "workers_oversubscribe": 2.0, "requirement_exceeds_card": 2.5,
 }
 # Facts that only the calculator supplies: an entry may surface on them without a symptom word.
 COMPUTED_TRIGGERS = frozenset({"states_exceed_card"})
@@ -116,6 +119,9 @@ class PlaybookQuery:
     torch_compile: bool | None = None
     models: tuple[str, ...] = ()  # roles in a multi-model job
     states_exceed_card: bool | None = None  # computed (bot.evidence): even full sharding cannot fit the states
+    gpu_memory_gb: float | None = None  # one card's memory (stated, else the catalog's)
+    workers_oversubscribe: bool | None = None  # GPUs x num_workers > CPU cores (derive_facts)
+    requirement_exceeds_card: bool | None = None  # the stated per-card memory > the card's (derive_facts)
 
 
 @dataclass(frozen=True)
@@ -253,6 +259,10 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
     return {"oom": rx(raw.get("oom") or ()), "host_ram_killed": rx(raw.get("host_ram_killed") or ()),
             "multi_node": rx(raw.get("multi_node") or ()), "failure": rx(raw.get("failure") or ()),
             "slow": rx(raw.get("slow") or ()), "hypothetical": rx(raw.get("hypothetical") or ()),
+            "num_workers": rx(raw.get("num_workers") or ()), "cpu_cores": rx(raw.get("cpu_cores") or ()),
+            "stated_requirement_gb": rx(raw.get("stated_requirement_gb") or ()),
+            "gpu_counts": rx(raw.get("gpu_counts") or ()),
+            "given": {name: rx(patterns) for name, patterns in (raw.get("given") or {}).items()},
             "oom_phase": [(phase, rx(phases[phase])) for phase in PHASE_READING_ORDER if phases.get(phase)]}
 
 
@@ -285,7 +295,29 @@ def derive_facts(query: PlaybookQuery, root: Path | str | None = None) -> Playbo
             if pattern is not None and pattern.search(text):
                 updates["oom_phase"] = phase
                 break
+    workers, cores = stated_number(text, "num_workers", root), stated_number(text, "cpu_cores", root)
+    if query.workers_oversubscribe is None and workers and cores and query.gpu_count:
+        # every rank (one per GPU) starts its own workers, and each rank is a process too
+        updates["workers_oversubscribe"] = query.gpu_count * (workers + 1) > cores
+    required = stated_number(text, "stated_requirement_gb", root)
+    if query.requirement_exceeds_card is None and required and query.gpu_memory_gb:
+        updates["requirement_exceeds_card"] = required > query.gpu_memory_gb + 1  # "24G" for 23.6 GiB
     return replace(query, **updates) if updates else query
+
+
+def stated_number(text: str, key: str, root: Path | str | None = None) -> float | None:
+    """The number a signals.yaml pattern with a ``(?P<n>...)`` group reads from the text (the first
+    match that has one): ``num_workers`` (DataLoader workers per process), ``cpu_cores`` (the
+    machine's cores), ``stated_requirement_gb`` (a per-card memory the project states). None when
+    the text says none."""
+    pattern = _load(str(Path(root) if root else default_root()))[1].get(key)
+    if pattern is None or not isinstance(text, str):
+        return None
+    for found in pattern.finditer(text):
+        value = next((v for k, v in found.groupdict().items() if k.startswith("n") and v), None)
+        if value:
+            return float(value)
+    return None
 
 
 def failure_kind(text: str, root: Path | str | None = None) -> str | None:
@@ -320,6 +352,41 @@ def hypothetical_only(text: str, root: Path | str | None = None) -> bool:
     return bool(pattern is not None and pattern.search(text)) and failure_kind(text, root) is None
 
 
+# numerals in words the ``gpu_counts`` signals read ("two GPUs", "四张卡", "单卡")
+_WORD_NUMBERS = {"one": 1, "a single": 1, "single": 1, "two": 2, "three": 3, "four": 4, "eight": 8, "sixteen": 16,
+                 "一": 1, "单": 1, "二": 2, "两": 2, "三": 3, "四": 4, "八": 8}
+
+
+def stated_numbers(text: str, key: str, root: Path | str | None = None) -> list[float]:
+    """Every number a signals.yaml pattern with ``(?P<n...>)`` groups reads from the text, in text
+    order (word numerals as digits): ``gpu_counts`` gives the card counts a message compares."""
+    pattern = _load(str(Path(root) if root else default_root()))[1].get(key)
+    if pattern is None or not isinstance(text, str):
+        return []
+    out: list[float] = []
+    for found in pattern.finditer(text):
+        value = next((v for k, v in found.groupdict().items() if k.startswith("n") and v), None)
+        if value:
+            number = _WORD_NUMBERS.get(value.lower()) or (float(value) if value.isdigit() else None)
+            if number:
+                out.append(float(number))
+    return out
+
+
+def facts_given(text: str, root: Path | str | None = None) -> frozenset[str]:
+    """The facts a question already states, by the names of signals.yaml ``given`` (the OOM
+    message's figures, the error's lines, the launch command, a measured speed, the link, the
+    DataLoader's workers) and ``oom_phase`` when the text says when the OOM came: what a diagnosis
+    that needs more must not ask for again."""
+    if not isinstance(text, str) or not text.strip():
+        return frozenset()
+    signals = _load(str(Path(root) if root else default_root()))[1]
+    found = {name for name, pattern in signals.get("given", {}).items() if pattern is not None and pattern.search(text)}
+    if any(pattern is not None and pattern.search(text) for _, pattern in signals.get("oom_phase", ())):
+        found.add("oom_phase")
+    return frozenset(found)
+
+
 def reports_failure(text: str, root: Path | str | None = None) -> bool:
     """Whether the text reports something that went wrong in a run (``failure_kind``)."""
     return failure_kind(text, root) is not None
@@ -334,13 +401,14 @@ def query_from_parsed(parsed: Any, text: str | None = None) -> PlaybookQuery:
         return getattr(obj, name, None) if obj is not None else None
 
     nodes, gpu = of(setup, "nodes"), of(setup, "gpu")
-    bf16 = None
+    bf16, card_gb = None, None
     if gpu:
         try:
             from bot.catalog import lookup_gpu
 
-            bf16 = bool(lookup_gpu(gpu).supports_bf16)
-        except Exception:  # an unknown card: bf16 support stays unknown
+            card = lookup_gpu(gpu)
+            bf16, card_gb = bool(card.supports_bf16), float(card.memory_gb)
+        except Exception:  # an unknown card: bf16 support and memory stay unknown
             bf16 = None
     precision = of(setup, "precision")
     if bf16 is None and precision and str(precision).startswith("fp16"):
@@ -356,6 +424,7 @@ def query_from_parsed(parsed: Any, text: str | None = None) -> PlaybookQuery:
         deepspeed=True if of(observed, "deepspeed") else None, zero_stage=of(observed, "zero_stage"),
         activation_checkpointing=of(setup, "activation_checkpointing"),
         torch_compile=of(setup, "torch_compile"), models=tuple(of(observed, "models") or ()),
+        gpu_memory_gb=of(setup, "gpu_memory_gb") or card_gb,
     )
 
 

@@ -57,7 +57,7 @@ _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|
 
 _TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom(?:s|ed|ing)?\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
                       r"fall(?:s)? to|drop(?:s|ped)? to|decreas|why my|为什么我|爆显存|显存不足|显存不够|显存溢出|超出显存|内存不够|溢出|跑不动|跑不起来|"
-                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|慢了|变慢|更慢|比.{0,12}慢|slower|too slow|"
+                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|慢了|变慢|更慢|特别慢|非常慢|太慢|比.{0,12}慢|slower|too slow|"
                       r"much slower|speed (?:is|was) (?:low|slow)|速度.{0,8}(?:慢|相同|一样|下降)|throughput.{0,20}(?:drop|lower|low)|"
                       r"lower throughput|significant difference in throughput|not reduc|doesn'?t reduc|does not reduc|"
                       r"higher (?:gpu )?memory|more memory than|same amount of memory|显存占用(?:异常|很大|超出)|"
@@ -323,6 +323,10 @@ _KNOB_Q = re.compile(r"should (?:i|we) (?:adjust|change|tune|set|tweak|modify|in
                      r"(?:share|provide|post|send) (?:your|the|a) (?:\w+ ){0,2}(?:config\w*|settings|script|command|yaml|json|setup)|"
 
                      r"(?:需要|要)(?:设置|修改|调整|加)(?:什么|哪些)(?:参数|配置)?|(?:分享|提供|发)(?:一下)?(?:你们?的)?(?:配置|脚本|参数)", _I)
+# how to raise or improve something, after a symptom ("how can I improve the GPU utilization?",
+# "怎么提高利用率", "any way to make it faster?"): a fix for the run, not advice on a setup
+_IMPROVE_Q = re.compile(r"\bimprov(?:e|ing)\b|\bincreas(?:e|ing)\b|\braise\b|\bboost\b|make (?:it|this|training|them) faster|"
+                        r"提高|提升|改善|优化|加快|充分利用|利用起来", _I)
 # ways to save memory: a fix where a run failed, otherwise advice on the setup (ranked with it)
 _SAVE_Q = re.compile(r"(?:any|some|another|other) (?:other )?ways? to (?:save|reduce|lower|cut|avoid)|save (?:gpu |cuda )?memory|"
                      r"节省显存|省显存|降低显存|减少显存", _I)
@@ -336,7 +340,7 @@ _PROJECT_THING = r"(?:your|this) (?:model|code|codebase|repo\w*|project|implemen
 _PROJECT_Q = re.compile(r"(?:is it possible|possible to|can (?:i|we|one|it|you)|could (?:i|we)|does (?:it|this)|is there (?:a )?way)"
                         r"[^.?]{0,60}?\b" + _PROJECT_THING + r"|^\s*(?:can|could|does|do|is|will) " + _PROJECT_THING, _I)
 # requirements asked for ("What are the hardware requirements ...?", "硬件条件是什么"): a quantity, before "what are"
-_REQUIREMENTS = re.compile(r"requirements?\b|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
+_REQUIREMENTS = re.compile(r"requirements?\b|minimum (?:number|amount|count) of (?:gpus?|cards?|nodes?|machines?|(?:gpu )?memory|vram)|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
 _PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
                        r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
 # the best option asked for ("What is best for ... DDP or FSDP?", "the best way to shard 70B on 16 GPUs",
@@ -356,7 +360,20 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"(?:speed|速度)[^.。]{0,60}(?:similar|same as|一样|差不多)|different amounts? of (?:gpu )?memory|uneven|不均衡|"
                           r"不均匀|\d\s*号卡[^。，,]{0,12}(?:占用|显存|利用率)|不起作用|没有?作用|没效果|doesn'?t (?:work|take effect|help)|"
                           r"has no effect|burst\w* (?:the )?(?:gpu )?memory|memory (?:burst|explod)|爆内存|exits? with (?:return )?code|"
-                          r"return code\s*=?\s*-?\d", _I)
+                          r"return code\s*=?\s*-?\d|"
+                          # the GPUs waiting: low or fluctuating utilisation, a DataLoader worker killed
+                          r"gpu[- ]?(?:util\w*|usage|load)\b.{0,24}?(?:\b(?:low|poor|fluctuat\w*|unstable)\b|(?<![\d.])[1-5]?\d ?%)|"
+                          r"\b(?:low|poor|fluctuating|unstable) (?:gpu[- ]?)?(?:util\w*|usage)\b|"
+                          r"利用率.{0,10}(?:低|不高|只有|上不去|波动|忽高忽低|很差|跳|不稳定|(?<![\d.])[1-5]?\d ?%)|"
+                          r"(?:multi-?gpu|more gpus|the (?:extra|other) gpus|more cards).{0,20}(?:do(?:es)? nothing|did nothing|"
+                          r"(?:doesn.t|does not|didn.t|did not) help)|多卡.{0,6}(?:没有?用|没效果|无效)|"
+                          r"worker.{0,30}(?:exited unexpectedly|killed by signal)|"
+                          # more cards, no faster: the same time per step or no speed-up
+                          r"\bnot (?:any |much |really )?faster\b|\bno (?:real |noticeable )?speed-?up\b|"
+                          r"(?<!有)(?:没有?|并没有?|并不|没怎么)(?:加速|变快|提速)|(?:没|并没|没有)起作用|\bcrawl(?:s|ing)?\b|"
+                          r"(?:step|iteration|iter) times? .{0,40}\b(?:same|similar|equal|unchanged|(?:did not|didn.t) change)\b|"
+                          r"\b(?:same|similar|equal|identical) (?:time|step time|duration) (?:per|for each|of each)|"
+                          r"(?:每个?|单个?)(?:step|步|迭代|iter)(?:的)?(?:时间|耗时|用时).{0,4}(?:一样|相同|差不多|没变)", _I)
 
 
 @dataclass(frozen=True)
@@ -394,6 +411,7 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("fix_or_why", "troubleshoot", _FIX_Q),
     _cue("knob_after_failure", "troubleshoot", _KNOB_Q, needs="symptom"),
     _cue("save_memory_after_failure", "troubleshoot", _SAVE_Q, needs="symptom"),
+    _cue("improve_after_symptom", "troubleshoot", _IMPROVE_Q, needs="symptom"),
     _cue("quantity", "capacity", _CAPACITY_Q),
     _cue("the_projects_code", "concept", _PROJECT_Q, unless="setup first_person"),
     _cue("choice_in_general", "concept", _CHOICE, needs="can", unless="setup first_person advice"),
