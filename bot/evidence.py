@@ -497,8 +497,9 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
 
     s = resolved.setup
     per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
-    if stated_degrees(resolved):
-        return _plan_capacity(resolved, per_node_max)
+    planned = _plan_capacity(resolved, per_node_max) if stated_degrees(resolved) else None
+    if planned is not None:
+        return planned
     tried: list[int] = []
     for count in CAPACITY_COUNTS:
         update = count_layout(resolved, count)
@@ -553,35 +554,43 @@ def plan_counts(unit: int, per_node_max: int) -> list[int]:
     return sorted(out)
 
 
-def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity:
+def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity | None:
     """The capacity search under a stated TP/CP/PP plan: the fewest GPUs, a multiple of the plan's
     tp x cp x pp in whole nodes (``plan_counts``), at which the plan with FSDP over the remaining
     data-parallel ranks fits with ``FIT_MARGIN`` (bot.parallel_evidence.stated_plan computes it),
-    first as asked, then with activation checkpointing. Pure DP at these counts is not what the
-    person runs, so it is not searched."""
+    first as asked, then with activation checkpointing, then also a chunked cross-entropy. Pure DP at these counts is not what the
+    person runs, so it is not searched. None when the plan cannot be built at any count (TP not
+    dividing the heads, say): the degrees are then only named, and the pure-DP search answers."""
     s = resolved.setup
     degrees = stated_degrees(resolved)
     unit = 1
     for d in degrees.values():
         unit *= d
     tried: list[int] = []
+    built = False  # the plan could be built at some count (its degrees suit the model and batch)
     for count in plan_counts(unit, per_node_max):
         update = count_layout(resolved, count)
         if update is None:
             continue
         tried.append(count)
-        for ckpt in ([False, True] if not s.activation_checkpointing else [True]):
+        tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
+            else [(True, None)]
+        if (s.loss_impl or "standard") == "standard":
+            tiers.append((True, "chunked"))  # as the pure-DP search: a long local sequence's logits
+        for ckpt, loss in tiers:
+            changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
+            if loss:
+                changes["loss_impl"] = loss
             try:
-                r = _same_model(resolve_setup(s.model_copy(update={
-                    **update, "activation_checkpointing": ckpt or s.activation_checkpointing})), resolved)
+                r = _same_model(resolve_setup(s.model_copy(update=changes)), resolved)
             except SetupError:
                 continue
             # re-resolving the filled-in setup reads every default as stated; keep what was assumed
             # (an unstated micro-batch may be raised to fill the pipeline, as for the asked count)
-            r = replace(r, assumed=tuple(a for a in resolved.assumed
-                                         if a not in update and a != "activation_checkpointing"))
+            r = replace(r, assumed=tuple(a for a in resolved.assumed if a not in changes))
             plan = stated_plan(r)
             mem = getattr(plan, "memory", None)
+            built = built or mem is not None
             if mem is None or not (mem.fits and mem.reserved_gib <= FIT_MARGIN * mem.usable_gib):
                 continue
             nums: dict[str, float | int | bool] = {
@@ -592,7 +601,10 @@ def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity:
             }
             nums.update({f"capacity.parallel.{axis}": d for axis, d in degrees.items()})
             return Capacity(count, "fsdp_full_shard", ckpt and not s.activation_checkpointing,
-                            update["gpus_per_node"], update["nodes"], tuple(tried), nums, plan_degrees=degrees)
+                            update["gpus_per_node"], update["nodes"], tuple(tried), nums,
+                            chunked_loss=loss is not None, plan_degrees=degrees)
+    if not built:
+        return None
     return Capacity(None, None, False, per_node_max, 0, tuple(tried), plan_degrees=degrees)
 
 
