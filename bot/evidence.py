@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from bot.core.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
@@ -131,6 +131,8 @@ class Capacity:
     tried: tuple[int, ...]
     numbers: dict[str, float | int | bool] = field(default_factory=dict)  # that count's estimate
     chunked_loss: bool = False  # it also needs a chunked cross-entropy (long context, large vocab)
+    # the stated TP/CP/PP degrees the count was searched under (FSDP over the rest); empty: pure DP
+    plan_degrees: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -500,6 +502,9 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
 
     s = resolved.setup
     per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
+    planned = _plan_capacity(resolved, per_node_max) if stated_degrees(resolved) else None
+    if planned is not None:
+        return planned
     tried: list[int] = []
     for count in CAPACITY_COUNTS:
         update = count_layout(resolved, count)
@@ -531,6 +536,81 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
                     return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
                                     tuple(tried), nums, chunked_loss=loss is not None)
     return Capacity(None, None, False, per_node_max, 0, tuple(tried))
+
+
+def stated_degrees(resolved: ResolvedSetup) -> dict[str, int]:
+    """The setup's model-parallel degrees above 1 ({"tp": 8, "pp": 2}); empty for pure DP."""
+    s = resolved.setup
+    degrees = {"tp": s.tensor_parallel, "cp": s.context_parallel, "pp": s.pipeline_parallel}
+    return {axis: int(d) for axis, d in degrees.items() if (d or 1) > 1}
+
+
+def plan_counts(unit: int, per_node_max: int) -> list[int]:
+    """``CAPACITY_COUNTS`` each rounded up to a GPU count a plan of ``unit`` = tp x cp x pp GPUs
+    per data-parallel rank can run on: a multiple of ``unit`` (torchtitan's ParallelDims: the
+    degrees multiply to the world size), and, past one node, whole nodes as well (a multiple of
+    lcm(unit, GPUs per node)); one node may hold fewer GPUs (``count_layout``). Sorted, no repeats."""
+    from math import lcm
+
+    out: set[int] = set()
+    for count in CAPACITY_COUNTS:
+        step = unit if count <= per_node_max and unit <= per_node_max else lcm(unit, per_node_max)
+        out.add(-(-count // step) * step)
+    return sorted(out)
+
+
+def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity | None:
+    """The capacity search under a stated TP/CP/PP plan: the fewest GPUs, a multiple of the plan's
+    tp x cp x pp in whole nodes (``plan_counts``), at which the plan with FSDP over the remaining
+    data-parallel ranks fits with ``FIT_MARGIN`` (bot.parallel_evidence.stated_plan computes it),
+    first as asked, then with activation checkpointing, then also a chunked cross-entropy. Pure DP at these counts is not what the
+    person runs, so it is not searched. None when the plan cannot be built at any count (TP not
+    dividing the heads, say): the degrees are then only named, and the pure-DP search answers."""
+    s = resolved.setup
+    degrees = stated_degrees(resolved)
+    unit = 1
+    for d in degrees.values():
+        unit *= d
+    tried: list[int] = []
+    built = False  # the plan could be built at some count (its degrees suit the model and batch)
+    for count in plan_counts(unit, per_node_max):
+        update = count_layout(resolved, count)
+        if update is None:
+            continue
+        tried.append(count)
+        tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
+            else [(True, None)]
+        if (s.loss_impl or "standard") == "standard":
+            tiers.append((True, "chunked"))  # as the pure-DP search: a long local sequence's logits
+        for ckpt, loss in tiers:
+            changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
+            if loss:
+                changes["loss_impl"] = loss
+            try:
+                r = _same_model(resolve_setup(s.model_copy(update=changes)), resolved)
+            except SetupError:
+                continue
+            # re-resolving the filled-in setup reads every default as stated; keep what was assumed
+            # (an unstated micro-batch may be raised to fill the pipeline, as for the asked count)
+            r = replace(r, assumed=tuple(a for a in resolved.assumed if a not in changes))
+            plan = stated_plan(r)
+            mem = getattr(plan, "memory", None)
+            built = built or mem is not None
+            if mem is None or not (mem.fits and mem.reserved_gib <= FIT_MARGIN * mem.usable_gib):
+                continue
+            nums: dict[str, float | int | bool] = {
+                "capacity.gpu_count": count,
+                "capacity.memory.fsdp_full_shard.total_gib": round(mem.total_gib, 2),
+                "capacity.memory.fsdp_full_shard.usable_gib": round(mem.usable_gib, 2),
+                "capacity.parallel.dp_shard": int(plan.plan.degrees.get("dp_shard", 1)),
+            }
+            nums.update({f"capacity.parallel.{axis}": d for axis, d in degrees.items()})
+            return Capacity(count, "fsdp_full_shard", ckpt and not s.activation_checkpointing,
+                            update["gpus_per_node"], update["nodes"], tuple(tried), nums,
+                            chunked_loss=loss is not None, plan_degrees=degrees)
+    if not built:
+        return None
+    return Capacity(None, None, False, per_node_max, 0, tuple(tried), plan_degrees=degrees)
 
 
 def _store_notices(language: str) -> list[str]:

@@ -421,7 +421,8 @@ def render_markdown(answer: Answer) -> Answer:
         out.block(_items(out, sec.reasons), "short")
     elif sec.table:
         calc = next((c.n for c in answer.citations if c.kind == "calc"), None)
-        out.block(_w(lang, "table_title") +
+        title = f"**{out.bind(sec.table_title)}**" if sec.table_title else _w(lang, "table_title")
+        out.block(title +
                   (f" [{calc}]" if calc else "") + "\n\n" + _table(answer, out), "short")
         if table:  # the table's inputs under it: the setup as computed, then (folded) as read
             out.block(_setup_line(answer, out), "short")

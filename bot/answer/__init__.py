@@ -102,6 +102,9 @@ class Sections(BaseModel):
     direct_more: list[str] = Field(default_factory=list)
     setup_read: list[SetupItem] = Field(default_factory=list)
     table: list[TableRow] = Field(default_factory=list)
+    # the table's title when it is not the setup as asked: beside a stated TP/CP/PP plan the rows
+    # are pure data parallelism over every GPU, and the title says so (None: the default title)
+    table_title: str | None = None
     reasons: list[str] = Field(default_factory=list)
     what_ifs: list[str] = Field(default_factory=list)  # each knob that would flip a verdict
     passages: list[str] = Field(default_factory=list)  # retrieved, cited passages that answer it

@@ -13,7 +13,7 @@ how each parallel axis divides them:
   MLP regions; with sequence parallelism also the norm and residual activations (Korthikanti et
   al. 2022, https://arxiv.org/abs/2205.05198 sec. 4.2, ``korthikanti_layer_bytes``).
 - CP divides the sequence (each rank keeps s/cp tokens of every activation); ring attention adds
-  K/V buffers in flight (``RING_KV_BUFFERS``). torchtitan shards FSDP over dp_shard x cp.
+  its gathered K/V and fp32 gradient buffers (``ring_attention_bytes_per_element``). torchtitan shards FSDP over dp_shard x cp.
 - PP keeps L/pp layers per rank and the activations of the micro-batches its schedule has in
   flight (``in_flight_chunks``); with FSDP, torchtitan does not reshard a stage after forward and
   PyTorch's pipelining keeps the gradients unsharded until the last micro-batch.
@@ -66,12 +66,29 @@ PP_SCHEDULES = {"GPipe": 1, "1F1B": 1, "Interleaved1F1B": 2, "LoopedBFS": 2,
                 "InterleavedZeroBubble": 2, "ZBVZeroBubble": 2}
 MULTI_STAGE = {"Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble", "ZBVZeroBubble"}
 
-# Ring attention (Liu et al. 2023, https://arxiv.org/abs/2310.01889; torch's
-# torch/distributed/tensor/experimental/_attention.py ``_templated_ring_attention``): while a
-# block's attention runs, the local K/V chunk, the chunk being received, and in backward the K/V
-# and their gradients travelling the ring are alive: 4 local-K/V-sized buffers, compute dtype,
-# for the one block being computed (a modelling choice from the algorithm, not a measurement).
-RING_KV_BUFFERS = 4
+# Ring attention (Liu et al. 2023, https://arxiv.org/abs/2310.01889) as torch runs it for
+# torchtitan (torch/distributed/tensor/experimental/_attention.py, ``_templated_ring_attention``
+# and ``_templated_ring_attention_backward``; _context_parallel/_attention.py from torch 2.9; the
+# defaults ``_ContextParallelOptions(convert_to_f32=True, rotate_method=ALL_GATHER)``, torchtitan's
+# ``context_parallel_rotate_method = "allgather"``). CP shards the arguments of SDPA, and
+# torchtitan's Llama expands k and v to every query head before SDPA (``repeat_kv`` in
+# torchtitan/models/llama/model.py at the benchmark's commit 31a17bf), so every buffer is as wide
+# as q (n_h x d / tp), not as the GQA k/v. While one block's backward runs, per element of the
+# local expanded K (s/cp tokens x q width): the all-gathered K and V of the whole sequence (the
+# ALL_GATHER rotater keeps one aggregated buffer, 2 cp c), the concatenated local K/V it sends
+# (2 c), the fp32 accumulators of dq, dk, dv (3 x 4), one ring step's dq, dk, dv from the kernel
+# (3 c) and the fp32 dK/dV passed round the ring (an ALL_TO_ALL rotater: the send and the receive
+# buffer, 2 x 2 x 4). The forward's buffers (the gathered K/V, the merger's fp32 output) are
+# fewer and are freed before the backward's.
+RING_ACCUM_BYTES = 4  # convert_to_f32: the accumulators and the dK/dV in flight are fp32
+
+
+def ring_attention_bytes_per_element(cp: int, c: float) -> float:
+    """Bytes ring attention holds in one block's backward per element of the local, expanded K."""
+    gathered_kv, sent_kv = 2 * cp * c, 2 * c
+    grad_accumulators, step_grads = 3 * RING_ACCUM_BYTES, 3 * c
+    grad_kv_ring = 2 * 2 * RING_ACCUM_BYTES
+    return gathered_kv + sent_kv + grad_accumulators + step_grads + grad_kv_ring
 
 # Loss parallelism (torch.distributed.tensor.parallel.loss_parallel, on by default in torchtitan
 # with TP) computes the cross-entropy over vocabulary-sharded logits with extra fp32 temporaries:
@@ -511,7 +528,8 @@ def _stage_memory(inputs: MemoryInputs, plan: ParallelPlan, stage: str) -> PlanM
         moments.append((saved + head + saved_pl * logits, temp_pl * logits))
     activations, loss_temp = max(moments, key=lambda am: am[0] + am[1])
     # Ring attention's K/V in flight for the block being computed
-    ring = RING_KV_BUFFERS * 2 * model.kv_dim / tp * s_local * c * mbs if plan.cp > 1 else 0.0
+    ring = (ring_attention_bytes_per_element(plan.cp, c) * model.q_dim / tp * s_local * mbs
+            if plan.cp > 1 else 0.0)
     pipe = pipeline_buffers(inputs, plan, stage, mbs, m, flight, c)
 
     backward_buffers = gathered + ring + loss_temp + pipe

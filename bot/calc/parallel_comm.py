@@ -35,7 +35,7 @@ from bot.calc.comm import (
     step_seconds,
 )
 from bot.calc.memory import PRECISIONS, lora_params
-from bot.calc.parallel import ParallelPlan, PlanError
+from bot.calc.parallel import RING_ACCUM_BYTES, ParallelPlan, PlanError
 
 if TYPE_CHECKING:
     from bot.core.setup import ResolvedSetup
@@ -174,10 +174,12 @@ def plan_comm_time(setup: ResolvedSetup | CommInputs, plan: ParallelPlan) -> Pla
         logits_and_embed = 2 * (tp - 1) / tp * s_local * local_batch * model.hidden * c
         add("tp", accum * (layers * per_layer + logits_and_embed), overlapped=plan.async_tp)
     if cp > 1:
-        # Ring attention: each rank passes its K/V chunk cp - 1 times in forward (again when
-        # recomputed) and K/V plus their gradients in backward.
-        kv = 2 * model.kv_dim / tp * s_local * local_batch * c
-        per_layer = (cp - 1) * kv * (1 + recompute + 2)
+        # Ring attention as torch runs it (bot.calc.parallel, ``ring_attention_bytes_per_element``):
+        # k and v expanded to the query heads; the forward (again when recomputed) and the
+        # backward all-gather the other cp - 1 chunks of K/V, and the backward passes the fp32
+        # dK/dV round the ring once per step (cp sends).
+        kv = 2 * model.q_dim / tp * s_local * local_batch
+        per_layer = (cp - 1) * kv * c * (1 + recompute + 1) + cp * kv * RING_ACCUM_BYTES
         add("cp", accum * layers * per_layer, overlapped=True)
     if pp > 1:
         # One activation forward and one gradient backward per micro-batch per chunk boundary.

@@ -54,6 +54,7 @@ from bot.evidence import (
     Config,
     Evidence,
 )
+from bot.parallel_evidence import is_stated
 from bot.render import (
     SHORT_PROSE_CHARS,
     fmt,
@@ -316,6 +317,13 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
     shown, sec.direct_more = _within_budget(direct, _budget(lang) - len(sec.headline))
     sec.direct_answer = _joined(shown, say)
     sec.table = [_row(c, d, lang) for c in d.rows]
+    if sec.table and is_stated(ev.parallel):
+        # the rows are the calculator's pure data parallelism over every GPU; the stated TP/CP/PP
+        # plan is computed on its own (bot.parallel_evidence), so the title names what they are
+        degrees = ev.parallel.plan.degrees
+        sec.table_title = sentence(lambda: say.msg(
+            "headline.table_pure_dp", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
+            pp=degrees.get("pp", 1) > 1), "table title") or None
     sec.reasons = [x for x in (reason_text(ev, d, r, say) for r in d.reasons) if x]
     for fig in ev.stored:
         if fig.strategy not in (d.strategy, "ddp"):

@@ -116,6 +116,11 @@ def config_name(c: Config, lang: str) -> str:
 
 def capacity_needs(cap: Any, say: Say) -> str:
     """What the capacity count needs besides the GPUs, as a phrase ("" when nothing)."""
+    degrees = getattr(cap, "plan_degrees", None) or {}
+    if degrees:  # searched under the stated TP/CP/PP plan: the count is a multiple of its degrees
+        plan = say.raw("capacity_needs.plan", tp="tp" in degrees, cp="cp" in degrees, pp="pp" in degrees,
+                       ckpt=bool(cap.checkpointing) and not cap.chunked_loss)
+        return plan + (say.word("capacity_needs.chunked_loss") if cap.chunked_loss else "")
     if cap.chunked_loss:  # bot.calc.memory.loss_bytes_per_logit: a fused kernel (Liger's) needs less than chunked
         return say.word("capacity_needs.chunked_loss")
     if cap.checkpointing:

@@ -217,7 +217,9 @@ def sections_blocks(answer: Answer, part: str = "all") -> list[dict]:
             {"type": "mrkdwn", "text": _clip(("配置：" if zh else "Setup: ") + ", ".join(items), 2000)}]})
     table = sections_table(answer)
     if table:
-        blocks.append(_section(f"*{words['mem']}*\n```{table}```"))
+        # beside a stated TP/CP/PP plan the rows are pure data parallelism: the title says so
+        title = _escape(sec.table_title) if sec.table_title else words["mem"]
+        blocks.append(_section(f"*{title}*\n```{table}```"))
     if part == "all":
         blocks += _folded_blocks(answer)
     if sec.questions:

@@ -54,8 +54,9 @@ _KEYED = re.compile(r"(?<![A-Za-z0-9_])(?:--)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_][\w
 _ENGINE_PATH = re.compile(r"(?:^|\.)(?:rollout|vllm|sglang|infer\w*|serving|generat\w*)(?:\.|$)", _I)
 # ... or a key written after an engine's name on its line ("16 for vllm_engines (8 engines, each tp_size = 2)")
 _ENGINE_BEFORE = re.compile(r"vllm|sglang|rollout|inference|推理|engine", _I)
-# compact: "TP=8", "TP4", "tp 2", "TP8PP2", "PP=4", "CP=2" (letters never glued to a word before)
-_COMPACT = re.compile(r"(?<![A-Za-z_\-])(tp|pp|cp)\s*(?:=|:|-|\s)?\s*(\d{1,4})(?![\d.]|\s*(?:gb|g\b|b\b|%|x\b))", _I)
+# compact: "TP=8", "TP4", "tp 2", "TP8PP2", "PP=4", "CP=2" (letters never glued to a word before);
+# a full stop after the degree ends the sentence ("... TP=8 PP=2."), only a decimal point is refused
+_COMPACT = re.compile(r"(?<![A-Za-z_\-])(tp|pp|cp)\s*(?:=|:|-|\s)?\s*(\d{1,4})(?!\d|\.\d|\s*(?:gb|g\b|b\b|%|x\b))", _I)
 _AXIS_WORDS = {
     "tp": r"tensor[- ]?(?:model[- ]?)?parallel(?:ism)?|张量并行|tensor[- ]?并行",
     "pp": r"pipeline[- ]?(?:model[- ]?)?parallel(?:ism)?|流水线?并行|pipeline[- ]?并行",

@@ -281,7 +281,9 @@ def table_html(sections: Sections, language: str) -> str:
                  _fmt(r.step_seconds)]
         cls = ' class="sw-chosen"' if r.chosen else ""
         rows.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return (_SCROLL + '<table class="sw-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
+    # beside a stated TP/CP/PP plan the rows are pure data parallelism: the caption says so
+    caption = f"<caption>{html.escape(sections.table_title)}</caption>" if sections.table_title else ""
+    return (_SCROLL + '<table class="sw-table">' + caption + '<thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
