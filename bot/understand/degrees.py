@@ -57,10 +57,16 @@ _ENGINE_BEFORE = re.compile(r"vllm|sglang|rollout|inference|推理|engine", _I)
 # compact: "TP=8", "TP4", "tp 2", "TP8PP2", "PP=4", "CP=2" (letters never glued to a word before)
 _COMPACT = re.compile(r"(?<![A-Za-z_\-])(tp|pp|cp)\s*(?:=|:|-|\s)?\s*(\d{1,4})(?![\d.]|\s*(?:gb|g\b|b\b|%|x\b))", _I)
 _AXIS_WORDS = {
-    "tp": r"tensor[- ]?(?:model[- ]?)?parallel(?:ism)?|张量并行|tensor[- ]?并行",
-    "pp": r"pipeline[- ]?(?:model[- ]?)?parallel(?:ism)?|流水线?并行|pipeline[- ]?并行",
+    # Megatron-LM's "model parallel size" (``--model-parallel-size``, GPT-NeoX's ``model_parallel_size``)
+    # is the intra-layer, tensor degree; "模型并行度" is how Chinese threads write the same setting
+    "tp": r"tensor[- ]?(?:model[- ]?)?parallel(?:ism)?|张量并行|tensor[- ]?并行|"
+          r"(?<!pipeline )(?<!pipeline-)(?<!pipeline_)(?<![A-Za-z_])model[- _]?parallel(?:ism)?|(?<!流水线)(?<!流水)模型并行",
+    "pp": r"pipeline[- ]?(?:model[- ]?)?parallel(?:ism)?|流水线?(?:模型)?并行|pipeline[- ]?并行",
     "cp": r"context[- ]?parallel(?:ism)?|sequence[- ]?parallel(?:ism)?|ulysses|ring[- ]attention|上下文并行|序列并行",
 }
+# "TP degree 4", "PP size of 2", "CP 度为 2": the axis's short name with a word that says a degree follows
+for _axis in ("tp", "pp", "cp"):
+    _AXIS_WORDS[_axis] += r"|(?<![A-Za-z_\-])" + _axis + r"(?=[ _-]*(?:size|degree|度|大小))"
 _WAY = r"(?:-?way|-?路|\s*路|\s*way)"
 # "8-way tensor parallel", "4路张量并行", "4 pipeline stages"
 _BEFORE_WORD = {axis: re.compile(r"(?<![\d.])(\d{1,4})\s*" + _WAY + r"\s*(?:的)?\s*(?:" + words + ")", _I)
