@@ -12,7 +12,8 @@ Where they are written (each key is a cue of one axis, a table, not a branch per
   ``sequence_parallel_size`` (it splits the sequence, as CP does); short ``--tp 4`` / ``tp_size``;
 - compact prose: ``TP=8``, ``TP4``, ``tp4pp2``, ``PP 8``, ``CP=2``;
 - sentences: "8-way tensor parallel", "pipeline parallel degree 4", "张量并行 4 路", "4路张量并行",
-  "流水线并行度为2", "序列并行 4", "上下文并行 2".
+  "流水线并行度为2", "序列并行 4", "上下文并行 2", "TP degree 4"; Megatron's "model parallel size 8" and
+  "模型并行度为8" are the tensor degree.
 
 **A degree being weighed is a question, not the setup.** "Should we add TP=8?", "or TP 4?",
 "要不要开张量并行 4 路？" name a plan the person considers; ``weighed`` tells the reader to leave it

@@ -7,7 +7,9 @@ name's digits are never read as a count or a size ("4 x 4090 GPUs" is 4 GPUs, "A
 never -40). Each rule returns the field value and the exact text it read it from. A figure's role
 comes from the words around it, not its unit: "一共128G" is a total, "每张卡只占用了13G" is what
 a run used, "需要1200g显存" is a requirement, "剩余22G" is free memory; only a size that names the
-card becomes ``gpu_memory_gb``.
+card becomes ``gpu_memory_gb``; a size in a clause about the machine's memory ("my server has 256GB
+of memory", "电脑64G内存") is the host's (``cpu_ram_gb``). A per-card phrase ("单张卡只有16G") on a
+run over several cards is the card's size, never a count of one.
 
 The count tokens every rule shares live in ``bot.understand.counts``; which run failed and which
 worked (by GPU count or by method) in ``bot.understand.run_roles``.
