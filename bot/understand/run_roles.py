@@ -42,7 +42,8 @@ _RUN_FAILS = re.compile(r"oom\w*|out of memory|fail\w*|crash\w*|\bkilled\b|\berr
 _RUN_WORKS = re.compile(r"\bworks?\b|\bworked\b|\bworking\b|(?:runs?|ran|trains?|trained|is|was|it'?s|goes|went)\s+(?:fine|ok|okay|well)\b|"
                         r"\bfine (?:on|with)\b|no problems?\b|能跑|可以跑|跑得(?:起来|动)|(?<!不)正常|没(?:有)?问题|成功|跑通|"
                         # a run that reports the memory it took ran: "with 1 GPU it takes up 12.5g", "单卡占用20G"
-                        r"(?:\buses?|\bused|\btakes?(?: up)?|\btook(?: up)?|occup\w*|consum\w*|占用了?|用了|占了)\s*(?:about|around|~|约|大约)?\s*"
+                        r"(?:\buses?|\bused|\btakes?(?: up)?|\btook(?: up)?|occup\w*|consum\w*|\busage\s*(?:is|was|of)?|占用了?|用了|占了)\s*"
+                        r"(?:only|just|about|around|~|约|大约|只有|仅|才)?\s*"
                         r"\d+(?:\.\d+)?\s*(?:gib|gb|g)(?![a-z])", re.I | re.A)
 _RUN_COUNT = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpus?\b|cards?\b|" + G + r"s?)|"
                         r"(单卡|单张卡?|一张卡|一块卡|\b(?:a )?single (?:gpu|card)\b|\bone (?:gpu|card)\b)|"
