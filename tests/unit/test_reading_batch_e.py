@@ -195,3 +195,18 @@ def test_a_written_size_is_stated(text: str) -> None:
 ])
 def test_a_question_that_asks_the_count_is_answered_not_asked(text: str) -> None:
     assert "gpu_count" not in _answer(text).missing
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("my 80G card runs out of memory with a 13B model", 1),
+    ("training 7B on a single H100", 1),
+    ("both of my GPUs run out of memory with 13B", 2),
+    ("dual A6000s for a 13B LoRA", 2),
+    ("我只有一张卡，24G，7B能全参吗", 1),
+    ("手上一块A100，训练13B", 1),
+    ("两张卡都爆显存了，13B", 2),
+    ("双卡4090训练7B", 2),
+])
+def test_a_count_the_words_imply_is_read_not_defaulted(text: str, count: int) -> None:
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count and "gpu_count" not in parsed.missing
