@@ -185,6 +185,16 @@ def _provenance(ev: Evidence) -> dict[str, Any]:
         for name in ev.resolved.assumed:
             if name in DESIGN_FIELDS:
                 out[name] = "assumed"
+        # A field the reader never gave was derived from another: it is only as stated as its source.
+        # A card's memory the reader did not give comes from the catalog's card, an assumed one (the
+        # A100 80GB default) or one sold in several sizes ("A100" is 40 or 80 GB): assumed, never
+        # stated (first-contact batches a, c, d, e). The node layout derived from an assumed count is
+        # assumed too.
+        if "gpu_memory_gb" not in out and ev.resolved.setup.gpu_memory_gb is not None:
+            out["gpu_memory_gb"] = "assumed"
+        if out.get("gpu_count") == "assumed":
+            for name in ("gpus_per_node", "nodes"):
+                out.setdefault(name, "assumed")
         for name in DESIGN_FIELDS:
             if getattr(ev.resolved.setup, name, None) is not None:
                 out.setdefault(name, "stated")

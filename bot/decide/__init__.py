@@ -191,11 +191,19 @@ def _offload_ram_unknown(ev: Evidence, d: Decision) -> bool:
 
 def _to_ask(parsed: Any) -> list[str]:
     """The setup fields to ask for: what is missing, except the GPU count when the count is what
-    the question asks ("how many GPUs do I need?" is answered by the search, not asked back)."""
+    the question asks ("how many GPUs do I need?" is answered by the search, not asked back).
+    A capacity question about something else ("how much memory does a 70B full fine-tune need?")
+    still asks the count it was computed without: no silent default (first-contact batch e)."""
     missing = list(parsed.missing)
-    if parsed.intent == "capacity":
+    if parsed.intent == "capacity" and _asks_count(parsed):
         missing = [f for f in missing if f != "gpu_count"]
     return missing
+
+
+def _asks_count(parsed: Any) -> bool:
+    """The question asks how many GPUs (or nodes) it takes, or whether some number of them is enough."""
+    topics = set(getattr(parsed, "topics", []) or [])
+    return "how_many_gpus" in topics
 
 
 # --------------------------------------------------------------------------------------------

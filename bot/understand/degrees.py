@@ -12,7 +12,8 @@ Where they are written (each key is a cue of one axis, a table, not a branch per
   ``sequence_parallel_size`` (it splits the sequence, as CP does); short ``--tp 4`` / ``tp_size``;
 - compact prose: ``TP=8``, ``TP4``, ``tp4pp2``, ``PP 8``, ``CP=2``;
 - sentences: "8-way tensor parallel", "pipeline parallel degree 4", "张量并行 4 路", "4路张量并行",
-  "流水线并行度为2", "序列并行 4", "上下文并行 2".
+  "流水线并行度为2", "序列并行 4", "上下文并行 2", "TP degree 4"; Megatron's "model parallel size 8" and
+  "模型并行度为8" are the tensor degree.
 
 **A degree being weighed is a question, not the setup.** "Should we add TP=8?", "or TP 4?",
 "要不要开张量并行 4 路？" name a plan the person considers; ``weighed`` tells the reader to leave it
@@ -58,10 +59,16 @@ _ENGINE_BEFORE = re.compile(r"vllm|sglang|rollout|inference|推理|engine", _I)
 # a full stop after the degree ends the sentence ("... TP=8 PP=2."), only a decimal point is refused
 _COMPACT = re.compile(r"(?<![A-Za-z_\-])(tp|pp|cp)\s*(?:=|:|-|\s)?\s*(\d{1,4})(?!\d|\.\d|\s*(?:gb|g\b|b\b|%|x\b))", _I)
 _AXIS_WORDS = {
-    "tp": r"tensor[- ]?(?:model[- ]?)?parallel(?:ism)?|张量并行|tensor[- ]?并行",
-    "pp": r"pipeline[- ]?(?:model[- ]?)?parallel(?:ism)?|流水线?并行|pipeline[- ]?并行",
+    # Megatron-LM's "model parallel size" (``--model-parallel-size``, GPT-NeoX's ``model_parallel_size``)
+    # is the intra-layer, tensor degree; "模型并行度" is how Chinese threads write the same setting
+    "tp": r"tensor[- ]?(?:model[- ]?)?parallel(?:ism)?|张量并行|tensor[- ]?并行|"
+          r"(?<!pipeline )(?<!pipeline-)(?<!pipeline_)(?<![A-Za-z_])model[- _]?parallel(?:ism)?|(?<!流水线)(?<!流水)模型并行",
+    "pp": r"pipeline[- ]?(?:model[- ]?)?parallel(?:ism)?|流水线?(?:模型)?并行|pipeline[- ]?并行",
     "cp": r"context[- ]?parallel(?:ism)?|sequence[- ]?parallel(?:ism)?|ulysses|ring[- ]attention|上下文并行|序列并行",
 }
+# "TP degree 4", "PP size of 2", "CP 度为 2": the axis's short name with a word that says a degree follows
+for _axis in ("tp", "pp", "cp"):
+    _AXIS_WORDS[_axis] += r"|(?<![A-Za-z_\-])" + _axis + r"(?=[ _-]*(?:size|degree|度|大小))"
 _WAY = r"(?:-?way|-?路|\s*路|\s*way)"
 # "8-way tensor parallel", "4路张量并行", "4 pipeline stages"
 _BEFORE_WORD = {axis: re.compile(r"(?<![\d.])(\d{1,4})\s*" + _WAY + r"\s*(?:的)?\s*(?:" + words + ")", _I)

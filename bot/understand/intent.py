@@ -122,7 +122,10 @@ _TOPIC_RULES: list[tuple[str, str]] = [
     ("multi_model_rl", r"\bppo\b|\bgrpo\b|\bdpo\b|\brloo\b|rlhf|(?<![a-z])actor(?![a-z])|(?<![a-z])critic(?![a-z])|reward model|reference model|deepspeed chat|"
                        r"rlhf_type|num_generations|ref_num|reward_funcs"),
     ("moe", r"\bmoe\b|mixture of experts|mixtral|expert parallel|专家"),
-    ("how_many_gpus", r"how many (?:gpus?|cards?|a100s?|h100s?|blocks)|需要几张|几张|几台|多少张|多少卡|最少要多少|minimum number"),
+    # the ways a count is asked: "how many H100 cards", "how many 4090s", "需要多少显卡", "几块卡", "多少台机器"
+    ("how_many_gpus", r"how many (?:(?:more|of these|of those|[a-z]*\d+[a-z]*)\s+)?(?:gpus?|cards?|a100s?|h100s?|blocks|nodes|machines|servers)|"
+                      r"how many [a-z]*\d+[a-z]*s\b|需要几张|几张|几台|几块|几个(?:gpu|卡|显卡|节点|机器)|多少张|多少块|多少台|"
+                      r"多少(?:个|张|块)?(?:显卡|卡|gpu)|最少要多少|minimum number"),
     ("communication", r"communication|通信|bandwidth|带宽|all-?reduce|all-?gather|reduce-?scatter|nvlink|infiniband"),
     ("mixed_precision", r"mixed precision|混合精度|\bamp\b|grad scaler|loss scal"),
     ("torch_compile", r"torch\.compile|torch_compile|--compile\b"),

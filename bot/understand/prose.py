@@ -7,7 +7,9 @@ name's digits are never read as a count or a size ("4 x 4090 GPUs" is 4 GPUs, "A
 never -40). Each rule returns the field value and the exact text it read it from. A figure's role
 comes from the words around it, not its unit: "一共128G" is a total, "每张卡只占用了13G" is what
 a run used, "需要1200g显存" is a requirement, "剩余22G" is free memory; only a size that names the
-card becomes ``gpu_memory_gb``.
+card becomes ``gpu_memory_gb``; a size in a clause about the machine's memory ("my server has 256GB
+of memory", "电脑64G内存") is the host's (``cpu_ram_gb``). A per-card phrase ("单张卡只有16G") on a
+run over several cards is the card's size, never a count of one.
 
 The count tokens every rule shares live in ``bot.understand.counts``; which run failed and which
 worked (by GPU count or by method) in ``bot.understand.run_roles``.
@@ -137,6 +139,25 @@ _FREE_BEFORE = re.compile(r"(?:还剩|剩下|剩余|只剩|空闲|盈余|富余|
                           re.I | re.A)
 _FREE_AFTER = re.compile(r"^\s*(?:的)?\s*(?:显存)?\s*(?:是|都是|还是)?\s*(?:的)?\s*(?:盈余|富余|空闲|剩余|空着|没用上|没用到|"
                          r"free|spare|left|unused|available|remaining|(?:of )?headroom)", re.I | re.A)
+# Host RAM written as plain "memory" of the machine: "my machine has 64g of memory", "the server has
+# 256GB RAM", "服务器的内存是128G", "电脑64G内存" (first-contact batch e). The clause names the machine
+# and a memory word, and nothing in it names a card (a GPU, 显存, VRAM, a card name).
+_HOST_NOUN = re.compile(r"\b(?:machines?|servers?|hosts?|system|computers?|box|workstations?|nodes?|pc|laptop|desktop)\b|"
+                        r"主机|服务器|机器|电脑|工作站|系统|节点", re.I | re.A)
+_HOST_MEMORY_WORD = re.compile(r"\b(?:memory|mem|ram)\b|内存", re.I | re.A)
+_CARD_WORD = re.compile(r"gpus?|显存|vram|cuda|cards?|显卡|卡|hbm|device|" + G, re.I | re.A)
+_CLAUSE_EDGE = re.compile(r"[,，;；。!?！？\n(（)）]|(?<!\d)\.(?!\d)|\bbut\b|\band\b|\bwhile\b|但是?|而且?|另外", re.I | re.A)
+
+
+def host_memory_clause(text: str, start: int, end: int) -> bool:
+    """The memory figure at ``text[start:end]`` is in a clause about the machine's memory, not a card's."""
+    edges = list(_CLAUSE_EDGE.finditer(text))
+    left = max((e.end() for e in edges if e.end() <= start), default=0)
+    right = min((e.start() for e in edges if e.start() >= end), default=len(text))
+    clause = text[left:right]
+    return bool(_HOST_NOUN.search(clause) and _HOST_MEMORY_WORD.search(clause) and not _CARD_WORD.search(clause))
+
+
 # Largest single card in any catalog (MI300X/MI325X class); a figure beyond is a total or RAM.
 MAX_CARD_GB = 300
 
@@ -212,7 +233,8 @@ def read_memory(text: str, out: ProseReading) -> None:
         if _NEED_BEFORE.search(before[-26:]):
             continue
         line = text[text.rfind("\n", 0, m.start()) + 1: m.start()]
-        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after) or (
+        if (_RAM_BEFORE.search(before[-12:]) and "显存" not in before[-6:]) or _RAM_AFTER.match(after) or \
+                host_memory_clause(text, m.start(), m.end()) or (
                 # a line labelled "CPU:"/"RAM:"/"内存：" ("CPU: Xeon E5-2630 v2 but limited to 16GB")
                 _RAM_LINE.match(line) and not re.search(r"gpu|显存|vram|卡|" + G, line + after[:8], re.I | re.A)) or (
                 # "1T memory", "1TB of memory": more than any card holds, so the host's
@@ -246,12 +268,17 @@ def read_memory(text: str, out: ProseReading) -> None:
 # Counts: GPUs, nodes, GPUs per node
 # --------------------------------------------------------------------------------------------
 
-_NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机)(?!内存)"
+_NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机|电脑|工作站)(?!内存)"
+# What people call a node: "two servers", "2 boxes", "three workstations", "4 computers" (first-contact e)
+_NODE_NOUN = r"(?:nodes?|machines?|servers?|hosts?|boxes|box|workstations?|computers?|rigs?)"
 _NODES = [
     re.compile(COUNT + r"\s*" + _NODE_WORD),
     re.compile(COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
-               r"(?:nodes?|machines?|servers?|hosts?)\b", re.I | re.A),
-    re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+(?:nodes?|machines?|servers?|hosts?)", re.I | re.A),
+               + _NODE_NOUN + r"\b", re.I | re.A),
+    re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+" + _NODE_NOUN, re.I | re.A),
+    # "two modes, and every mode has two gpus": a node miswritten, read as one where each of them holds GPUs
+    re.compile(COUNT + r"\s+modes?\b(?=[^.。\n]{0,40}?\b(?:each|every|per)\s+mode\s+(?:has|have|with|contains)\s+\S+\s+(?:gpus?|cards?))",
+               re.I | re.A),
     re.compile(r"(双)(?:机|节点)"),
     # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200)
     re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b", re.I | re.A),
@@ -264,6 +291,16 @@ _PER_NODE = [
     re.compile(r"(?:nodes?|machines?|servers?)\s*(?:x|×|\*|with|of|each with)\s*" + COUNT + r"\s*(?:x\s*)?(?:gpus?|cards?|"
                + G + r"|\d+\s*gb?\s*" + G + ")", re.I | re.A),
     re.compile(r"\b(?:per[- ]node|each node|each)\s*(?:has\s*)?" + COUNT + r"\s*(?:x\s*)?(?:gpus?|" + G + ")", re.I | re.A),
+    # "every box has 4 gpus", "each of the servers has two GPUs", "per machine: 8 cards", "each mode has 2 gpus"
+    re.compile(r"\b(?:(?:each|every|per)\s+(?:of\s+(?:the|our|my)\s+)?(?:" + _NODE_NOUN[3:-1] + r"|modes?)|"
+               r"each\s+(?:one\s+)?of\s+(?:them|those|these))\s*"
+               r"(?:has|have|with|having|contains|holds|carries|gets|:)?\s*(?:got\s+)?" + COUNT
+               + r"\s*(?:x\s*)?(?:nvidia\s+)?(?:gpus?\b|cards?\b|" + G + ")", re.I | re.A),
+    # "每个服务器上2块GPU", "每台电脑有4张卡", "每个工作站装了两张4090"
+    re.compile(r"每(?:台|个)?\s*(?:机器|服务器|节点|主机|电脑|工作站)\s*(?:上)?\s*(?:都)?\s*(?:有|是|配|装)?(?:了)?\s*" + COUNT
+               + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpu|GPU|" + G + ")"),
+    # "两台电脑各两张卡", "两台机器各有4块A100"
+    re.compile(r"各\s*(?:有|配|装|插)?(?:了)?\s*" + COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpu|GPU|" + G + ")"),
     re.compile(r"\(\s*(?:每个节点|每节点|每台)\s*" + COUNT + r"\s*卡"),
     re.compile(r"(?<=台)\s*" + COUNT + r"\s*(?:张|块)?\s*(?:卡|" + G + ")"),  # "2台8卡A800": 8 per machine
     # "两台机器各一张3090", "每台单卡4090", "每个节点一块A100": one card on each machine
@@ -357,7 +394,30 @@ _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple 
                    r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
 
 
+# A per-card phrase ("单张卡只有16G", "each card only has 16GB", "a single GPU is 24G") says how big one
+# card is; where the run is on several cards ("多张卡", "multiple GPUs") it is not a count of one, and
+# the count stays unstated (asked) unless a number is written (first-contact batch e)
+_PER_CARD_MEMORY = re.compile(r"(?:单张卡?|单卡|单块卡?|一张卡|一块卡|每张卡?|每块卡?|每卡|(?:each|every|a single|one|per)\s+(?:card|gpu)|"
+                              r"(?:each|every|a single|one)\s+(?:of\s+(?:the|my|our)\s+)?(?:cards|gpus))"
+                              r"\s*(?:的)?\s*(?:显存)?\s*(?:只有|仅有|才|有|是|为|都是|都有|only\s+has|only\s+have|has|have|is|with|only|of)?\s*"
+                              r"(?:only\s+|just\s+)?\d+(?:\.\d+)?\s*(?:gib|gb|g)(?![a-z])", re.I | re.A)
+_SEVERAL_CARDS = re.compile(r"多张|多块|多卡|多个(?:gpu|卡|显卡)|多(?:台|个)?(?:gpu|显卡)|几张卡|\bmultiple\s+(?:gpus|cards)|"
+                            r"\bseveral\s+(?:gpus|cards)|\bmulti-?gpu|\bmany\s+(?:gpus|cards)|\bmore\s+(?:gpus|cards)|"
+                            r"\bacross\s+(?:the\s+)?(?:gpus|cards)", re.I | re.A)
+
+
+def _per_card_phrases_blanked(text: str) -> str:
+    """``text`` with the card words of per-card memory phrases blanked, where the run is on several cards."""
+    if not _SEVERAL_CARDS.search(text):
+        return text
+    for m in _PER_CARD_MEMORY.finditer(text):
+        word = re.match(r"\D*", m.group(0)).group(0)  # the card words before the figure
+        text = text[: m.start()] + " " * len(word) + text[m.start() + len(word):]
+    return text
+
+
 def read_counts(text: str, out: ProseReading) -> None:
+    text = _per_card_phrases_blanked(text)
     if roles := count_roles(text):
         failed, worked, spans, fail_span, work_span = roles
         for start, end in spans:  # blank the count words, keep the card named beside them

@@ -37,9 +37,14 @@ def one_gpu_symptom(text: str, start: int, end: int) -> bool:
 _RUN_CLAUSE = re.compile(r"[,，;；。!?！？\n]|(?<!\d)\.(?!\d)|\bbut\b|\bhowever\b|\bwhereas\b|\bwhile\b|但是?|可是|然而|却", re.I | re.A)
 _RUN_FAILS = re.compile(r"oom\w*|out of memory|fail\w*|crash\w*|\bkilled\b|\berrors?\b|\bhangs?\b|\bstuck\b|"
                         r"does(?:n'?t| not) (?:fit|work|run)|won'?t (?:fit|run)|runs? out|爆显存|爆了|炸|显存不够|溢出|"
-                        r"跑不(?:起来|动|了)|报错|不行|失败|卡住|挂了", re.I | re.A)
+                        r"跑不(?:起来|动|了)|报错|不行|失败|卡住|挂了|not enough (?:gpu |cuda )?(?:memory|vram)|insufficient (?:gpu )?memory|"
+                        r"(?:显存|内存)\s*(?:不足|不够)", re.I | re.A)
 _RUN_WORKS = re.compile(r"\bworks?\b|\bworked\b|\bworking\b|(?:runs?|ran|trains?|trained|is|was|it'?s|goes|went)\s+(?:fine|ok|okay|well)\b|"
-                        r"\bfine (?:on|with)\b|no problems?\b|能跑|可以跑|跑得(?:起来|动)|(?<!不)正常|没(?:有)?问题|成功|跑通", re.I | re.A)
+                        r"\bfine (?:on|with)\b|no problems?\b|能跑|可以跑|跑得(?:起来|动)|(?<!不)正常|没(?:有)?问题|成功|跑通|"
+                        # a run that reports the memory it took ran: "with 1 GPU it takes up 12.5g", "单卡占用20G"
+                        r"(?:\buses?|\bused|\btakes?(?: up)?|\btook(?: up)?|occup\w*|consum\w*|\busage\s*(?:is|was|of)?|占用了?|用了|占了)\s*"
+                        r"(?:only|just|about|around|~|约|大约|只有|仅|才)?\s*"
+                        r"\d+(?:\.\d+)?\s*(?:gib|gb|g)(?![a-z])", re.I | re.A)
 _RUN_COUNT = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpus?\b|cards?\b|" + G + r"s?)|"
                         r"(单卡|单张卡?|一张卡|一块卡|\b(?:a )?single (?:gpu|card)\b|\bone (?:gpu|card)\b)|"
                         r"(多卡|多张卡|multi-?gpu|multiple gpus|several gpus|\bmore gpus)", re.I | re.A)
