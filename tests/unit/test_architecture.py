@@ -105,7 +105,6 @@ PIPELINE = ("bot.surfaces.llm", "bot.assistant", "bot.answer", "bot.render", "bo
 SURFACES_NOT_YET_THIN = {
     "surfaces/llm.py": "the LLM path re-reads the question (bot.parse, bot.core.setup, bot.understand.proposal)",
     "surfaces/web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
-    "surfaces/web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
     "surfaces/web/serving.py": "the page's start-up builds the knowledge index",
 }
 

@@ -21,3 +21,59 @@ def test_a_known_framework_in_any_case(written):
 def test_an_unknown_framework_is_none(written):
     assert tools.known_framework(written) is None
     assert framework_from_query({} if written is None else {"framework": written}) is None
+
+
+# The setup panel's calls: a model or GPU the catalog knows, by any spelling; a size the model defines.
+@pytest.mark.parametrize("name", ["Llama-2-7B", "llama2 7b", "meta-llama/Llama-2-7b-hf"])
+def test_a_catalog_model_by_any_spelling(name):
+    assert tools.model_in_catalog(name)
+    assert tools.model_defines_size(name)
+
+
+@pytest.mark.parametrize("name", [None, "", "my-own-model", "some-org/never-cached-model"])
+def test_a_name_the_catalog_lacks(name):
+    assert not tools.model_in_catalog(name)
+    assert not tools.model_defines_size(name)
+
+
+@pytest.mark.parametrize("name", ["Qwen2-VL-7B", "LLaVA-1.5-7B", "SDXL UNet"])
+def test_an_approximate_entry_is_known_but_does_not_define_the_size(name):
+    assert tools.model_in_catalog(name)
+    assert not tools.model_defines_size(name)
+
+
+@pytest.mark.parametrize("name", ["A100-80GB", "RTX 4090", "H100"])
+def test_a_catalog_gpu(name):
+    assert tools.gpu_in_catalog(name)
+
+
+@pytest.mark.parametrize("name", [None, "", "Quantum-9000"])
+def test_a_gpu_the_catalog_lacks(name):
+    assert not tools.gpu_in_catalog(name)
+
+
+LLAMA_LIKE = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
+              "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000,
+              "max_position_embeddings": 2048, "tie_word_embeddings": False}
+
+
+def test_a_config_as_a_dict_or_its_json_text_is_the_same_model():
+    import json
+
+    as_dict = tools.model_from_config(LLAMA_LIKE, "mine")
+    as_text = tools.model_from_config(json.dumps(LLAMA_LIKE), "mine")
+    assert as_dict.params_b == as_text.params_b and 0.5 < as_dict.params_b < 2.0
+
+
+@pytest.mark.parametrize("bad", ["[1, 2]", "{not json", {"model_type": "llama"}])
+def test_a_config_it_cannot_read_is_a_value_error(bad):
+    with pytest.raises(ValueError):
+        tools.model_from_config(bad)
+
+
+def test_an_uncached_hub_id_offline_is_said_as_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError) as caught:
+        tools.model_from_hub("some-org/never-cached-model")
+    assert tools.is_hub_offline(caught.value)
+    assert not tools.is_hub_offline(ValueError("config has no hidden_size"))
