@@ -77,3 +77,37 @@ def test_an_uncached_hub_id_offline_is_said_as_offline(monkeypatch):
         tools.model_from_hub("some-org/never-cached-model")
     assert tools.is_hub_offline(caught.value)
     assert not tools.is_hub_offline(ValueError("config has no hidden_size"))
+
+
+# The answering workers' calls: what the reader takes from a page question (for the panel's marks).
+@pytest.mark.parametrize(("question", "model", "count", "framework"), [
+    ("Llama-2-7B on 8x A100 80GB, DDP or FSDP?", "Llama-2-7B", 8, None),
+    ("Fine-tuning Qwen2.5-7B with LlamaFactory on 4 H100s", "Qwen2.5-7B", 4, "llamafactory"),
+    ("GPT-2 XL on two RTX 4090 cards with seq len 1024", "GPT-2 XL", 2, None),
+    ("在 8 张 A100 80GB 上训练 Llama-2-7B，用 DDP 还是 FSDP？", "Llama-2-7B", 8, None),
+    ("用 LlamaFactory 在 4 张 H100 上微调 Qwen2.5-7B", "Qwen2.5-7B", 4, "llamafactory"),
+    ("两张 RTX 4090 训练 GPT-2 XL，序列长度 1024", "GPT-2 XL", 2, None),
+])
+def test_the_reader_setup_of_a_question(question, model, count, framework):
+    setup, found = tools.reader_setup(question)
+    assert (setup["model"], setup["gpu_count"], found) == (model, count, framework)
+
+
+def test_the_reader_setup_follows_the_conversation():
+    setup, _ = tools.reader_setup("and with 16 of them?", ["Llama-2-7B on 8x A100 80GB"])
+    assert (setup["model"], setup["gpu_count"]) == ("Llama-2-7B", 16)
+
+
+def test_a_reader_failure_is_no_setup_not_a_crash(monkeypatch):
+    import bot.parse
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("reader down")
+
+    monkeypatch.setattr(bot.parse, "parse_conversation", broken)
+    assert tools.reader_setup("Llama-2-7B on 8x A100") == (None, None)
+
+
+@pytest.mark.parametrize("questions", [[], ["only one question about FSDP"], [None, 3, ""]])
+def test_fewer_than_two_questions_are_not_batched(questions):
+    assert tools.prefetch_questions(questions) == 0
