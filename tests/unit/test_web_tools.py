@@ -111,3 +111,14 @@ def test_a_reader_failure_is_no_setup_not_a_crash(monkeypatch):
 @pytest.mark.parametrize("questions", [[], ["only one question about FSDP"], [None, 3, ""]])
 def test_fewer_than_two_questions_are_not_batched(questions):
     assert tools.prefetch_questions(questions) == 0
+
+
+def test_the_page_start_up_builds_the_index_through_the_registry(monkeypatch):
+    import bot.knowledge.index
+    from bot.surfaces.web import serving
+
+    built = []
+    monkeypatch.setattr(bot.knowledge.index, "ensure_index", lambda: built.append(True))
+    monkeypatch.setattr("bot.env.configure_runtime", lambda threads: None)
+    serving.prepare_server()
+    assert built == [True]
