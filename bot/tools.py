@@ -24,9 +24,10 @@ with every problem named rather than as a schema exception.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -482,3 +483,118 @@ def add_mcp_tools(server: Any, *, note: str = "") -> None:
         call.__name__ = tool.name
         server.tool(name=tool.name, title=tool.title, description=f"{tool.description} {note}".strip(),
                     annotations=ToolAnnotations(read_only_hint=True, open_world_hint=tool.open_world))(call)
+
+
+# =============================================================================================
+# The web page's calls (issue 27: a thin web surface). What ``bot/surfaces/web`` needed from
+# below the pipeline: the share link's framework, the setup panel's catalog and config.json
+# readers, the answering workers' reading and query batching, and the page's start-up. The page
+# calls these and shows what comes back; it imports no catalog, reader or knowledge module.
+# =============================================================================================
+if TYPE_CHECKING:
+    from bot.catalog import ModelSpec
+
+
+def known_framework(name: str | None) -> str | None:
+    """``name`` (any case, spaces trimmed) when it is a training framework whose defaults the
+    answer applies (LlamaFactory's activation checkpointing, ...); None otherwise."""
+    from bot.parse import FRAMEWORK_DEFAULTS
+
+    key = (name or "").strip().lower()
+    return key if key in FRAMEWORK_DEFAULTS else None
+
+
+def model_in_catalog(name: str | None) -> bool:
+    """Whether ``name`` is a model the catalog knows (by any of its spellings)."""
+    from bot.catalog import UnknownNameError, lookup_model
+
+    if not name:
+        return False
+    try:
+        lookup_model(name)
+    except UnknownNameError:
+        return False
+    return True
+
+
+def model_defines_size(name: str | None) -> bool:
+    """Whether ``name`` is a catalog model with an exact parameter count (choosing it makes a
+    stated size redundant); False for an unknown name or an approximate entry."""
+    from bot.catalog import UnknownNameError, lookup_model
+
+    if not name:
+        return False
+    try:
+        return not lookup_model(name).approximate
+    except UnknownNameError:
+        return False
+
+
+def gpu_in_catalog(name: str | None) -> bool:
+    """Whether ``name`` is a card the catalog knows (its memory and link then follow from it)."""
+    from bot.catalog import UnknownNameError, lookup_gpu
+
+    if not name:
+        return False
+    try:
+        lookup_gpu(name)
+    except UnknownNameError:
+        return False
+    return True
+
+
+def model_from_config(config: dict[str, Any] | str, name: str | None = None) -> ModelSpec:
+    """The model a Hugging Face ``config.json`` describes (a parsed dict or its JSON text), named
+    ``name`` when given. Raises ``ConfigError`` (a ``ValueError``) saying what it cannot read.
+    Text is parsed as JSON, never opened as a path."""
+    from bot.catalog.hf_config import model_from_hf_config
+
+    if isinstance(config, str):
+        config = json.loads(config)
+    if not isinstance(config, dict):
+        raise ValueError("that is not a config.json (a JSON object with the model's fields)")
+    return model_from_hf_config(config, name)
+
+
+def model_from_hub(hub_id: str, name: str | None = None) -> ModelSpec:
+    """The model of a Hub repo's ``config.json`` (``org/name``; offline, only from the local
+    Hub cache). Raises ``ConfigError`` (see :func:`is_hub_offline`)."""
+    from bot.catalog.hf_config import fetch_hub_config, model_from_hf_config
+
+    return model_from_hf_config(fetch_hub_config(hub_id), name or hub_id)
+
+
+def is_hub_offline(err: BaseException) -> bool:
+    """Whether ``err`` is the Hub reader saying it could not go online (the repo's config is not
+    in the local cache), as opposed to a config it read and refused."""
+    from bot.catalog.hf_config import OFFLINE_MESSAGE
+
+    return str(err).startswith(OFFLINE_MESSAGE)
+
+
+def reader_setup(question: str, history: list[str] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """What the reader takes from ``question`` after ``history``: ``(setup fields, the run's
+    framework)``, both None when it cannot read them (the page then marks no assumed field)."""
+    try:
+        from bot.parse import parse_conversation
+
+        reading = parse_conversation(question, history)
+        return reading.setup.model_dump(), reading.observed.framework
+    except Exception:  # noqa: BLE001  (the marks are a convenience; the answer itself is the ask's)
+        return None, None
+
+
+def prefetch_questions(questions: list[str]) -> int:
+    """Embed several questions' search text in one batch before they are answered one by one;
+    returns how many were embedded (0 for fewer than two). Never raises."""
+    from bot.knowledge.answering import prefetch_query_vectors
+
+    return prefetch_query_vectors(questions)
+
+
+def prepare_knowledge() -> None:
+    """Build (or repair) the knowledge index before the first question, so no answer waits for
+    it; cheap when the index is already fine."""
+    from bot.knowledge.index import ensure_index
+
+    ensure_index()

@@ -141,14 +141,22 @@ def howto_code(answer: Answer) -> str:
 # Answers -> outputs
 # ----------------------------------------------------------------------------------------------
 
-# What an answer updates besides the chat, in three steps so the browser never does it all in
+# What an answer updates besides the chat, in four steps so the browser never does it all in
 # one task: ``process`` puts the text in the chat; then ``show_chart`` draws the chart (Plotly's
-# layout of the bars is the largest single piece of main-thread work); then ``show_details``
-# fills the panel (some 25 fields), the notes, how-to, simulate, link and downloads. Each step is
-# its own event, so each lands in its own browser task, with a paint between (measured with
-# ``evals/bench_web_load.py --long-tasks``).
+# layout of the bars is the largest single piece of main-thread work); then ``show_panel`` fills
+# the panel (some 25 fields) with its note and the drop button; then ``show_details`` the
+# how-to, simulate, link and downloads. Each step is its own event, so each lands in its own
+# browser task, with a paint between (measured with ``evals/bench_web_load.py --long-tasks``).
+# The how-to (code blocks the browser highlights) is filled only while its section is open:
+# a closed one gets it when it is opened (``show_howto``), so no answer step renders code
+# nobody is looking at.
 N_PANEL = len(PANEL_FIELDS)
-N_DETAILS = N_PANEL + 7  # panel, missing note, how-to, simulate button and note, link, downloads, drop
+N_PANEL_STEP = N_PANEL + 2  # the fields, the note above them, the drop button
+N_DETAILS = 5  # how-to, simulate button and note, link, downloads
+
+
+def _skip_panel() -> list[Any]:
+    return [gr.skip()] * N_PANEL_STEP
 
 
 def _skip_details() -> list[Any]:
@@ -170,24 +178,29 @@ def chart_outputs(answer: Answer) -> list[Any]:
     return [plotly_figure(answer), lang_tagged(chart_summary(answer), answer.language)]
 
 
-def detail_outputs(conv: Conversation, answer: Answer) -> list[Any]:
-    """Panel, notes, how-to, simulate button and note, share query, download links, drop button."""
+def panel_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """The panel's fields, the note above them, the drop-carried button."""
     sources = view.field_sources(answer, set(conv.stated))
+    return [*panel_updates(answer, sources), lang_tagged(panel_note(answer, sources), answer.language),
+            gr.update(visible=bool(conv.carried))]
+
+
+def detail_outputs(conv: Conversation, answer: Answer) -> list[Any]:
+    """How-to (only while its section is open, else emptied: see ``show_howto``), simulate
+    button and note, share query, download links."""
     config, why_not, skipped = sim.simulation_config(answer)
     sim_note = why_not if config is None else sim.wait_note(answer, config, skipped, simulation_store())
     lang = answer.language
-    return [*panel_updates(answer, sources),
-            lang_tagged(panel_note(answer, sources), lang), howto_code(answer),
+    return [howto_code(answer) if conv.howto_open else "",
             gr.update(interactive=config is not None and not conv.simulating), lang_tagged(sim_note, lang),
             setup_query(conv.stated, answer.language,
                         conv.questions[-1] if conv.questions and not conv.stated else None, conv.framework),
-            downloads.links_markdown(conv.key, conv.answer_id or "", answer),
-            gr.update(visible=bool(conv.carried))]
+            downloads.links_markdown(conv.key, conv.answer_id or "", answer)]
 
 
 def answer_outputs(conv: Conversation, answer: Answer) -> list[Any]:
     """Everything an answer updates besides the chat, in the order of the page's outputs."""
-    return [*chart_outputs(answer), *detail_outputs(conv, answer)]
+    return [*chart_outputs(answer), *panel_outputs(conv, answer), *detail_outputs(conv, answer)]
 
 
 def show_chart(request: gr.Request):
@@ -196,11 +209,33 @@ def show_chart(request: gr.Request):
     return [gr.skip(), gr.skip()] if answer is None else chart_outputs(answer)
 
 
+def show_panel(request: gr.Request):
+    """Step 3 of an answer: the panel, its note and the drop button (skipped when already shown)."""
+    conv = store.get(request.session_hash if request else None)
+    answer = _latest(conv, "panel")
+    return _skip_panel() if answer is None else panel_outputs(conv, answer)
+
+
 def show_details(request: gr.Request):
-    """Step 3 of an answer: the panel and the rest (skipped when already shown)."""
+    """Step 4 of an answer: how-to, simulate, link and downloads (skipped when already shown)."""
     conv = store.get(request.session_hash if request else None)
     answer = _latest(conv, "details")
     return _skip_details() if answer is None else detail_outputs(conv, answer)
+
+
+def show_howto(request: gr.Request) -> str:
+    """The how-to section opened: its code for the tab's latest answer (from then on each answer
+    fills it while it stays open)."""
+    conv = store.get(request.session_hash if request else None)
+    with conv.lock:
+        conv.howto_open = True
+        latest = conv.answer
+    return howto_code(Answer.model_validate(latest)) if latest else ""
+
+
+def hide_howto(request: gr.Request) -> None:
+    """The how-to section closed: later answers leave its code out until it is opened again."""
+    store.get(request.session_hash if request else None).howto_open = False
 
 
 def _stated_from(answer: Answer, parsed_setup: dict | None) -> dict:
@@ -252,7 +287,8 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
 
 def process(request: gr.Request):
     """The tab's worker: answers pending exchanges oldest first, showing each in the chat as it
-    lands (the chart and the panel follow in their own events: ``show_chart``, ``show_details``).
+    lands (the chart, the panel and the rest follow in their own events: ``show_chart``,
+    ``show_panel``, ``show_details``).
     Returns at once when another event of this tab is already working (it takes ours too)."""
     conv = store.get(request.session_hash if request else None)
     token = conv.claim()
@@ -414,10 +450,12 @@ def open_link(query: str | None, request: gr.Request):
 
 def new_conversation(request: gr.Request) -> list[Any]:
     """Outputs for a cleared chat: a fresh conversation and an empty chart, panel and how-to."""
-    store.reset(request.session_hash if request else None)
+    key = request.session_hash if request else None
+    howto_open = store.get(key).howto_open  # the section stays as the user left it
+    store.reset(key).howto_open = howto_open
     panel = [gr.update(value=display_value(name, None), elem_classes=[], label=FIELD_LABELS[name][0])
              for name in PANEL_FIELDS]
-    return [None, "", *panel, "", "", gr.update(interactive=False), "", "", "", gr.update(visible=False)]
+    return [None, "", *panel, "", gr.update(visible=False), "", gr.update(interactive=False), "", "", ""]
 
 
 def close_tab(request: gr.Request) -> None:
@@ -580,24 +618,26 @@ def build_demo():
                     gr.Markdown("The model box also takes a Hub id (`org/name`: read from this machine's Hub "
                                 "cache only, the page does not go online) or pasted `config.json` text.",
                                 elem_id="sw-model-help")
-                with gr.Accordion("How to run it", open=False, elem_id="sw-howto"):
+                with gr.Accordion("How to run it", open=False, elem_id="sw-howto") as howto_box:
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
         chart_out = [plot, chart_note]
-        detail_out = [*fields, missing_note, howto, sim, sim_note, share, dl_links, drop]
-        answer_outputs = [*chart_out, *detail_out]
+        panel_out = [*fields, missing_note, drop]
+        detail_out = [howto, sim, sim_note, share, dl_links]
+        answer_outputs = [*chart_out, *panel_out, *detail_out]
         # No progress overlays: one over the message box or the panel would swallow the next click
         # or keystroke while an answer is pending (the chat shows its own pending dots).
         work = {"concurrency_id": "answer", "concurrency_limit": CHAT_CONCURRENCY, "api_visibility": "private",
                 "show_progress": "minimal"}
         fast = {"queue": False, "api_visibility": "private", "trigger_mode": "multiple", "show_progress": "hidden"}
 
-        # An answer in three events (see ``show_chart``): the text, then the chart, then the rest.
+        # An answer in four events (see ``show_chart``): the text, the chart, the panel, the rest.
         steps = {"queue": False, "api_visibility": "private", "show_progress": "hidden"}
 
         def answered(event, **options):
             (event.then(process, None, [chat], **{**work, **options})
              .then(show_chart, None, chart_out, **steps)
+             .then(show_panel, None, panel_out, **steps)
              .then(show_details, None, detail_out, **steps)
              .then(None, [share], None, js="(q) => { if (q) history.replaceState(null, '', q); }"))
 
@@ -622,6 +662,9 @@ def build_demo():
             answered(event(submit_edit, fields, [chat], **fast))
         share.change(lambda q: f"[Link to this answer]({share_href(q)})" if q else "",
                      [share], [share_link], queue=False, api_visibility="private")
+        # The how-to's code is rendered when its section is open (``show_howto``), not by every answer.
+        howto_box.expand(show_howto, None, [howto], queue=False, api_visibility="private", show_progress="hidden")
+        howto_box.collapse(hide_howto, None, None, queue=False, api_visibility="private", show_progress="hidden")
         # The chat's trash button starts a new conversation: earlier questions no longer apply.
         (chat.clear(new_conversation, None, answer_outputs, api_visibility="private", queue=False)
          .then(None, None, None, js="() => { history.replaceState(null, '', location.pathname); }"))

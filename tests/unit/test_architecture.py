@@ -101,12 +101,7 @@ PIPELINE = ("bot.surfaces.llm", "bot.assistant", "bot.answer", "bot.render", "bo
             "bot.surfaces.slack_blocks",  # and its Block Kit rendering
             "bot.surfaces.slack_socket")  # and its Socket Mode boundary (the envelope check)
 # Where a surface still reaches below the pipeline today; strict: the fix flips the mark.
-SURFACES_NOT_YET_THIN = {
-    "surfaces/web/pool.py": "the answering workers prefetch query vectors and parse setups themselves",
-    "surfaces/web/share.py": "a share link parses its setup itself",
-    "surfaces/web/panel.py": "the setup panel resolves a pasted or uploaded config.json and checks the setup itself",
-    "surfaces/web/serving.py": "the page's start-up builds the knowledge index",
-}
+SURFACES_NOT_YET_THIN: dict[str, str] = {}  # every surface is thin now (issue 28); a new exception needs a reason here
 
 
 def _surface_params():

@@ -51,7 +51,8 @@ class Conversation:
     previous: dict | None = None  # the answer before the last one (to compare two setups)
     previous_id: str | None = None
     carried: list = field(default_factory=list)  # fields the last answer took from earlier messages
-    painted: dict = field(default_factory=dict)  # page step ("chart", "details") -> answer id it last showed
+    painted: dict = field(default_factory=dict)  # page step ("chart", "panel", "details") -> answer id it last showed
+    howto_open: bool = False  # the page's how-to section is open (its code is filled only then)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, exchange: Exchange) -> bool:

@@ -3,13 +3,13 @@ reading what the user typed (empty = unknown; unreadable numbers named in the ch
 language), the setup to answer after an edit, the model box (a catalog name, a Hub id or
 pasted config.json), each field's mark (stated, assumed, missing) and the Gradio components.
 
-Nothing here computes a figure: the catalog is looked up only to drop a size that a chosen
-model or GPU defines.
+Nothing here computes a figure or reads the catalog itself: the registry (``bot.tools``) says
+whether a chosen model or GPU defines a size (which is then dropped) and reads a config.json or
+Hub id into a model.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -19,7 +19,15 @@ from bot.answer import Answer
 from bot.answer.catalog import render
 from bot.core.setup import TrainingSetup
 from bot.surfaces.web import answer_view as view
-from bot.tools import model_stand_in
+from bot.tools import (
+    gpu_in_catalog,
+    is_hub_offline,
+    model_defines_size,
+    model_from_config,
+    model_from_hub,
+    model_in_catalog,
+    model_stand_in,
+)
 
 # The panel's fields, in display order (DESIGN.md setup field names).
 PANEL_FIELDS = (
@@ -109,9 +117,7 @@ PANEL_WORDS = {
 def model_box_error(err: Exception, text: str, language: str) -> str:
     """What the chat says when the model box cannot be read: a Hub id missing from the local
     cache (offline) said as such, anything else with the reader's reason."""
-    from bot.catalog.hf_config import OFFLINE_MESSAGE
-
-    if str(err).startswith(OFFLINE_MESSAGE) and _HUB_ID.match((text or "").strip()):
+    if is_hub_offline(err) and _HUB_ID.match((text or "").strip()):
         return panel_words("hub_offline", language, hub_id=text.strip())
     return panel_words("model_box", language, err=err)
 
@@ -162,8 +168,6 @@ def edited_setup(values: list[Any], stated: dict, shown: dict, language: str = "
     fields changed since the panel last showed an answer. Returns (setup dict, changed fields,
     problems). Assumed values the user left alone are not sent: they are assumed again for the
     new setup (two nodes then get an inter-node link, a model its own sequence limit)."""
-    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-
     current, problems = read_panel(values, language)
     changed = [f for f in PANEL_FIELDS if not _same(f, current[f], shown.get(f))
                and not (f in problems and current[f] is None)]
@@ -175,20 +179,12 @@ def edited_setup(values: list[Any], stated: dict, shown: dict, language: str = "
             data[name] = current[name]
     # A catalog model or GPU defines its own size: choosing one drops the old size (unless the
     # same edit changed the size too), else the two would contradict.
-    if "model" in changed and data.get("model") and "params_b" not in changed:
-        try:
-            if not lookup_model(data["model"]).approximate:
-                data.pop("params_b", None)
-        except UnknownNameError:
-            pass
-    if "gpu" in changed and data.get("gpu"):
-        try:
-            lookup_gpu(data["gpu"])
-            for follows in ("gpu_memory_gb", "intra_node_link"):
-                if follows not in changed:
-                    data.pop(follows, None)
-        except UnknownNameError:
-            pass
+    if "model" in changed and "params_b" not in changed and model_defines_size(data.get("model")):
+        data.pop("params_b", None)
+    if "gpu" in changed and gpu_in_catalog(data.get("gpu")):
+        for follows in ("gpu_memory_gb", "intra_node_link"):
+            if follows not in changed:
+                data.pop(follows, None)
     if {"gpu_count", "nodes"} & set(changed):
         data.pop("gpus_per_node", None)  # derived again from count / nodes
     nodes = data.get("nodes")
@@ -211,23 +207,17 @@ def model_from_box(value: str | dict, name: str | None = None):
     uploaded config (a dict). ``None`` for a catalog name or plain text (the answer then says the
     model is unknown). Raises ``ValueError`` with a message for a config it cannot read.
     Never reads a server path: a web user's text is not a file name."""
-    from bot.catalog import UnknownNameError, lookup_model
-    from bot.catalog.hf_config import fetch_hub_config, model_from_hf_config
-
     if isinstance(value, dict):
-        return model_from_hf_config(value, name)
+        return model_from_config(value, name)
     text = (value or "").strip()
-    try:
-        lookup_model(text)
+    if model_in_catalog(text):
         return None
-    except UnknownNameError:
-        pass
     if text.startswith("{"):
         if len(text) > MAX_CONFIG_BYTES:
             raise ValueError("that is not a config.json (over 2 MB)")
-        return model_from_hf_config(json.loads(text), name)
+        return model_from_config(text, name)
     if _HUB_ID.match(text):
-        return model_from_hf_config(fetch_hub_config(text), name or text)
+        return model_from_hub(text, name)
     return None
 
 
@@ -242,21 +232,12 @@ def apply_model_config(data: dict, spec) -> str:
 def setup_from_panel(values: list[Any]) -> TrainingSetup:
     """The panel's values as a whole setup (every non-empty field; a catalog model or GPU drops
     the size it defines). Raises pydantic's ValidationError for values of the wrong type."""
-    from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-
     current, _ = read_panel(values)
     data = {k: v for k, v in current.items() if v is not None}
-    try:
-        if data.get("model") and not lookup_model(data["model"]).approximate:
-            data.pop("params_b", None)
-    except UnknownNameError:
-        pass
-    try:
-        if data.get("gpu"):
-            lookup_gpu(data["gpu"])
-            data.pop("gpu_memory_gb", None)
-    except UnknownNameError:
-        pass
+    if model_defines_size(data.get("model")):
+        data.pop("params_b", None)
+    if gpu_in_catalog(data.get("gpu")):
+        data.pop("gpu_memory_gb", None)
     if data.get("nodes") == 1:
         data.pop("inter_node_link", None)
     return TrainingSetup(**data)

@@ -17,7 +17,7 @@ as :class:`bot.core.setup.SetupError`'s text (pydantic's errors do not pickle), 
 Jobs are handed out in batches: a dispatcher thread gives each free worker every job waiting at
 that moment (at most :data:`MAX_BATCH`). Alone, a job goes out at once, by itself; under load the
 jobs that queued while the workers were busy go together, and the worker embeds their questions
-in one forward pass before answering them one by one (``prefetch_query_vectors``: about 9 instead
+in one forward pass before answering them one by one (``bot.tools.prefetch_questions``: about 9 instead
 of 17 ms per question at 8). A batch's answers come back together, when its last one is done.
 
 Spawned, not forked: the server already holds torch and Gradio threads. Each worker leaves when
@@ -107,13 +107,9 @@ def ask_question(text: str, history: list[str]) -> tuple[Any, dict | None, str |
         answer = ask(text, history=history)
     except SetupError as err:  # said on the page as the panel's errors are
         raise SetupProblem("; ".join(str(p) for p in err.problems)) from None
-    try:
-        from bot.parse import parse_conversation
+    from bot.tools import reader_setup
 
-        reading = parse_conversation(text, history)
-        parsed, framework = reading.setup.model_dump(), reading.observed.framework
-    except Exception:  # noqa: BLE001  (only for the assumed-field fallback)
-        parsed, framework = None, None
+    parsed, framework = reader_setup(text, history)  # only for the assumed-field fallback
     return answer, parsed, framework
 
 
@@ -122,9 +118,9 @@ def run_batch(jobs: list[tuple[Any, tuple]]) -> list[tuple[bool, Any]]:
     its own. Returns ``(True, result)`` or ``(False, exception)`` per job, in order, so one job's
     error is only that job's."""
     if len(jobs) > 1:
-        from bot.knowledge.answering import prefetch_query_vectors
+        from bot.tools import prefetch_questions
 
-        prefetch_query_vectors([args[0] for fn, args in jobs if fn in (chat_markdown, ask_question) and args])
+        prefetch_questions([args[0] for fn, args in jobs if fn in (chat_markdown, ask_question) and args])
     out: list[tuple[bool, Any]] = []
     for fn, args in jobs:
         try:

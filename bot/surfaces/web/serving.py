@@ -24,9 +24,9 @@ def prepare_server() -> None:
         except ImportError:
             pass
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from bot.knowledge.index import ensure_index
+    from bot.tools import prepare_knowledge
 
-    ensure_index()
+    prepare_knowledge()
 
 
 def lighten_sessions(demo) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from bot.core.setup import TrainingSetup
+from bot.tools import known_framework
 
 # Short, readable keys for the query string -> TrainingSetup field.
 QUERY_FIELDS = ("model", "params_b", "gpu", "gpu_memory_gb", "gpu_count", "gpus_per_node", "nodes",
@@ -67,7 +68,4 @@ def setup_from_query(params: dict[str, str]) -> tuple[dict, str, str | None]:
 
 def framework_from_query(params: dict[str, str]) -> str | None:
     """The run's framework from a query, when it is one whose defaults the answer applies."""
-    from bot.parse import FRAMEWORK_DEFAULTS
-
-    name = (params.get("framework") or "").strip().lower()
-    return name if name in FRAMEWORK_DEFAULTS else None
+    return known_framework(params.get("framework"))
