@@ -28,6 +28,7 @@ from bot.understand.spans import (
     NameMention,
     _resolve_gpu,
     card_family,
+    find_card_typos,
     find_gpus,
     find_models,
     find_unknown_cards,
@@ -389,7 +390,16 @@ def read_turn(raw: object) -> Reading:
                 break
     marked = _mark(marked, unknown_models, MODEL)
     gpus = find_gpus(marked)
-    unknown_cards = find_unknown_cards(marked, gpus)
+    typos = find_card_typos(marked, gpus)
+    # a card typed with one slip ("A10O", "A00 40G"): read as the one card it can be, said in a note;
+    # with several candidates it stays unknown and the answer asks which (never another card silently)
+    gpus = sorted(gpus + [t.mention for t in typos if t.mention.name], key=lambda g: g.start)
+    unknown_cards = [t.mention for t in typos if not t.mention.name]
+    unknown_cards += find_unknown_cards(marked, gpus + unknown_cards)
+    for t in typos:
+        out.notes.append(ReadNote("card_typo" if t.mention.name else "card_typo_options",
+                                  {"span": t.mention.raw.strip(), "name": t.mention.name or "",
+                                   "options": list(t.options)}))
     marked = _mark(marked, gpus + unknown_cards, GPU)
     before_aside = marked
     marked, aside_notes = set_aside(marked)  # "we also have some V100s", "the recipe uses 4 nodes"
