@@ -65,8 +65,23 @@ _CONTRADICTION: dict[str, tuple[str, str]] = {
 }
 
 
+# The one question a contradiction computed on one reading ends with (note ``contradiction_computed``)
+_WHICH: dict[str, tuple[str, str]] = {
+    "params_b": ("模型是哪一个？", "which model is it?"),
+    "gpu_memory_gb": ("每张卡实际有多少显存？", "how much memory does each GPU really have?"),
+    "finetune": ("是哪种微调？", "which kind of fine-tuning is it?"),
+    "gpu_count": ("用几张卡？", "how many GPUs does the run use?"),
+}
+_COMPUTED = ("问题里同时写了 `{a}` 和 `{b}`：下面按 {value} 计算；{which}",
+             "The question says both `{a}` and `{b}`: computed for {value}; {which}")
+
+
 def note_text(note: ReadNote, lang: str) -> str:
     """The note in ``lang`` ("zh" or "en"); the code itself when it has no wording."""
+    if note.code == "contradiction_computed":
+        zh, en = _WHICH.get(str(note.values.get("field")), ("是哪一个？", "which one is it?"))
+        values = {**note.values, "which": zh if lang == "zh" else en}
+        return _COMPUTED[0 if lang == "zh" else 1].format(**{k: ("-" if v in ("", None) else v) for k, v in values.items()})
     zh, en = _NOTES.get(note.code, (note.code, note.code))
     values = {k: (", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v) for k, v in note.values.items()}
     values = {k: (v if v not in ("", None) else "-") for k, v in values.items()}

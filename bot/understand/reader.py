@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.catalog import UnknownNameError, lookup_model
+from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
+from bot.catalog.accelerators import memory_variant
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.degrees import read_degrees
@@ -196,8 +197,8 @@ def _clause_asks(text: str, at: int) -> bool:
     end = _CLAUSE_END.search(text, at)
     return end is not None and end.group(0) in "?？"
 # "my A100 has 24GB", "A100 with 24GB": a size said of the card itself
-_SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:has|have|with|is|comes with|有|是|为|[(（])\s*(?:only\s*|just\s*)?(\d{1,3})\s*(?:gb|g)(?![a-z])",
-                           re.I | re.A)
+_SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:(?:only|just)\s+ha(?:s|ve)|has|have|with|is|comes with|只有|仅有|才有|有|是|为|[(（])\s*(?:only\s*|just\s*)?"
+                           r"(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
 
 
 def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: list[NameMention], marked: str,
@@ -226,8 +227,53 @@ def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus:
         if any(x.field == c.field for x in out.contradictions):
             continue
         out.contradictions.append(c)
-        shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
-        out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
+    _settle_card_memory(out)
+    for c in out.contradictions:
+        # A contradiction in the person's own words is not an unusable setup: the answer computes
+        # on one reading (the per-card figure written; else the value read) and says so in one line
+        # with one question (issue 24: never a silent pick, never a refusal with nothing else)
+        value = out.fields.get(c.field)
+        if value is None:
+            shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
+            out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
+            continue
+        spans = [str(x).strip() for x in (c.spans or c.values)][:2]
+        out.notes.append(ReadNote("contradiction_computed", {
+            "field": c.field, "a": spans[0], "b": spans[-1],
+            "value": f"{value:g} GB" if c.field == "gpu_memory_gb" else (f"{value:g}B" if c.field == "params_b" else value)}))
+
+
+def _settle_card_memory(out: Reading) -> None:
+    """A card named with a memory size it is not sold with ("my 3090 with 11G", "A100 24GB x 8",
+    "8*11G 3090"): the per-card figure written is what the person has (a cut-down or shared card,
+    or a typo in the name), so it is computed and the card's catalog name is dropped (kept as the
+    unknown card's label); the contradiction stays on record for the answer's one question."""
+    f, prov = out.fields, out.provenance
+    said = next((c for c in out.contradictions if c.field == "gpu_memory_gb" and c.values and isinstance(c.values[0], str)),
+                None)
+    if said is not None:
+        value = float(said.values[1])
+    elif "gpu" in f and f.get("gpu_memory_gb") and prov.get("gpu_memory_gb") is not None and \
+            prov["gpu_memory_gb"].source == "stated" and not any(c.field == "gpu_memory_gb" for c in out.contradictions) \
+            and not any(n.code == "memory_alternatives" for n in out.notes):  # "40G还是80G" lists sizes
+        try:
+            card = lookup_gpu(f["gpu"])
+        except UnknownNameError:
+            return
+        value = float(f["gpu_memory_gb"])
+        if abs(card.memory_gb - value) <= 1 or memory_variant(card, value) is not None:
+            return
+        out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(card.name).upper(), value),
+                                                (prov["gpu"].span, prov["gpu_memory_gb"].span)))
+    else:
+        return
+    if "gpu" in f:
+        out.unknown_gpu = prov["gpu"].span if prov.get("gpu") is not None and prov["gpu"].span else f["gpu"]
+        f.pop("gpu")
+        prov.pop("gpu", None)
+    span = said.spans[-1] if said is not None else prov["gpu_memory_gb"].span
+    f["gpu_memory_gb"] = int(value) if value.is_integer() else value
+    prov["gpu_memory_gb"] = Provenance("stated", str(span).strip())
 
 
 def detect_language(text: str) -> str:
@@ -497,6 +543,11 @@ def read_turn(raw: object) -> Reading:
             stated_gb, span = variant
             put("gpu_memory_gb", int(stated_gb) if float(stated_gb).is_integer() else stated_gb, "stated", span)
             prose.fields.pop("gpu_memory_gb", None)
+            if catalog_gb and abs(float(stated_gb) - catalog_gb) > 0.03 * catalog_gb and g.memory_gb is not None:
+                # "A100 24GB": no card of that family has that size; computed as written, and said
+                out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(name).upper(), float(stated_gb)),
+                                                        (re.split(r"[-_ ]*\d+\s*(?:gb|gib|g)", g.raw, flags=re.I)[0] or g.raw,
+                                                         (re.search(r"\d+\s*(?:gb|gib|g)", span, re.I) or [span])[0])))
         else:
             put("gpu", name, "stated", g.raw)
             if g.memory_gb is not None and catalog_gb and g.memory_gb != catalog_gb:
