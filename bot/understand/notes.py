@@ -49,6 +49,9 @@ _NOTES: dict[str, tuple[str, str]] = {
     "condensed": ("消息很长（{chars} 个字符）：重复的日志行和堆栈帧略去后读了全文的要点。",
                   "Your message was long ({chars} characters): repeated log lines and stack frames were skipped "
                   "and the rest was read."),
+    "inference_quoted": ("`{span}` 说的是推理，你问的是训练：按训练问题回答。",
+                         "`{span}` is about inference; the question asks about training, so it is answered as a "
+                         "training question."),
     "card_typo": ("`{span}` 不是目录里的卡名，按 {name} 读（只差一个字符）；不是的话请告诉我型号。",
                   "`{span}` is not a card name the catalog knows; it was read as the {name} (one character "
                   "off). If that is wrong, say which card."),

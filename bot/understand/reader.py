@@ -20,7 +20,13 @@ from bot.catalog.accelerators import memory_variant
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.degrees import read_degrees
-from bot.understand.intent import compare_of, read_intent, topics_of
+from bot.understand.intent import (
+    asks_training_beside_inference,
+    compare_of,
+    read_intent,
+    sentences_of,
+    topics_of,
+)
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
 from bot.understand.prose import GPU, MODEL, memory_alternatives, read_prose
@@ -700,6 +706,11 @@ def read_turn(raw: object) -> Reading:
         intent_text = _without_inference_words(intent_text, in_training) if len(intent_text) == len(own) else intent_text
         out.notes.append(ReadNote("inference_in_training", {"span": in_training[0].group(0).strip()}))
     out.topics = topics_of(_without_inference_words(own, in_training))
+    if not in_training and "inference" in out.topics and asks_training_beside_inference(intent_text):
+        # a quoted warning or doc line about inference, then a training question: answered as training
+        said = next((x for x in sentences_of(intent_text) if topics_of(x).count("inference")), "")
+        out.topics.remove("inference")
+        out.notes.append(ReadNote("inference_quoted", {"span": " ".join(said.split())[:80]}))
     if obs.oom and "oom" not in out.topics:
         out.topics.append("oom")
     if obs.models and "multi_model_rl" not in out.topics:

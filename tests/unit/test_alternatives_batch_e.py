@@ -71,3 +71,37 @@ def test_truly_unusable_values_still_get_a_clear_message(question):
 def test_a_card_and_its_own_size_is_no_contradiction(question):
     parsed = parse_conversation(question)
     assert not any(n.code == "contradiction_computed" for n in parsed.notes)
+
+
+# --- 10. "inference" in a quoted message, then a training question ----------------------------------
+
+@pytest.mark.parametrize("question", [
+    "The loader warns: \"this option is meant for inference only\". How can I train a 13B model on 4 GPUs?",
+    "Docs say low_cpu_mem_usage is for inference. What should I use to fine-tune Llama-2-13B on several A100s?",
+    "Got 'generation config is only used at inference time' in the log. How do I run full fine-tuning on two nodes?",
+    "报了一个警告：该参数只用于推理。请问怎么用多张卡微调 13B 模型？",
+    "文档里写着 device_map 仅限推理使用。那多卡训练 Qwen2.5-14B 应该怎么做？",
+    "日志提示“推理模式下不支持梯度”。想问怎样在8张卡上全参微调7B？",
+])
+def test_an_inference_word_outside_the_question_leaves_a_training_question(question):
+    parsed = parse_conversation(question)
+    assert parsed.intent != "out_of_scope" and "inference" not in parsed.topics
+    assert any(n.code == "inference_quoted" for n in parsed.notes)
+
+
+@pytest.mark.parametrize("question", [
+    "How do I serve a 70B model on 4 A100s for inference?",
+    "What is the fastest way to run inference with Llama-2-13B on two 4090s?",
+    "How much GPU memory does serving Qwen2.5-72B with vLLM need?",
+    "怎么用两张4090部署 Qwen2.5-72B 做推理？",
+    "推理的时候 7B 模型要多少显存？",
+    "vLLM 多卡推理怎么设置 tensor_parallel_size？",
+])
+def test_a_question_about_inference_itself_stays_out_of_scope(question):
+    assert parse_conversation(question).intent == "out_of_scope"
+
+
+def test_the_quoted_inference_answer_is_a_training_answer():
+    answer = _checked("device_map='auto' should be used for inference only. How do I train a 13B model on several GPUs?")
+    assert answer.status != "out_of_scope"
+    assert not any("vllm" in n.lower() for n in answer.sections.reasons)
