@@ -52,6 +52,13 @@ _NOTES: dict[str, tuple[str, str]] = {
     "inference_quoted": ("`{span}` 说的是推理，你问的是训练：按训练问题回答。",
                          "`{span}` is about inference; the question asks about training, so it is answered as a "
                          "training question."),
+    "family_sized_as_written": ("`{name}` 没写具体尺寸：按写明的 {params_b:g}B 计算。",
+                                "`{name}` is named without its size: computed for the {params_b:g}B written."),
+    "card_alternatives": ("`{span}`：列了几种卡，表格按第一种（{first}）计算，下面每种各算一行。",
+                          "`{span}` lists several cards: the table is for the first ({first}), with a line for each below."),
+    "count_alternatives": ("`{span}`：列了几种卡数，表格按最少的计算（它放得下，更多卡也放得下），下面每种各算一行。",
+                           "`{span}` lists several GPU counts: the table is for the fewest (what fits it fits more GPUs "
+                           "too), with a line for each below."),
     "card_typo": ("`{span}` 不是目录里的卡名，按 {name} 读（只差一个字符）；不是的话请告诉我型号。",
                   "`{span}` is not a card name the catalog knows; it was read as the {name} (one character "
                   "off). If that is wrong, say which card."),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
 from bot.catalog.accelerators import memory_variant
+from bot.catalog.names import size_in_name
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.degrees import read_degrees
@@ -405,6 +406,38 @@ def _put_model_code(put, text: str, own: str, log_spans) -> None:
     put("model_code", code, source, words)
 
 
+# Two or more cards or counts offered as alternatives: "A100 or H100", "A100还是H100", "H100 vs H200",
+# "4 or 8 GPUs", "4张还是8张": the asker weighs them, so each gets a line (never a contradiction)
+_OR = r"\s*(?:\bor\b|还是|或者?|\bvs\.?|versus|/|、)\s*"
+_COUNT_ALTERNATIVES = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:张|块|台|卡|x|gpus?|cards?)?" + _OR + r"(\d{1,3})\s*(?:x\s*)?"
+                                 r"(?:张|块|(?:个\s*)?(?:gpus?|cards?|卡|显卡)|" + GPU + ")", re.I)
+
+
+def _card_alternatives(text: str, gpus: list[NameMention]) -> tuple[list[str], str, str] | None:
+    """The distinct catalog cards named next to each other with "or"/"还是"/"vs" between them."""
+    chain: list[NameMention] = []
+    for g in gpus:
+        if g.name and chain and re.fullmatch(_OR, text[chain[-1].end: g.start]) and \
+                card_family(g.name) != card_family(chain[-1].name or ""):
+            chain.append(g)
+        elif len(chain) < 2 and g.name:
+            chain = [g]
+    if len(chain) < 2:
+        return None
+    return [g.name for g in chain if g.name], text[chain[0].start: chain[-1].end], chain[0].raw.strip()
+
+
+def _count_alternatives(marked: str, own: str) -> tuple[list[int], str] | None:
+    """Two GPU counts offered as alternatives ("4 or 8 GPUs", "4 or 8 A100s", "4张还是8张"), read on
+    the copy with card names marked; the span is the person's words."""
+    m = _COUNT_ALTERNATIVES.search(marked)
+    if not m or m.group(1) == m.group(2):
+        return None
+    counts = sorted({int(m.group(1)), int(m.group(2))})
+    span = own[m.start(): m.end()].strip()
+    return (counts, span) if all(0 < c <= 4096 for c in counts) else None
+
+
 def read_turn(raw: object) -> Reading:
     prep = prepare(raw)
     text = prep.text
@@ -518,6 +551,16 @@ def read_turn(raw: object) -> Reading:
         put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
         if prose.larger_of_sizes:
             out.notices.append("larger_of_two_sizes")
+    if models and f.get("model") == models[0].name and "params_b" in f and prov["params_b"].source == "stated" and \
+            size_in_name(models[0].raw) is None and (spec_b := model_params_b(models[0].name)) and \
+            abs(spec_b - float(f["params_b"])) / spec_b > 0.25:
+        # "a 10B Bert", "10 billion ... params Bert": a family named without its size beside a size
+        # written for it names the architecture, not the catalog's checkpoint of another size: the
+        # size written is computed, and said (never "10B contradicts BERT-base")
+        out.notes.append(ReadNote("family_sized_as_written", {"name": models[0].raw.strip(),
+                                                              "params_b": float(f["params_b"])}))
+        f.pop("model")
+        prov.pop("model", None)
     if "model" not in f and "params_b" not in f and not out.unknown_model and \
             not any(n.code == "model_unsized" for n in out.notes) and (unsized := unsized_name(marked)):
         # "fine-tune Aria", "训练一个ResNet-50": the name is kept (in the note) and its size asked, one
@@ -593,6 +636,16 @@ def read_turn(raw: object) -> Reading:
             f["gpu"] = smaller
         out.notes.append(ReadNote("memory_alternatives", {"sizes": sizes, "span": span.strip()}))
         prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_memory_gb"]
+    unblanked_cards = own  # the person's words with names (same length as ``marked``)
+    if (cards := _card_alternatives(unblanked_cards, gpus)) is not None:
+        # the table is for the first card named; the answer adds a line for each (bot.evidence)
+        out.notes.append(ReadNote("card_alternatives", {"cards": cards[0], "span": cards[1], "first": cards[2]}))
+    if (counts := _count_alternatives(marked, unblanked_cards)) is not None:
+        # the fewest GPUs bounds what fits per card: the table is for it, a line for each count
+        f["gpu_count"] = counts[0][0]
+        prov["gpu_count"] = Provenance("stated", counts[1])
+        prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_count"]
+        out.notes.append(ReadNote("count_alternatives", {"counts": counts[0], "span": counts[1]}))
     weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
         r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)
     launcher = "nodes" in cfg.fields and "gpus_per_node" in cfg.fields and "gpu_count" in cfg.fields

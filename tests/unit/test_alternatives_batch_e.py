@@ -105,3 +105,70 @@ def test_the_quoted_inference_answer_is_a_training_answer():
     answer = _checked("device_map='auto' should be used for inference only. How do I train a 13B model on several GPUs?")
     assert answer.status != "out_of_scope"
     assert not any("vllm" in n.lower() for n in answer.sections.reasons)
+
+
+# --- 9a. alternatives the asker benchmarked or weighs: never a contradiction ------------------------
+
+@pytest.mark.parametrize("question,largest", [
+    ("We benchmarked 12 billion, 6 billion and 2 billion parameter GPT models on one DGX node: TP or PP?", 12),
+    ("our runs used 1.3 billion and 2.7 billion and 6.7 billion models; which strategy scales?", 6.7),
+    ("We tried 3B, 7B and 14B models on 8 A100 80GB, which sharding should we use?", 14),
+    ("我们比较了 7B、13B 和 34B 的模型，8 张 A100 80G 用 DDP 还是 FSDP？", 34),
+    ("测过 1B、3B、8B 三个尺寸，在 4 张 H100 上怎么选并行策略？", 8),
+    ("分别试了 6B 和 13B 两个模型，张量并行和流水线并行哪个快？", 13),
+])
+def test_listed_model_sizes_are_alternatives_not_a_contradiction(question, largest):
+    parsed = parse_conversation(question)
+    assert not parsed.problems and not parsed.contradictions
+    assert parsed.setup.params_b == largest and "larger_of_two_sizes" in parsed.notices
+
+
+@pytest.mark.parametrize("question", [
+    "We benchmarked 10 billion, 4 billion and 1 billion params BERT on a DGX: is TP or PP faster?",
+    "a 20B Bert on 8 A100 80GB, DDP or FSDP?",
+    "一个 6B 的 bert 模型，8 张 A100 80G 用什么策略？",
+])
+def test_a_family_named_without_its_size_takes_the_size_written(question):
+    parsed = parse_conversation(question)
+    assert not parsed.problems and parsed.setup.model is None and parsed.setup.params_b
+    assert any(n.code == "family_sized_as_written" for n in parsed.notes)
+    assert ask(question).status != "invalid"
+
+
+CARD_CHOICES = [
+    ("Should we rent A100 or H100 for a full fine-tune of a 7B model on 8 GPUs?", {"A100", "H100"}),
+    ("H100 vs H200 for LoRA on Llama-2-70B, 8 cards: which one and which strategy?", {"H100", "H200"}),
+    ("4 GPUs: RTX 4090 or RTX 5880 Ada for a 13B LoRA?", {"RTX 4090", "RTX 5880 Ada"}),
+    ("8 张卡全参微调 7B，A100 还是 H100？", {"A100", "H100"}),
+    ("买 L40S 还是 A800？4 张卡训练 13B 模型 LoRA", {"L40S", "A800"}),
+    ("两张卡，RTX 4090 或者 RTX 5880 Ada，跑 7B 全参够吗", {"RTX 4090", "RTX 5880 Ada"}),
+]
+
+
+@pytest.mark.parametrize("question,cards", CARD_CHOICES)
+def test_listed_cards_get_a_line_each(question, cards):
+    answer = _checked(question)
+    assert answer.status != "invalid"
+    listed = [r for r in answer.sections.reasons if "GiB" in r and any(r.startswith(c) for c in cards)]
+    assert {c for c in cards if any(r.startswith(c + ",") or r.startswith(c + "，") for r in listed)} == cards, \
+        answer.sections.reasons
+
+
+COUNT_CHOICES = [
+    ("Full fine-tune of a 7B model on 4 or 8 A100 80GB GPUs: DDP or FSDP?", (4, 8)),
+    ("LoRA on Llama-2-13B with 2 or 4 cards of H100, which strategy?", (2, 4)),
+    ("Is 8 vs 16 GPUs of A100 80GB worth it for a 13B full fine-tune?", (8, 16)),
+    ("4张还是8张A100 80G训练13B模型，用DDP还是FSDP？", (4, 8)),
+    ("用 2 张或者 4 张 4090 做 7B 的 LoRA，选什么策略？", (2, 4)),
+    ("8卡还是16卡 H100 全参微调 34B？", (8, 16)),
+]
+
+
+@pytest.mark.parametrize("question,counts", COUNT_CHOICES)
+def test_listed_gpu_counts_get_a_line_each(question, counts):
+    parsed = parse_conversation(question)
+    assert not parsed.contradictions and parsed.setup.gpu_count == counts[0]
+    answer = _checked(question)
+    lines = [r for r in answer.sections.reasons if "GiB" in r]
+    for count in counts:
+        assert any(r.startswith((f"{count} x ", f"{count} × ")) for r in lines), answer.sections.reasons
