@@ -168,6 +168,10 @@ class Evidence:
     count_scenarios: list[Scenario] = field(default_factory=list)  # the count unstated: one per count
     # card sizes listed as alternatives ("40GB or 80GB A100"): one per size (note memory_alternatives)
     size_scenarios: list[Scenario] = field(default_factory=list)
+    # cards or GPU counts listed as alternatives ("A100 or H100", "4 or 8 GPUs"): one line each
+    # (notes card_alternatives, count_alternatives)
+    card_scenarios: list[Scenario] = field(default_factory=list)
+    listed_count_scenarios: list[Scenario] = field(default_factory=list)
     capacity: Capacity | None = None
     stored: list[StoredFigure] = field(default_factory=list)
     passages: list[Any] = field(default_factory=list)  # bot.knowledge.answering.Passage
@@ -318,6 +322,19 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
     listed = next((n.values.get("sizes") for n in getattr(ev.parsed, "notes", []) if n.code == "memory_alternatives"), None)
     if listed:
         ev.size_scenarios = _size_scenarios(resolved, [float(x) for x in listed])
+    notes = {n.code: n.values for n in getattr(ev.parsed, "notes", [])}
+    # links the person did not state follow the card (an L40S box has no NVLink, an A800 one has);
+    # a listed count is computed as one node of that many GPUs, as the per-count lines are: the
+    # lines print memory, which the node layout does not change
+    links = {k: None for k in ("intra_node_link", "inter_node_link", "inter_node_gbps")
+             if getattr(ev.parsed.setup, k, None) is None}
+    if "card_alternatives" in notes:
+        # links left at their default follow the card (an L40S box has no NVLink, an A800 one has)
+        ev.card_scenarios = _listed_scenarios(resolved, [{"gpu": g, "gpu_memory_gb": None, **links}
+                                                         for g in notes["card_alternatives"]["cards"]])
+    if "count_alternatives" in notes:
+        ev.listed_count_scenarios = _listed_scenarios(resolved, [{"gpu_count": c, "nodes": 1, "gpus_per_node": c}
+                                                                 for c in notes["count_alternatives"]["counts"]])
     if ev.gpu_unknown:
         ev.scenarios = _scenarios(ev.parsed.setup, resolved)
     elif "gpu_count" in resolved.assumed and ev.parsed.intent != "capacity":
@@ -463,6 +480,23 @@ def _size_scenarios(asked: ResolvedSetup, sizes: list[float]) -> list[Scenario]:
         except SetupError:
             continue
         out.append(Scenario(gpu=same, memory_gb=resolved.gpu_memory_gb, gpu_count=resolved.gpu_count,
+                            resolved=resolved, estimate=estimate(resolved)))
+    return out
+
+
+def _listed_scenarios(asked: ResolvedSetup, changes: list[dict[str, Any]]) -> list[Scenario]:
+    """The same setup once per alternative the question lists (a card, a GPU count)."""
+    from bot.calc import estimate
+
+    out = []
+    for change in changes:
+        try:
+            resolved = _same_model(resolve_setup(asked.setup.model_copy(update=change),
+                                                 default_gpu_count=change.get("gpu_count") or asked.gpu_count), asked)
+        except SetupError:
+            continue
+        name = resolved.gpu.name if resolved.gpu else f"{resolved.gpu_memory_gb:g} GB GPU"
+        out.append(Scenario(gpu=name, memory_gb=resolved.gpu_memory_gb, gpu_count=resolved.gpu_count,
                             resolved=resolved, estimate=estimate(resolved)))
     return out
 

@@ -242,6 +242,52 @@ _GPUS: list[GPUSpec] = [
                        "proviz-print-rtx6000-datasheet-web-2504660.pdf",
             notes="bf16 dense derived from the 1457 TFLOPS FP8 sparse figure (/4)",
             aliases=("rtx 6000 ada", "6000 ada", "rtx6000 ada", "rtx 6000 ada generation")),
+    # Ada and Ampere workstation cards (PCIe, GDDR6 with ECC). Memory, bandwidth and FP32 from each
+    # datasheet; NVIDIA prints the tensor peak only as FP8/sparse, so the dense bf16 figure is taken as
+    # 4 x the FP32 rate, the ratio the RTX 6000 Ada (91.1 -> 364.2) and RTX A6000 (38.7 -> 154.8) show.
+    GPUSpec("RTX 5880 Ada 48GB", 48, 277.2, 0.96, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-5880/",
+            notes="bf16 dense derived: 4 x 69.3 TFLOPS FP32",
+            aliases=("rtx 5880 ada", "5880 ada", "rtx5880 ada", "rtx 5880", "rtx 5880 ada generation")),
+    GPUSpec("RTX 5000 Ada 32GB", 32, 261.2, 0.576, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-5000/",
+            notes="bf16 dense derived: 4 x 65.3 TFLOPS FP32",
+            aliases=("rtx 5000 ada", "5000 ada", "rtx5000 ada", "rtx 5000 ada generation")),
+    GPUSpec("RTX 4500 Ada 24GB", 24, 158.4, 0.432, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-4500/",
+            notes="bf16 dense derived: 4 x 39.6 TFLOPS FP32",
+            aliases=("rtx 4500 ada", "4500 ada", "rtx4500 ada", "rtx 4500 ada generation")),
+    GPUSpec("RTX 4000 Ada 20GB", 20, 106.8, 0.36, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-4000/",
+            notes="bf16 dense derived: 4 x 26.7 TFLOPS FP32",
+            aliases=("rtx 4000 ada", "4000 ada", "rtx4000 ada", "rtx 4000 ada generation")),
+    GPUSpec("RTX A5000 24GB", 24, 111.2, 0.768, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-a5000/",
+            notes="bf16 dense derived: 4 x 27.8 TFLOPS FP32; a 2-way NVLink bridge is optional",
+            aliases=("a5000", "rtx a5000", "rtxa5000", "rtx-a5000", "a5000 24g")),
+    GPUSpec("RTX A4000 16GB", 16, 76.8, 0.448, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.com/en-us/design-visualization/rtx-a4000/",
+            notes="bf16 dense derived: 4 x 19.2 TFLOPS FP32",
+            aliases=("a4000", "rtx a4000", "rtxa4000", "rtx-a4000", "a4000 16g")),
+    # Blackwell workstation: 96 GB GDDR7 at 1792 GB/s, PCIe Gen5 x16, FP32 125 TFLOPS (product page)
+    GPUSpec("RTX PRO 6000 Blackwell 96GB", 96, 500, 1.792, **_pcie(_PCIE5, "PCIe Gen5 x16 (no NVLink)"),
+            approximate=True,
+            source_url="https://www.nvidia.com/en-us/products/workstations/professional-desktop-gpus/rtx-pro-6000/",
+            notes="bf16 dense derived: 4 x 125 TFLOPS FP32",
+            aliases=("rtx pro 6000", "rtx pro 6000 blackwell", "pro 6000", "rtx pro6000", "rtx 6000 pro",
+                     "rtx pro 6000 96g", "rtx pro 6000 blackwell server edition", "rtx pro 6000 workstation")),
+    # China data-center part on the Ada die: 48 GB GDDR6, 864 GB/s, PCIe Gen4; NVIDIA publishes no
+    # product brief, the compute figure is the widely reported one (like the H20 above)
+    GPUSpec("L20 48GB", 48, 119.5, 0.864, **_pcie(_PCIE4), approximate=True,
+            source_url="https://www.nvidia.cn/data-center/products/",
+            notes="China export part; figures are the widely reported ones (48 GB, 119.5 TFLOPS bf16 dense, "
+                  "864 GB/s)", aliases=("l20", "l20-48gb", "l20 48g")),
+    # GB200 (Grace Blackwell superchip): per-GPU figures from the NVL72 rack totals over 72 GPUs
+    # (13.4 TB HBM3e -> 186 GB, 576 TB/s -> 8 TB/s, 360 PFLOPS sparse FP16/BF16 -> 2.5 PFLOPS dense)
+    GPUSpec("GB200 186GB", 186, 2500, 8.0, **_fabric("NVLink 5 (1.8 TB/s total)", 900),
+            source_url=f"{_NV_DC}gb200-nvl72/", approximate=True,
+            notes="per-GPU figures derived from the GB200 NVL72 totals over 72 GPUs",
+            aliases=("gb200", "gb200 nvl72", "gb200-nvl72", "gb200 186g", "grace blackwell")),
     # --- AMD (ROCm: torch.cuda API, RCCL behind the "nccl" backend name) ----------------------------
     GPUSpec("MI250X 64GB (one GCD)", 64, 191.5, 1.6, **_fabric("Infinity Fabric", 100), vendor="amd",
             source_url="https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
@@ -251,6 +297,13 @@ _GPUS: list[GPUSpec] = [
     GPUSpec("MI300X 192GB", 192, 1307.4, 5.3, **_fabric("Infinity Fabric (7 links, 896 GB/s total)", 448),
             vendor="amd", source_url="https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
             aliases=("mi300x", "mi300", "amd mi300x", "instinct mi300x", "mi300x 192g")),
+    GPUSpec("MI325X 256GB", 256, 1307.4, 6.0, **_fabric("Infinity Fabric (7 links, 896 GB/s total)", 448),
+            vendor="amd", source_url="https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html",
+            aliases=("mi325x", "amd mi325x", "instinct mi325x", "mi325x 256g")),
+    GPUSpec("MI210 64GB", 64, 181, 1.6, **_pcie(_PCIE4), vendor="amd",
+            source_url="https://www.amd.com/en/products/accelerators/instinct/mi200/mi210.html",
+            notes="an Infinity Fabric bridge links up to 4 cards",
+            aliases=("mi210", "amd mi210", "instinct mi210", "mi210 64g")),
     # --- Intel Gaudi (habana_frameworks, HCCL) -----------------------------------------------------
     GPUSpec("Gaudi 2 96GB", 96, 432, 2.46, **_fabric("on-chip RoCE (21 x 100 GbE to peers)", 262.5),
             vendor="intel", backend="hccl", device_type="hpu", approximate=True,
@@ -291,6 +344,8 @@ FP32_TFLOPS: dict[str, float] = {
     "RTX 2080 Ti 11GB": 13.4, "RTX 3060 12GB": 12.7, "RTX 3080 12GB": 30.6, "RTX 4060 Ti 16GB": 22.1,
     "RTX 4080 16GB": 48.7, "RTX 5070 12GB": 30.9, "RTX 5070 Ti 16GB": 43.9, "RTX 5080 16GB": 56.3,
     "A30 24GB": 10.3, "L40 48GB": 90.5, "RTX 6000 Ada 48GB": 91.1,
+    "RTX 5880 Ada 48GB": 69.3, "RTX 5000 Ada 32GB": 65.3, "RTX 4500 Ada 24GB": 39.6, "RTX 4000 Ada 20GB": 26.7,
+    "RTX A5000 24GB": 27.8, "RTX A4000 16GB": 19.2, "RTX PRO 6000 Blackwell 96GB": 125.0,
 }
 # Where no fp32 figure is listed: the A100's ratio of dense bf16 tensor peak to fp32 (312 / 19.5 = 16).
 FP32_FALLBACK_RATIO = 16.0

@@ -20,6 +20,7 @@ knowledge lookup here: everything comes from the evidence.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bot.answer import (
@@ -349,6 +350,10 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         sec.reasons = _scenario_lines(ev.count_scenarios, "scenario.intro_count", say, cites) + sec.reasons
     if ev.size_scenarios:
         sec.reasons = _scenario_lines(ev.size_scenarios, "scenario.intro_sizes", say, cites) + sec.reasons
+    if ev.listed_count_scenarios:
+        sec.reasons = _scenario_lines(ev.listed_count_scenarios, "scenario.intro_counts_listed", say, cites) + sec.reasons
+    if ev.card_scenarios:
+        sec.reasons = _scenario_lines(ev.card_scenarios, "scenario.intro_cards", say, cites) + sec.reasons
     sec.howto = _howto(ev, d)
 
 
@@ -404,19 +409,30 @@ def _row(c: Config, d: Decision, lang: str) -> TableRow:
 def _scenario_lines(scenarios: list[Any], intro: str, say: Say, cites: Citations) -> list[str]:
     """One line per scenario (a common card, or a GPU count): DDP and full shard, and which fits."""
     lines = [say.word(intro)]
-    per_count = intro == "scenario.intro_count"
+    per_count = intro in ("scenario.intro_count", "scenario.intro_counts_listed")
     yes, no = say.word("words.fits"), say.word("words.does_not_fit")
     for sc in scenarios:
         mem = sc.estimate.memory
         ddp, fs = mem["ddp"], mem["fsdp_full_shard"]
         pick = next((s for s in ("ddp", "fsdp_full_shard") if mem[s].fits), "none")
+        step = sc.estimate.time["fsdp_full_shard"]
         quote = (f"{calc_quote(sc.resolved)}: DDP {fmt(ddp.total_gib)} GiB per GPU "
                  f"({'fits' if ddp.fits else 'does not fit'}), FSDP full shard {fmt(fs.total_gib)} GiB "
-                 f"({'fits' if fs.fits else 'does not fit'}), usable {fmt(ddp.usable_gib)} GiB")
+                 f"({'fits' if fs.fits else 'does not fit'}), usable {fmt(ddp.usable_gib)} GiB"
+                 + (f", FSDP full shard step {fmt(step)} s" if intro == "scenario.intro_cards" else ""))
         title = say.word("source.count_scenario", count=sc.gpu_count, gpu=sc.gpu) if per_count else \
             say.word("source.scenario", gpu=sc.gpu)
         n = cites.add("calc", "calc", title, None, quote)
         k = f"cite.{n}"
+        if intro == "scenario.intro_cards":  # cards of one size differ in speed: the line names the card
+            card = re.sub(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(?![A-Za-z0-9.])", lambda m, k=k: say.val(float(m.group(1)), k),
+                          re.split(r"\s+\d+(?:\.\d+)?\s*GB", sc.gpu)[0])
+            lines.append(say.msg("scenario.line_card", gpu=card, count=say.val(sc.gpu_count, k),
+                                 mem_gb=say.val(sc.memory_gb, k), ddp_total=say.val(ddp.total_gib, k),
+                                 fs_total=say.val(fs.total_gib, k), step=say.val(step, k),
+                                 ddp_verdict=yes if ddp.fits else no, fs_verdict=yes if fs.fits else no,
+                                 pick=label(pick, say.lang), n=n))
+            continue
         lines.append(say.msg("scenario.line", count=say.val(sc.gpu_count, k), mem_gb=say.val(sc.memory_gb, k),
                              ddp_total=say.val(ddp.total_gib, k), fs_total=say.val(fs.total_gib, k),
                              ddp_verdict=yes if ddp.fits else no, fs_verdict=yes if fs.fits else no,

@@ -73,7 +73,11 @@ class ReadNote:
     ``failed_run_count`` {failed (a count, or "several"), worked, failed_span, worked_span}; ``memory_alternatives``
     {sizes, span}; ``inference_in_training`` {span}; ``others_setup``
     {span}; ``one_process`` {span}; ``new_setup`` {carried: [fields], dropped: [fields]};
-    ``condensed`` {chars, kept_chars}; ``id_number_ignored`` {digits}.
+    ``condensed`` {chars, kept_chars}; ``id_number_ignored`` {digits}; ``card_typo`` {span, name, options}
+    and ``card_typo_options`` {span, options} (a card typed with one slip); ``contradiction_computed``
+    {field, a, b, value} (a contradiction computed on one reading, with one question);
+    ``family_sized_as_written`` {name, params_b}; ``inference_quoted`` {span}; ``card_alternatives``
+    {cards, span, first} and ``count_alternatives`` {counts, span} (alternatives weighed: a line each).
     """
 
     code: str

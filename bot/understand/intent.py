@@ -488,10 +488,22 @@ def read_intent(prose: str, *, has_setup: bool, oom: bool) -> IntentReading:
     return IntentReading(_fallback(text, has_setup=has_setup, oom=oom), False, symptom)
 
 
+def asks_training_beside_inference(text: str) -> bool:
+    """Whether the message's question sentences ask about training while every inference word sits
+    outside them: a quoted library warning ("device_map='auto' should be used for inference only",
+    "此功能仅用于推理") followed by "how do I train on several GPUs?" is a training question. Only a
+    question whose own sentence is about inference or serving is out of scope."""
+    questions = [x for x in sentences_of(text) if _QUESTION.search(x)]
+    if not questions or any(_INFERENCE.search(x) or _INFERENCE_RUN.search(x) for x in questions):
+        return False
+    return any(_TRAIN.search(x) for x in questions)
+
+
 def _scope(text: str, *, has_setup: bool) -> str | None:
     """``out_of_scope`` when the message is not about training with PyTorch, else None."""
     train = bool(_TRAIN.search(text))
-    if _INFERENCE_RUN.search(text):
+    beside = (_INFERENCE.search(text) or _INFERENCE_RUN.search(text)) and asks_training_beside_inference(text)
+    if _INFERENCE_RUN.search(text) and not beside:
         return "out_of_scope"  # the person's own run is inference, whatever else they ask about training
     if _RUN_VERB.search(text) and not _TRAINING_WORDS.search(text) and _CHAT_MODEL.search(text):
         return "out_of_scope"  # running a chat model with no training word at all: inference
@@ -508,7 +520,7 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
         return "out_of_scope"
     if _PAPER.search(text) and not _FIRST_PERSON.search(text):
         return "out_of_scope"
-    if _INFERENCE.search(text) and not (train and re.search(r"训练|fine-?tun|finetun|\btrain", text, _I)
+    if _INFERENCE.search(text) and not beside and not (train and re.search(r"训练|fine-?tun|finetun|\btrain", text, _I)
                                          and not re.search(r"推理部署|how to .{0,20}(?:serve|deploy)|如何.{0,10}推理", text, _I)):
         return "out_of_scope"
     if not _DIST.search(text) and not has_setup:

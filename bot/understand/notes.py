@@ -49,6 +49,21 @@ _NOTES: dict[str, tuple[str, str]] = {
     "condensed": ("消息很长（{chars} 个字符）：重复的日志行和堆栈帧略去后读了全文的要点。",
                   "Your message was long ({chars} characters): repeated log lines and stack frames were skipped "
                   "and the rest was read."),
+    "inference_quoted": ("`{span}` 说的是推理，你问的是训练：按训练问题回答。",
+                         "`{span}` is about inference; the question asks about training, so it is answered as a "
+                         "training question."),
+    "family_sized_as_written": ("`{name}` 没写具体尺寸：按写明的 {params_b:g}B 计算。",
+                                "`{name}` is named without its size: computed for the {params_b:g}B written."),
+    "card_alternatives": ("`{span}`：列了几种卡，表格按第一种（{first}）计算，下面每种各算一行。",
+                          "`{span}` lists several cards: the table is for the first ({first}), with a line for each below."),
+    "count_alternatives": ("`{span}`：列了几种卡数，表格按最少的计算（它放得下，更多卡也放得下），下面每种各算一行。",
+                           "`{span}` lists several GPU counts: the table is for the fewest (what fits it fits more GPUs "
+                           "too), with a line for each below."),
+    "card_typo": ("`{span}` 不是目录里的卡名，按 {name} 读（只差一个字符）；不是的话请告诉我型号。",
+                  "`{span}` is not a card name the catalog knows; it was read as the {name} (one character "
+                  "off). If that is wrong, say which card."),
+    "card_typo_options": ("`{span}` 不是目录里的卡名，可能是 {options}：是哪一种？",
+                          "`{span}` is not a card name the catalog knows; it could be {options}: which one is it?"),
 }
 
 _CONTRADICTION: dict[str, tuple[str, str]] = {
@@ -60,8 +75,23 @@ _CONTRADICTION: dict[str, tuple[str, str]] = {
 }
 
 
+# The one question a contradiction computed on one reading ends with (note ``contradiction_computed``)
+_WHICH: dict[str, tuple[str, str]] = {
+    "params_b": ("模型是哪一个？", "which model is it?"),
+    "gpu_memory_gb": ("每张卡实际有多少显存？", "how much memory does each GPU really have?"),
+    "finetune": ("是哪种微调？", "which kind of fine-tuning is it?"),
+    "gpu_count": ("用几张卡？", "how many GPUs does the run use?"),
+}
+_COMPUTED = ("问题里同时写了 `{a}` 和 `{b}`：下面按 {value} 计算；{which}",
+             "The question says both `{a}` and `{b}`: computed for {value}; {which}")
+
+
 def note_text(note: ReadNote, lang: str) -> str:
     """The note in ``lang`` ("zh" or "en"); the code itself when it has no wording."""
+    if note.code == "contradiction_computed":
+        zh, en = _WHICH.get(str(note.values.get("field")), ("是哪一个？", "which one is it?"))
+        values = {**note.values, "which": zh if lang == "zh" else en}
+        return _COMPUTED[0 if lang == "zh" else 1].format(**{k: ("-" if v in ("", None) else v) for k, v in values.items()})
     zh, en = _NOTES.get(note.code, (note.code, note.code))
     values = {k: (", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v) for k, v in note.values.items()}
     values = {k: (v if v not in ("", None) else "-") for k, v in values.items()}

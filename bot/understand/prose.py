@@ -72,7 +72,8 @@ _SIZE_TARGET = re.compile(r"(?:压缩到|压缩成|裁剪到|剪枝到|缩小到
 # "7b/8b/9b", "7B or 32B", "7B、32B", "7B, 32B LLMs", "either 13B or 34B": sizes listed together are
 # alternatives (the largest is computed and the answer says so), never a contradiction; only a size
 # that carries its own noun again ("7B model, 70B model") is one (``_two_sizes``)
-_MORE_SIZES = re.compile(r"(?:\s*(?:/|\bor\b|或者?|还是|、|,|，|\band\b|和|与|及)\s*" + NUM + r"\s*b(?![a-z]))+", re.I | re.A)
+_MORE_SIZES = re.compile(r"(?:\s*(?:/|\bor\b|或者?|还是|、|,|，|,?\s*\band\b|和|与|及)\s*" + NUM + r"\s*(?:b|bn|billion)(?![a-z]))+",
+                         re.I | re.A)
 
 
 # Only separators (and the word "model") between two readings: nothing says which one is meant

@@ -15,13 +15,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.catalog import UnknownNameError, lookup_model
+from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
+from bot.catalog.accelerators import memory_variant
+from bot.catalog.names import size_in_name
 from bot.core.language import CJK, EN_WORD, answer_language
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.counts import GPU, MODEL
 from bot.understand.degrees import read_degrees
-from bot.understand.intent import compare_of, read_intent, topics_of
+from bot.understand.intent import (
+    asks_training_beside_inference,
+    compare_of,
+    read_intent,
+    sentences_of,
+    topics_of,
+)
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
 from bot.understand.prose import memory_alternatives, read_prose
@@ -30,6 +38,7 @@ from bot.understand.spans import (
     NameMention,
     _resolve_gpu,
     card_family,
+    find_card_typos,
     find_gpus,
     find_models,
     find_unknown_cards,
@@ -196,8 +205,8 @@ def _clause_asks(text: str, at: int) -> bool:
     end = _CLAUSE_END.search(text, at)
     return end is not None and end.group(0) in "?？"
 # "my A100 has 24GB", "A100 with 24GB": a size said of the card itself
-_SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:has|have|with|is|comes with|有|是|为|[(（])\s*(?:only\s*|just\s*)?(\d{1,3})\s*(?:gb|g)(?![a-z])",
-                           re.I | re.A)
+_SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:(?:only|just)\s+ha(?:s|ve)|has|have|with|is|comes with|只有|仅有|才有|有|是|为|[(（])\s*(?:only\s*|just\s*)?"
+                           r"(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
 
 
 def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: list[NameMention], marked: str,
@@ -226,8 +235,53 @@ def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus:
         if any(x.field == c.field for x in out.contradictions):
             continue
         out.contradictions.append(c)
-        shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
-        out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
+    _settle_card_memory(out)
+    for c in out.contradictions:
+        # A contradiction in the person's own words is not an unusable setup: the answer computes
+        # on one reading (the per-card figure written; else the value read) and says so in one line
+        # with one question (issue 24: never a silent pick, never a refusal with nothing else)
+        value = out.fields.get(c.field)
+        if value is None:
+            shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
+            out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
+            continue
+        spans = [str(x).strip() for x in (c.spans or c.values)][:2]
+        out.notes.append(ReadNote("contradiction_computed", {
+            "field": c.field, "a": spans[0], "b": spans[-1],
+            "value": f"{value:g} GB" if c.field == "gpu_memory_gb" else (f"{value:g}B" if c.field == "params_b" else value)}))
+
+
+def _settle_card_memory(out: Reading) -> None:
+    """A card named with a memory size it is not sold with ("my 3090 with 11G", "A100 24GB x 8",
+    "8*11G 3090"): the per-card figure written is what the person has (a cut-down or shared card,
+    or a typo in the name), so it is computed and the card's catalog name is dropped (kept as the
+    unknown card's label); the contradiction stays on record for the answer's one question."""
+    f, prov = out.fields, out.provenance
+    said = next((c for c in out.contradictions if c.field == "gpu_memory_gb" and c.values and isinstance(c.values[0], str)),
+                None)
+    if said is not None:
+        value = float(said.values[1])
+    elif "gpu" in f and f.get("gpu_memory_gb") and prov.get("gpu_memory_gb") is not None and \
+            prov["gpu_memory_gb"].source == "stated" and not any(c.field == "gpu_memory_gb" for c in out.contradictions) \
+            and not any(n.code == "memory_alternatives" for n in out.notes):  # "40G还是80G" lists sizes
+        try:
+            card = lookup_gpu(f["gpu"])
+        except UnknownNameError:
+            return
+        value = float(f["gpu_memory_gb"])
+        if abs(card.memory_gb - value) <= 1 or memory_variant(card, value) is not None:
+            return
+        out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(card.name).upper(), value),
+                                                (prov["gpu"].span, prov["gpu_memory_gb"].span)))
+    else:
+        return
+    if "gpu" in f:
+        out.unknown_gpu = prov["gpu"].span if prov.get("gpu") is not None and prov["gpu"].span else f["gpu"]
+        f.pop("gpu")
+        prov.pop("gpu", None)
+    span = said.spans[-1] if said is not None else prov["gpu_memory_gb"].span
+    f["gpu_memory_gb"] = int(value) if value.is_integer() else value
+    prov["gpu_memory_gb"] = Provenance("stated", str(span).strip())
 
 
 def _origin(span: str, marked: str, text: str) -> str:
@@ -347,6 +401,38 @@ def _put_model_code(put, text: str, own: str, log_spans) -> None:
     put("model_code", code, source, words)
 
 
+# Two or more cards or counts offered as alternatives: "A100 or H100", "A100还是H100", "H100 vs H200",
+# "4 or 8 GPUs", "4张还是8张": the asker weighs them, so each gets a line (never a contradiction)
+_OR = r"\s*(?:\bor\b|还是|或者?|\bvs\.?|versus|/|、)\s*"
+_COUNT_ALTERNATIVES = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:张|块|台|卡|x|gpus?|cards?)?" + _OR + r"(\d{1,3})\s*(?:x\s*)?"
+                                 r"(?:张|块|(?:个\s*)?(?:gpus?|cards?|卡|显卡)|" + GPU + ")", re.I)
+
+
+def _card_alternatives(text: str, gpus: list[NameMention]) -> tuple[list[str], str, str] | None:
+    """The distinct catalog cards named next to each other with "or"/"还是"/"vs" between them."""
+    chain: list[NameMention] = []
+    for g in gpus:
+        if g.name and chain and re.fullmatch(_OR, text[chain[-1].end: g.start]) and \
+                card_family(g.name) != card_family(chain[-1].name or ""):
+            chain.append(g)
+        elif len(chain) < 2 and g.name:
+            chain = [g]
+    if len(chain) < 2:
+        return None
+    return [g.name for g in chain if g.name], text[chain[0].start: chain[-1].end], chain[0].raw.strip()
+
+
+def _count_alternatives(marked: str, own: str) -> tuple[list[int], str] | None:
+    """Two GPU counts offered as alternatives ("4 or 8 GPUs", "4 or 8 A100s", "4张还是8张"), read on
+    the copy with card names marked; the span is the person's words."""
+    m = _COUNT_ALTERNATIVES.search(marked)
+    if not m or m.group(1) == m.group(2):
+        return None
+    counts = sorted({int(m.group(1)), int(m.group(2))})
+    span = own[m.start(): m.end()].strip()
+    return (counts, span) if all(0 < c <= 4096 for c in counts) else None
+
+
 def read_turn(raw: object) -> Reading:
     prep = prepare(raw)
     text = prep.text
@@ -384,7 +470,16 @@ def read_turn(raw: object) -> Reading:
                 break
     marked = _mark(marked, unknown_models, MODEL)
     gpus = find_gpus(marked)
-    unknown_cards = find_unknown_cards(marked, gpus)
+    typos = find_card_typos(marked, gpus)
+    # a card typed with one slip ("A10O", "A00 40G"): read as the one card it can be, said in a note;
+    # with several candidates it stays unknown and the answer asks which (never another card silently)
+    gpus = sorted(gpus + [t.mention for t in typos if t.mention.name], key=lambda g: g.start)
+    unknown_cards = [t.mention for t in typos if not t.mention.name]
+    unknown_cards += find_unknown_cards(marked, gpus + unknown_cards)
+    for t in typos:
+        out.notes.append(ReadNote("card_typo" if t.mention.name else "card_typo_options",
+                                  {"span": t.mention.raw.strip(), "name": t.mention.name or "",
+                                   "options": list(t.options)}))
     marked = _mark(marked, gpus + unknown_cards, GPU)
     before_aside = marked
     marked, aside_notes = set_aside(marked)  # "we also have some V100s", "the recipe uses 4 nodes"
@@ -451,6 +546,16 @@ def read_turn(raw: object) -> Reading:
         put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
         if prose.larger_of_sizes:
             out.notices.append("larger_of_two_sizes")
+    if models and f.get("model") == models[0].name and "params_b" in f and prov["params_b"].source == "stated" and \
+            size_in_name(models[0].raw) is None and (spec_b := model_params_b(models[0].name)) and \
+            abs(spec_b - float(f["params_b"])) / spec_b > 0.25:
+        # "a 10B Bert", "10 billion ... params Bert": a family named without its size beside a size
+        # written for it names the architecture, not the catalog's checkpoint of another size: the
+        # size written is computed, and said (never "10B contradicts BERT-base")
+        out.notes.append(ReadNote("family_sized_as_written", {"name": models[0].raw.strip(),
+                                                              "params_b": float(f["params_b"])}))
+        f.pop("model")
+        prov.pop("model", None)
     if "model" not in f and "params_b" not in f and not out.unknown_model and \
             not any(n.code == "model_unsized" for n in out.notes) and (unsized := unsized_name(marked)):
         # "fine-tune Aria", "训练一个ResNet-50": the name is kept (in the note) and its size asked, one
@@ -482,6 +587,11 @@ def read_turn(raw: object) -> Reading:
             stated_gb, span = variant
             put("gpu_memory_gb", int(stated_gb) if float(stated_gb).is_integer() else stated_gb, "stated", span)
             prose.fields.pop("gpu_memory_gb", None)
+            if catalog_gb and abs(float(stated_gb) - catalog_gb) > 0.03 * catalog_gb and g.memory_gb is not None:
+                # "A100 24GB": no card of that family has that size; computed as written, and said
+                out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(name).upper(), float(stated_gb)),
+                                                        (re.split(r"[-_ ]*\d+\s*(?:gb|gib|g)", g.raw, flags=re.I)[0] or g.raw,
+                                                         (re.search(r"\d+\s*(?:gb|gib|g)", span, re.I) or [span])[0])))
         else:
             put("gpu", name, "stated", g.raw)
             if g.memory_gb is not None and catalog_gb and g.memory_gb != catalog_gb:
@@ -521,6 +631,16 @@ def read_turn(raw: object) -> Reading:
             f["gpu"] = smaller
         out.notes.append(ReadNote("memory_alternatives", {"sizes": sizes, "span": span.strip()}))
         prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_memory_gb"]
+    unblanked_cards = own  # the person's words with names (same length as ``marked``)
+    if (cards := _card_alternatives(unblanked_cards, gpus)) is not None:
+        # the table is for the first card named; the answer adds a line for each (bot.evidence)
+        out.notes.append(ReadNote("card_alternatives", {"cards": cards[0], "span": cards[1], "first": cards[2]}))
+    if (counts := _count_alternatives(marked, unblanked_cards)) is not None:
+        # the fewest GPUs bounds what fits per card: the table is for it, a line for each count
+        f["gpu_count"] = counts[0][0]
+        prov["gpu_count"] = Provenance("stated", counts[1])
+        prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_count"]
+        out.notes.append(ReadNote("count_alternatives", {"counts": counts[0], "span": counts[1]}))
     weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
         r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)
     launcher = "nodes" in cfg.fields and "gpus_per_node" in cfg.fields and "gpu_count" in cfg.fields
@@ -634,6 +754,11 @@ def read_turn(raw: object) -> Reading:
         intent_text = _without_inference_words(intent_text, in_training) if len(intent_text) == len(own) else intent_text
         out.notes.append(ReadNote("inference_in_training", {"span": in_training[0].group(0).strip()}))
     out.topics = topics_of(_without_inference_words(own, in_training))
+    if not in_training and "inference" in out.topics and asks_training_beside_inference(intent_text):
+        # a quoted warning or doc line about inference, then a training question: answered as training
+        said = next((x for x in sentences_of(intent_text) if topics_of(x).count("inference")), "")
+        out.topics.remove("inference")
+        out.notes.append(ReadNote("inference_quoted", {"span": " ".join(said.split())[:80]}))
     if obs.oom and "oom" not in out.topics:
         out.topics.append("oom")
     if obs.models and "multi_model_rl" not in out.topics:

@@ -145,6 +145,8 @@ def find_gpus(text: str) -> list[NameMention]:
     for start, end, name in _scan(text, head_re, full_re, names):
         if len(out) >= MAX_MENTIONS:
             break
+        if text[end - 1].isdigit() and re.match(r"[Oo]+(?![A-Za-z])", text[end:]):
+            continue  # "A10O" is an A100 typed with a letter O (find_card_typos), not an A10
         has_size = re.search(r"\d\s*(?:gb|gib|g)$", text[start:end], re.I | re.A)
         suffix = (_FORM_SUFFIX if has_size else _CARD_SUFFIX).match(text, end)
         groups = suffix.groups() + (None, None) if suffix else (None, None, None)
@@ -252,3 +254,74 @@ def find_unknown_cards(text: str, known: list[NameMention]) -> list[NameMention]
                 continue
             out.append(NameMention(s, e, token, None))
     return out
+
+
+# A card name typed with one slip: a letter O for a zero ("A10O", "H1OO") or one digit left out
+# ("A00 40G", "H10 80G"). Token shape: a few letters, then digits (or O's) only.
+_TYPO_TOKEN = re.compile(r"(?<![A-Za-z0-9_.\-/])((?:rtx\s?)?[A-Za-z]{1,3})([0-9Oo]{2,4})(?![A-Za-z0-9_\-])", re.I | re.A)
+# what makes a token a card and not a version or a code: a memory size after it, a count before it
+# ("8 x", "4张"), or a card word after it
+_TYPO_AFTER = re.compile(r"[-_ ]{0,3}(\d{1,3})\s?(?:gb|gib|g)(?![a-z])|\s*(?:gpus?|cards?|显卡|卡)", re.I | re.A)
+_TYPO_BEFORE = re.compile(r"(?:\d{1,3}\s*(?:x|×|\*|张|块|台)|[两二三四五六八十]\s*[张块台]|\b(?:two|four|eight|dual))\s*$",
+                          re.I)
+
+
+@lru_cache(maxsize=4)
+def _card_bases(signature: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Card names without sizes as typed keys ("a100", "rtx3090", "h100") -> the catalog cards."""
+    out: dict[str, set[str]] = {}
+    for g in list_gpus():
+        for key in (card_family(g.name), *g.aliases):
+            k = re.sub(r"[^a-z0-9]", "", key.lower())
+            if re.fullmatch(r"[a-z]{1,6}\d{2,4}", k) and not re.search(r"\d(?:g|gb)$", key.lower()):
+                out.setdefault(k, set()).add(g.name)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class CardTypo:
+    """A card-shaped token the catalog does not know that one slip away names catalog cards."""
+
+    mention: NameMention    # the span as written; ``name`` set when one card fits, else None
+    options: tuple[str, ...]  # the catalog cards it could be (one when it was read as that card)
+
+
+def find_card_typos(text: str, known: list[NameMention]) -> list[CardTypo]:
+    """Card names with a slip: an O typed for a zero, or one digit missing. A token is read only
+    next to a card's context (a memory size after it, a count before it, a card word after it);
+    the written memory size narrows the candidates ("A00 40G": A100 has a 40 GB card, A800 has
+    not). One candidate: the card, said in a note; several: the options, for one question."""
+    bases = _card_bases(_signature(list_gpus()))
+    found: list[CardTypo] = []
+    for m in _TYPO_TOKEN.finditer(text):
+        if any(k.start < m.end() and m.start() < k.end for k in known):
+            continue
+        letters, digits = re.sub(r"\s", "", m.group(1)).lower(), m.group(2).lower()
+        after = _TYPO_AFTER.match(text, m.end())
+        o_typo = "o" in digits and any(ch.isdigit() for ch in digits)  # "A10O": a card only a slip away
+        if not (o_typo or after or _TYPO_BEFORE.search(text[max(0, m.start() - 8): m.start()])):
+            continue
+        if letters + digits in bases:
+            continue  # a card as written
+        keys: set[str] = set()
+        if "o" in digits and digits.replace("o", "0") != digits:
+            keys.add(letters + digits.replace("o", "0"))  # "A10O" -> a100
+        elif digits.isdigit():
+            keys |= {letters + digits[:i] + d + digits[i:] for i in range(len(digits) + 1) for d in "0123456789"}
+        names = sorted({n for k in keys for n in bases.get(k, ())})
+        if not names:
+            continue
+        size = float(after.group(1)) if after and after.group(1) else None
+        if size is not None:
+            sized = [n for n in names if (r := _resolve_gpu(f"{card_family(n)} {size:g}g", size, "")) and
+                     lookup_gpu(r).memory_gb == size]
+            names = sorted({_resolve_gpu(f"{card_family(n)} {size:g}g", size, "") or n for n in sized}) or names
+        if size is None:  # no size written: each family's default card ("H1OO" -> the H100 SXM)
+            names = sorted({_resolve_gpu(card_family(n), None, "") or n for n in names})
+        families = sorted({card_family(n) for n in names})
+        one = names[0] if len(families) == 1 else None
+        # read as a card, the size written after it is the card's; left unknown, the size stays in
+        # the text for the reader (the answer computes on it and asks which card)
+        end = after.end() if one and after and after.group(1) else m.end()
+        found.append(CardTypo(NameMention(m.start(), end, text[m.start(): end], one, size), tuple(names)))
+    return found

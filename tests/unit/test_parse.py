@@ -153,12 +153,17 @@ def test_missing_fields():
     ("1000000 GPUs, 7B", "gpu_count"),
     ("a -7B model", "params_b"),
     ("Llama-2-7B, 70B params", "params_b"),  # contradiction
-    ("8x A100 80GB, 单卡40G", "gpu_memory_gb"),  # contradiction
     ("2 nodes x 8 GPUs, 12 GPUs total", "gpu_count"),  # contradiction
 ])
 def test_problems_reported(text, field):
     problems = parse_conversation(text).problems
     assert field in {p.field for p in problems}, problems
+
+
+def test_a_card_and_another_per_card_size_is_computed_on_the_size_written():
+    parsed = parse_conversation("8x A100 80GB, 单卡40G")  # a contradiction: said, and computed on 40
+    assert not parsed.problems and parsed.setup.gpu_memory_gb == 40
+    assert [c.field for c in parsed.contradictions] == ["gpu_memory_gb"]
 
 
 def test_follow_ups_merge():

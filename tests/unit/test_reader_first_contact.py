@@ -223,9 +223,13 @@ def test_no_count_in_the_text_is_missing_never_eight(text):
     ("13B模型，30B模型，4张H100，用FSDP吗", "params_b"),
 ])
 def test_a_contradiction_is_a_record_and_a_question(text, field):
+    # computed on one reading and said in one line with one question (batch e class 9): never a
+    # refusal with nothing else, never a silent pick
     parsed = parse_conversation(text)
     assert [c.field for c in parsed.contradictions] == [field]
-    assert [p.field for p in parsed.problems] == [field]
+    assert not parsed.problems
+    assert getattr(parsed.setup, field) is not None
+    assert [n.values["field"] for n in parsed.notes if n.code == "contradiction_computed"] == [field]
 
 
 @pytest.mark.parametrize("text", [
