@@ -90,3 +90,49 @@ NOT_SEQ = [
 @pytest.mark.parametrize("question", NOT_SEQ)
 def test_tokens_per_step_batch_or_second_are_not_a_sequence_length(question):
     assert _setup(question).seq_len is None
+
+
+# 3. "How many GPUs with TP=8 and PP=2?" with no count given: the capacity search answers it; no
+# asked-axis sentence and no fit-or-not verdict is judged on the count assumed in its place.
+COUNT_ASKED = [
+    "How many H100s do I need with TP=8 and PP=2 to train Llama-3-70B?",
+    "With tensor parallel 8 and pipeline parallel 2, how many H100 GPUs does a Llama-3-70B full fine-tune take?",
+    "How many A100 80GB cards would I need to pretrain a 70B model using TP 4 and PP 4?",
+    "用TP=8、PP=2训练Llama-3-70B需要多少张H100？",
+    "张量并行8、流水线并行2，全参微调Llama-3-70B至少要几张H100？",
+    "70B模型预训练，TP 4 PP 4，需要多少张A100 80G？",
+]
+
+
+def _answer(question: str):
+    from bot.assistant import answer_parsed
+    return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
+
+
+# the asked-axis sentences (direct.asked_parallel_*) open with these; a verdict on the assumed count
+# says one of JUDGED
+ASKED_AXIS_OPENERS = ("Yes:", "Not ", "No,", "No:", "需要：", "不是", "不需要", "不行：")
+JUDGED = ("does not fit as asked", "no plan on these GPUs", "按现在的配置放不下", "这些卡上也没有放得下")
+
+
+@pytest.mark.parametrize("question", COUNT_ASKED)
+def test_an_unstated_count_that_is_asked_is_answered_not_assumed(question):
+    parsed = parse_conversation(question)
+    assert parsed.setup.gpu_count is None and parsed.asked_axes  # the count is unstated, the axes read
+    ans = _answer(question)
+    first = ans.text.strip()
+    assert first.startswith(("At least", "至少")), first[:200]  # the capacity answer leads
+    assert not any(j in ans.full_text for j in JUDGED), ans.full_text[:400]
+
+
+STATED_COUNT = [
+    "We train Llama-3-70B on 8 H100 with TP=8 and PP=2, should we add CP?",
+    "Is pipeline parallelism needed for a 70B full fine-tune on 16 H100?",
+    "我们用8张H100、TP=8 PP=2训练Llama-3-70B，要不要加上下文并行？",
+    "16张H100全参微调70B，需要流水线并行吗？",
+]
+
+
+@pytest.mark.parametrize("question", STATED_COUNT)
+def test_a_stated_count_keeps_the_asked_axis_verdict(question):
+    assert _answer(question).text.strip().startswith(ASKED_AXIS_OPENERS)
