@@ -46,6 +46,7 @@ from bot.decide import (
     Decision,
     checkpointing_on,
     combined_fix,
+    count_is_asked,
     deepspeed_user,
     passages_shown,
 )
@@ -310,7 +311,11 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
     conf = say.word(f"words.confidence.{d.confidence}")
     fix = combined_fix(ev, d)
-    if d.strategy == "none" and d.plan is not None:
+    if count_is_asked(ev) and ev.capacity.gpu_count is not None:
+        # "how many H100s do I need?": the count found leads; the strategies below are worked out on
+        # the count assumed in its place, so no fit-or-not verdict is drawn from them
+        sec.headline = say.msg("headline.count_asked", conf=conf)
+    elif d.strategy == "none" and d.plan is not None:
         degrees = d.plan.plan.degrees
         sec.headline = say.msg("headline.plan", conf=conf, tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
                                pp=degrees.get("pp", 1) > 1,

@@ -206,6 +206,14 @@ def _asks_count(parsed: Any) -> bool:
     return "how_many_gpus" in topics
 
 
+def count_is_asked(ev: Evidence) -> bool:
+    """The GPU count is what the question asks and it was not stated ("how many H100s do I need
+    with TP=8 and PP=2?"): the capacity search answers it, and no verdict is judged on the count
+    assumed in its place (on the default 8 GPUs "no plan fits" while the answer is 32)."""
+    return ev.resolved is not None and "gpu_count" in ev.resolved.assumed and _asks_count(ev.parsed) \
+        and ev.capacity is not None
+
+
 # --------------------------------------------------------------------------------------------
 # The ladder
 # --------------------------------------------------------------------------------------------
@@ -580,7 +588,8 @@ def _direct(ev: Evidence, d: Decision) -> list[Reason]:
 def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
     topics = set(ev.parsed.topics)
     out: list[Reason] = []
-    if ev.parsed.asked_axes and ev.parallel_checked is not None and not is_stated(ev.parallel_checked):
+    if ev.parsed.asked_axes and ev.parallel_checked is not None and not is_stated(ev.parallel_checked) \
+            and not count_is_asked(ev):
         out.append(_asked_parallel(ev))  # "should we add TP?": yes or no with the plan's figure, first
     compare = tuple(s for s in ev.parsed.compare if s in GPU_RESIDENT + ("fsdp_full_shard_offload",))
     if len(compare) == 2:

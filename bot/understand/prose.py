@@ -642,9 +642,17 @@ def read_training(text: str, out: ProseReading) -> None:
     if not seq:
         # "200k-token sequences", "32k token context", "8192 tokens 的序列"
         seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?[\s-]*(?:tokens?[\s-]*)?(?:的\s*)?(?:context|seq(?:uence)?|序列|上下文|ctx|长文本|长度)", low)
-    if not seq:  # "samples of 64k tokens", "每条样本 32k token", "单条数据 16k tokens"
-        seq = _search(r"(?:samples?|examples?|documents?|inputs?|样本|数据|文本)\s*(?:of|with|有|长|约)?\s*"
-                      r"(\d{1,7}(?:\.\d+)?)\s*(k)?[\s-]*tokens?", low)
+    if not seq:  # "samples of 64k tokens", "每条样本 32k token", "单条数据 16k tokens", "每条样本 8192 个 token"
+        seq = _search(r"(?:samples?|examples?|documents?|inputs?|样本|数据|文本)\s*(?:of|with|has|have|contains?|is|are|有|长|约|是|为)?"
+                      r"\s*(?:about |around |roughly |~|约)?(\d{1,7}(?:\.\d+)?)\s*(k)?[\s-]*个?\s*tokens?", low)
+    if not seq:
+        # a count of tokens per one sequence ("131072 tokens per sequence", "8k tokens each sample",
+        # "每条 4096 个 token"): tokens per step, batch or second are never a sequence length
+        seq = _search(r"(\d{1,7}(?:\.\d+)?)\s*(k)?[\s-]*tokens?\s*(?:per|each|every|/|an?|in each|in every)\s*"
+                      r"(?:training\s+)?(?:sequences?|samples?|examples?|seqs?|rows?|documents?|inputs?|prompts?)\b", low)
+    if not seq:
+        seq = _search(r"(?:每条|每个|单条|每段|一条)(?:训练)?(?:样本|数据|序列|文本|输入)?\s*(?:有|长|约|是|为|都是)?\s*"
+                      r"(\d{1,7}(?:\.\d+)?)\s*(k)?\s*个?\s*tokens?", low)
     if not seq:
         seq = _search(r"(?<![A-Za-z0-9_.ǤḾ])\d+(?:\.\d+)?\s*b\s+(\d{1,3})\s*(k)\b", low)  # "32B 32K": model then context
     if not seq:

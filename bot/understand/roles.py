@@ -20,12 +20,31 @@ _CLAUSE = re.compile(r"[^.;；。!?！？\n，,]+", re.A)
 _ASIDE = re.compile(r"\b(?:we|i)\s+(?:also|additionally)\s+(?:have|has|got|own)\b|\balso\s+(?:have|got)\b|\bbesides\b|"
                     r"\bapart from (?:that|these|those)\b|\bin addition,? we\b|另外(?:还)?有|此外(?:还)?有|我们还有|还有(?=[^，,。]{0,8}"
                     r"(?:张|块|台|" + GPU + r"))|也有(?=[^，,。]{0,8}" + GPU + r")", re.I | re.A)
+# Where somebody else ran it: "the authors tested on 80 GB A100s", "the paper benchmarked it on
+# H100s", "官方在A100 80G上测试的". The card there is the project's reference (a requirement at
+# most), never the asker's; the asker's own cards are named in another clause.
+_TESTED_BY = (r"\b(?:they|the (?:original )?authors?|the (?:paper|readme|repo|model card|original (?:paper|work|repo))|"
+              r"(?:the )?(?:developers|maintainers|official (?:team|repo)))\s+(?:(?:says?|said|states?|mentions?|reports?)\s+"
+              r"(?:that\s+)?(?:it|they|the model)\s+(?:was|were)\s+)?(?:(?:have|has|had)\s+)?(?:tested|benchmarked|evaluated|"
+              r"validated|trained|pretrained|pre-trained|fine-?tuned|reported|ran|run)\b|"
+              r"(?:官方|原作者|作者|论文|项目|仓库|README|模型卡|别人|他们|大佬)(?:里|中|的)?(?:是|都是)?(?:在|用)[^，,。；;]{0,24}"
+              r"(?:测试|训练|跑|实验|评测|验证|微调)|(?:官方|原作者|作者|论文|项目|别人|他们|大佬)(?:的)?(?:测试|实验|训练|评测)(?:时|中|环境)?"
+              r"(?:用了|用的|使用了|使用的|是|在)")
+# The same without a subject ("it was tested on A100 80GB", "是在A100上测试的"): somebody else's
+# only where the clause does not speak of the asker ("I trained it on 4 A100s" is the run's).
+_PASSIVE_TESTED = re.compile(r"\b(?:it|this|the model|the code|the recipe)\s+(?:was|were|has been|is)\s+(?:tested|benchmarked|"
+                             r"evaluated|validated|trained|pretrained|pre-trained)\s+(?:on|with|using)\b|"
+                             r"(?:^|[^我])是在[^，,。；;]{0,24}上(?:测试|训练|评测|验证)(?:的|过)", re.I | re.A)
+# Where a clause about somebody else's run turns to the asker's own ("... but my 4 RTX 4090 go OOM").
+_MY_TURN = re.compile(r"\b(?:but|while|whereas|yet|and|though|although)\s+(?:on\s+|with\s+)?(?:my|our|i|we)\b|"
+                      r"(?:但是?|可是|而|不过)?我(?:的|们)?", re.I | re.A)
+_FIRST_PERSON = re.compile(r"\b(?:i|we|my|our|me|us)\b|我", re.I | re.A)
 _OTHERS = re.compile(r"\b(?:config|configs|recipe|recipes|example|examples|paper|readme|tutorial|blog|repo|guide|docs?|"
                      r"benchmark|report)\s+(?:uses?|used|has|had|trains?|trained|runs?|ran|recommends?|says?|sets?|is set to|"
                      r"assumes?)\b|\b(?:they|the authors|others|other people|someone|people|(?:my |a |our )?(?:colleagues?|coworkers?|"
                      r"co-workers?|friends?|teammates?))\s+(?:use|used|uses|train|trained|ran|run|runs|had|has)\b|"
                      r"(?:官方|别人|论文|教程|示例|例子|文档|README|仓库|他们|同事|朋友|其他人|作者|大佬)(?:里|中|上|的)?(?:配置|脚本)?(?:里|中)?"
-                     r"(?:用了|用的|使用了|是|给的|推荐|写的|跑的)", re.I | re.A)
+                     r"(?:用了|用的|使用了|是|给的|推荐|写的|跑的)|" + _TESTED_BY, re.I | re.A)
 _FIGURE = re.compile(r"\d|" + GPU + r"|两|双|几|some|several", re.I | re.A)
 
 
@@ -38,15 +57,20 @@ def set_aside(marked: str) -> tuple[str, list[tuple[str, dict]]]:
         text = clause.group(0)
         if not _FIGURE.search(text):
             continue
-        if _OTHERS.search(text):
+        start, end = clause.span()
+        if (others := _OTHERS.search(text)) or (_PASSIVE_TESTED.search(text) and not _FIRST_PERSON.search(text)):
             code = "others_setup"
+            if others and (turn := _MY_TURN.search(text, others.end())):
+                # "the paper benchmarked it on H100s but my 4 RTX 4090 go OOM": the asker's part stays
+                end = start + turn.start()
+                text = text[: turn.start()]
         elif _ASIDE.search(text) and GPU in text:
             code = "aside_hardware"
         else:
             continue
         if code == "aside_hardware":
-            asides.append(clause.span())
-        for i in range(*clause.span()):
+            asides.append((start, end))
+        for i in range(start, end):
             chars[i] = " "
         notes.append((code, {"span": text.strip()}))
     out = "".join(chars)

@@ -66,20 +66,11 @@ CASES = {
 }
 
 
-# The reader takes the tested card ("80 GB A100s") for the person's own (bot/understand, the card
-# reader; batch e class 2 in another form): the stated figure then equals "the card" and the entry
-# is dropped. Kept visible as expected failures, not dropped.
-READER_TAKES_THE_TESTED_CARD = {"作者在80G的A100上测试的，我两张3090跑就OOM，是什么原因？",
-                                "The authors tested on 80 GB A100s, and on my 8 RTX 3090 training runs out of memory. Why?"}
-
-
 def _answer(question: str):
     return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
 
 
-@pytest.mark.parametrize(("expected", "question"), [
-    pytest.param(k, q, marks=pytest.mark.xfail(reason="reader: the tested card read as the person's", strict=True))
-    if q in READER_TAKES_THE_TESTED_CARD else (k, q) for k, qs in CASES.items() for q in qs])
+@pytest.mark.parametrize(("expected", "question"), [(k, q) for k, qs in CASES.items() for q in qs])
 def test_the_first_sentence_names_the_cause(expected, question):
     got, sentence = lead_cause(_answer(question))
     assert got == expected, sentence
