@@ -82,6 +82,7 @@ from bot.surfaces.web.panel import (  # noqa: E402,F401  (re-exports for tests a
 from bot.surfaces.web.precision import PRECISIONS, compare_precisions, precision_table  # noqa: E402,F401
 from bot.surfaces.web.serving import QUEUE_POLL_SECONDS, lighten_sessions, prepare_server  # noqa: E402,F401
 from bot.surfaces.web.share import framework_from_query, setup_from_query, setup_query  # noqa: E402
+from bot.surfaces.web.simulate_button import simulate, simulate_start  # noqa: E402
 from bot.surfaces.web.simulation import simulation_config, simulation_message  # noqa: E402,F401  (re-exports)
 from bot.surfaces.web.style import CSS, PAGE_JS  # noqa: E402
 from bot.surfaces.web.text import (  # noqa: E402,F401
@@ -96,7 +97,7 @@ from bot.surfaces.web.text import (  # noqa: E402,F401
     prepare_message,
     user_message_html,
 )
-from bot.tools import catalog_names, has_stored_simulation, run_simulation, simulation_store  # noqa: E402
+from bot.tools import catalog_names, simulation_store  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -460,78 +461,6 @@ def new_conversation(request: gr.Request) -> list[Any]:
 
 def close_tab(request: gr.Request) -> None:
     store.drop(request.session_hash if request else None)
-
-
-# ----------------------------------------------------------------------------------------------
-# Simulate
-# ----------------------------------------------------------------------------------------------
-
-
-def simulate_start():
-    return gr.update(interactive=False)
-
-
-def simulate(request: gr.Request, progress=gr.Progress(), *values):  # noqa: B008
-    """Simulate the last answer's recommended configuration (its variant included); says which
-    setup it measured, whether the figure came from the store, and, when another answer landed
-    while it ran, which question it belongs to (Gradio injects ``progress``)."""
-    conv = store.get(request.session_hash if request else None)
-    if not conv.answer:
-        return conv.messages(), gr.update(interactive=False), "Ask a question first; the simulation runs the answer's setup."
-    answer = Answer.model_validate(conv.answer)
-    answer_id, question = conv.answer_id, conv.question_of(conv.answer_id)
-    zh = answer.language == "zh"
-    cfg, why_not, skipped = sim.simulation_config(answer)
-    if cfg is None:
-        return conv.messages(), gr.update(interactive=False), why_not
-    with conv.lock:
-        if conv.simulating:
-            return gr.skip(), gr.skip(), gr.skip()
-        conv.simulating = True
-    try:
-        results = simulation_store()
-        setup_line = sim.setup_line(cfg, answer.language)
-        pending_edit = bool(values) and edited_setup(list(values), conv.stated, conv.shown)[1]
-        note = None
-        if pending_edit:
-            note = ("面板里的修改还没回答；这里模拟的是上一条回答的设置。" if zh else
-                    "The panel has edits not answered yet; this simulates the last answer's setup.")
-        ex = Exchange(kind="simulate", user_html="", payload=None)
-        ex.user_html = user_message_html(("模拟精确显存：" if zh else "Simulate exact memory: ")
-                                         + sim.chosen_label(answer) + " · " + setup_line,
-                                         ex.id, note=note, kind="simulate")
-        conv.add(ex)
-        cached = has_stored_simulation(cfg, results)
-        wait = sim.wait_note(answer, cfg, skipped, results) if not cached else sim.words("wait_stored", answer.language)
-        progress(0.0, desc=sim.words("running", answer.language, name=sim.chosen_label(answer), wait=wait))
-        started = time.monotonic()
-        try:
-            run_id, result = run_simulation(cfg, progress=lambda m, f: progress(f, desc=m))
-        except Exception as err:  # e.g. a setup the simulator cannot build; say so, keep the page alive
-            log.exception("simulation failed")
-            with conv.lock:
-                ex.answer_html = view.error_html(answer.language, ("模拟失败：" if zh else "Simulation failed: ")
-                                             + str(err), ex.id)
-            return conv.messages(), gr.update(interactive=True), ""
-        elapsed = time.monotonic() - started
-        # The figures and the [n] are those of the answer it started from; another answer that
-        # landed meanwhile is not the one it measured (the result names its own question).
-        moved_on = conv.answer_id != answer_id
-        n = max((c.n for c in answer.citations), default=0) + 1
-        text, citation = sim.simulation_message(answer, cfg.strategy, run_id, result, n, cached=cached,
-                                                elapsed=elapsed, setup=setup_line,
-                                                question=question if moved_on else None)
-        if not moved_on:
-            answer.citations.append(citation)
-            conv.answer = answer.model_dump()
-        body = view.md_html(text) + view.sources_html([citation], answer.language)
-        with conv.lock:
-            ex.answer_html = (f'<div class="sw-answer sw-sim sw-a-{ex.id}" '
-                              f'lang="{view.html_lang(answer.language)}">{body}</div>')
-        return conv.messages(), gr.update(interactive=True), "" if not moved_on else gr.skip()
-    finally:
-        with conv.lock:
-            conv.simulating = False
 
 
 # ----------------------------------------------------------------------------------------------

@@ -44,6 +44,11 @@ WORDS = {
     "wait_stored": ("已模拟过：结果直接取自存储。", "Simulated before: the stored result is shown at once."),
     "running": ("正在模拟 {name}，{wait}", "Simulating {name}. {wait}"),
     "measures": ("模拟：{name}（{setup}）。", "Simulates {name} ({setup})."),
+    "ask_first": ("请先提问；模拟运行的是回答里的设置。", "Ask a question first; the simulation runs the answer's setup."),
+    "pending_edit": ("面板里的修改还没回答；这里模拟的是上一条回答的设置。",
+                     "The panel has edits not answered yet; this simulates the last answer's setup."),
+    "user_line": ("模拟精确显存：{name} · {setup}", "Simulate exact memory: {name} · {setup}"),
+    "failed": ("模拟失败：{err}", "Simulation failed: {err}"),
     "belongs_to": ("（此结果属于问题“{question}”，不是最新的回答。）",
                    "(This result belongs to “{question}”, not to the latest answer.)"),
 }
