@@ -166,6 +166,7 @@ class PlanRow:
     plan: Any
     memory: Any
     variant: str = ""  # "ckpt": activation checkpointing turned on (the setup ran without it)
+    time: Any = None  # bot.calc.parallel_comm.plan_comm_time's PlanTime (None: not computed)
 
     @property
     def key(self) -> str:
@@ -209,6 +210,7 @@ def plan_rows(resolved: ResolvedSetup, suggestion: Any) -> list[PlanRow]:
     if not is_stated(suggestion):
         return []
     from bot.calc.parallel import PlanError, plan_memory
+    from bot.calc.parallel_comm import plan_comm_time
 
     step = suggestion.steps[0]
     if step.figure == "local_batch" and step.value is not None:
@@ -224,9 +226,16 @@ def plan_rows(resolved: ResolvedSetup, suggestion: Any) -> list[PlanRow]:
     for variant, setup in setups:
         for strategy, plan in plans.items():
             try:
-                rows.append(PlanRow(strategy, plan, plan_memory(setup, plan), variant))
+                memory = plan_memory(setup, plan)
             except PlanError as err:
                 log.debug("no %s row for the stated plan: %s", strategy, err)
+                continue
+            try:
+                timing = plan_comm_time(setup, plan)
+            except Exception as err:  # noqa: BLE001  (the memory stands without a step time)
+                log.debug("no step time for the %s row: %s", strategy, err)
+                timing = None
+            rows.append(PlanRow(strategy, plan, memory, variant, timing))
     return rows
 
 
@@ -252,4 +261,7 @@ def plan_row_numbers(rows: list[PlanRow]) -> dict[str, float | int | bool]:
         out[f"{k}.dp"] = int(r.plan.dp)
         out[f"{k}.dp_shard"] = int(r.plan.dp_shard)
         out[f"{k}.dp_replicate"] = int(r.plan.dp_replicate)
+        if r.time is not None:
+            out[f"{k}.step_seconds"] = round(r.time.step_seconds, 2)
+            out[f"{k}.tokens_per_s_per_gpu"] = round(r.time.tokens_per_s_per_gpu, 1)
     return out

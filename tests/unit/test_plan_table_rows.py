@@ -12,6 +12,7 @@ import pytest
 from bot import ask
 from bot.calc import resolve_setup
 from bot.calc.parallel import ParallelPlan, plan_for, plan_memory
+from bot.calc.parallel_comm import plan_comm_time
 from bot.parallel_evidence import plan_row_pick, plan_row_plans, plan_rows, stated_plan
 from bot.parse import parse_conversation
 
@@ -62,6 +63,7 @@ def test_each_row_is_the_calculators_figure_for_that_plan(question, tp, cp, pp, 
         mem = plan_memory(setup, plan)
         assert row.total_gib == pytest.approx(mem.total_gib, abs=0.006)
         assert row.fits == mem.fits
+        assert row.step_seconds == pytest.approx(plan_comm_time(setup, plan).step_seconds, abs=0.006)
         assert numbers.get(row.keys["total_gib"]) is not None  # printed and bound to its key
     strategies = {r.strategy for r in rows}
     assert {"ddp", "fsdp_full_shard"} <= strategies
@@ -129,3 +131,23 @@ def test_one_data_parallel_rank_has_no_rows():
 def test_no_stated_plan_no_plan_table(question):
     answer = ask(question)
     assert answer.sections.table and not answer.sections.plan_table
+
+
+def test_shard_grad_op_gathers_once_per_micro_batch():
+    # ZeRO-2 keeps the blocks gathered from forward to backward: one all-gather, not two
+    resolved = _resolved("Llama-3-8B full fine-tune on 2 nodes of 8 H100 80GB, TP=2, seq 8192")
+    full = plan_comm_time(resolved, plan_for(16, tp=2))
+    grad_op = plan_comm_time(resolved, plan_for(16, tp=2, reshard_after_forward=False))
+    # bf16-mixed: bf16 all-gathers (2 B a parameter), fp32 gradient reduce-scatter (4 B):
+    # (2 + 4) / (2 x 2 + 4), the 0.75x of the pure-DP table's grad-op row
+    ratio = grad_op.by_axis["fsdp"].gb_per_step / full.by_axis["fsdp"].gb_per_step
+    assert ratio == pytest.approx(0.75, rel=0.01)
+    assert grad_op.step_seconds <= full.step_seconds
+
+
+@pytest.mark.parametrize("question", [STATED[0][0], STATED[3][0]])
+def test_the_direct_answer_leads_with_the_plans_row(question):
+    answer = ask(question)
+    pick = next(r for r in answer.sections.plan_table if r.chosen)
+    lead = answer.text.split("\n")[0]
+    assert str(pick.total_gib) in lead or f"{pick.total_gib:g}" in lead
