@@ -151,3 +151,18 @@ def test_the_direct_answer_leads_with_the_plans_row(question):
     pick = next(r for r in answer.sections.plan_table if r.chosen)
     lead = answer.text.split("\n")[0]
     assert str(pick.total_gib) in lead or f"{pick.total_gib:g}" in lead
+
+
+@pytest.mark.parametrize("question", [STATED[1][0], STATED[4][0]])
+def test_web_and_slack_print_the_plan_table_first(question):
+    from bot.surfaces.slack_blocks import sections_blocks
+    from bot.surfaces.web.answer_view import table_html
+
+    answer = ask(question)
+    sec = answer.sections
+    page = table_html(sec, answer.language, plan=True)
+    assert sec.plan_table_title in page and all(r.label in page for r in sec.plan_table)
+    texts = [b["text"]["text"] for b in sections_blocks(answer) if b.get("type") == "section"]
+    plan_at = next(i for i, t in enumerate(texts) if sec.plan_table_title in t)
+    pure_at = next(i for i, t in enumerate(texts) if sec.table_title and sec.table_title in t)
+    assert plan_at < pure_at
