@@ -323,7 +323,10 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         alts = say.word("words.list_sep").join(label(a, lang) for a in d.alternatives)
         sec.headline = say.word("headline.recommendation", name=name, conf=conf, alts=alts)
     pick = plan_row_pick(ev.plan_rows) if is_stated(ev.parallel) else None
-    if pick is not None:
+    # "how many GPUs?" and an assumed GPU count: the rows are at a count nobody chose, so the
+    # capacity answer (or the pure-DP verdict) keeps the lead; the table still shows them
+    count_open = ev.parsed.intent == "capacity" or "gpu_count" in getattr(ev.resolved, "assumed", ())
+    if pick is not None and not count_open:
         # a stated TP/CP/PP plan that fits with a data-parallel strategy on the ranks it leaves: the
         # recommendation names the whole plan, not the pure data parallelism the rows below it weigh
         headline = sentence(lambda: _plan_headline(ev, pick, say, conf), "stated plan headline")
@@ -346,7 +349,7 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
             "headline.table_pure_dp", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
             pp=degrees.get("pp", 1) > 1), "table title") or None
     if is_stated(ev.parallel) and ev.plan_rows:
-        sec.plan_table = [_plan_row(r, r is pick, lang) for r in ev.plan_rows]
+        sec.plan_table = [_plan_row(r, r is pick and not count_open, lang) for r in ev.plan_rows]
         degrees = ev.parallel.plan.degrees
         sec.plan_table_title = sentence(lambda: say.msg(
             "headline.plan_table_title", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,

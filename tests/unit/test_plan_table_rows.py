@@ -166,3 +166,15 @@ def test_web_and_slack_print_the_plan_table_first(question):
     plan_at = next(i for i, t in enumerate(texts) if sec.plan_table_title in t)
     pure_at = next(i for i, t in enumerate(texts) if sec.table_title and sec.table_title in t)
     assert plan_at < pure_at
+
+
+@pytest.mark.parametrize("question", [
+    "How many H100 80GB do I need for Llama-3.1-8B at seq 65536 with context parallel 4?",
+    "Llama-3-70B 全参训练，TP=8，PP=2，序列 8192，最少要多少张 H100？",
+])
+def test_a_gpu_count_question_keeps_the_capacity_lead(question):
+    # the rows sit at a GPU count nobody chose: no plan headline, no row marked as the pick
+    answer = ask(question)
+    assert not any(r.chosen for r in answer.sections.plan_table)
+    assert not any(f.key.startswith("plan_row.") for f in answer.figures if f.printed in answer.sections.headline)
+    assert "capacity.gpu_count" in {f.key for f in answer.figures}
