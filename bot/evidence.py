@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
 from bot.fix_search import count_layout, fixes_for
-from bot.parallel_evidence import ladder_plan, parallel_numbers, past_fsdp, stated_plan
+from bot.parallel_evidence import (
+    ladder_plan,
+    parallel_numbers,
+    past_fsdp,
+    plan_row_numbers,
+    plan_rows,
+    stated_plan,
+)
 from bot.strategies import TRAINING_STRATEGIES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,6 +210,9 @@ class Evidence:
     # the ladder's result whenever it was computed (a large setup, or a question that asks about
     # TP/CP/PP), also when it stays at FSDP: the direct answer to "should we add TP?" quotes it
     parallel_checked: Any = None
+    # beside a stated TP/CP/PP plan: each data-parallel strategy on the data-parallel group it
+    # leaves, the model split as stated (bot.parallel_evidence.plan_rows; PlanRow each)
+    plan_rows: list[Any] = field(default_factory=list)
     # no model named, the cards known: the largest model each fine-tuning method fits on them
     # (bot.sizing.size_limits), the answer to "what can I train on 2x 3090?"
     sizes: Any = None
@@ -235,6 +245,7 @@ class Evidence:
         if self.capacity is not None:
             out.update(self.capacity.numbers)
         out.update(parallel_numbers(self.parallel_checked, self.resolved))
+        out.update(plan_row_numbers(self.plan_rows))
         if self.sizes is not None:
             out.update(self.sizes.numbers())
         if self.fixes is not None:
@@ -353,6 +364,7 @@ def _computed(ev: Evidence, resolved: ResolvedSetup, est: Estimate | None = None
     ev.parallel = checked if stated is not None or past_fsdp(checked) else None
     # kept (with its figures) only where an answer says something about it
     ev.parallel_checked = checked if ev.parsed.asked_axes or ev.parallel is not None else None
+    ev.plan_rows = plan_rows(resolved, stated) if stated is not None else []
 
 
 def _variant_changes(resolved: ResolvedSetup) -> dict[str, dict[str, Any]]:

@@ -6,12 +6,18 @@ FSDP over the GPUs the degrees leave), so a stated degree is never dropped for p
 parallelism. Without stated degrees, a large model across many GPUs or a long sequence gets the
 ladder's plan (``bot.calc.parallel_ladder.suggest_plan``) when it climbs past FSDP + checkpointing.
 Both are a ``PlanSuggestion``; the stated one has a single step named ``stated``.
+
+Beside a stated plan, ``plan_rows`` weighs each data-parallel strategy (DDP, HSDP where the
+data-parallel group spans nodes, FSDP SHARD_GRAD_OP without PP, FSDP full shard; each again with
+activation checkpointing when the setup runs without) on the data-parallel ranks the degrees leave,
+one GPU's memory from ``bot.calc.parallel.plan_memory``; ``plan_row_pick`` is the row a
+recommendation names ("TP 8 x PP 2 x FSDP full shard over 2").
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -137,4 +143,125 @@ def parallel_numbers(suggestion: Any, resolved: ResolvedSetup | None = None) -> 
         out["parallel.fsdp_only_gib"] = round(float(forced.value), 2)
     if is_stated(suggestion) and suggestion.steps[0].figure == "local_batch":
         out["parallel.local_batch"] = int(suggestion.steps[0].value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The stated plan's data-parallel group, one row per data-parallel strategy
+# ---------------------------------------------------------------------------------------------
+
+# The order a pick prefers among the rows that fit: least data-parallel traffic first (DDP's one
+# all-reduce; HSDP's all-reduce across nodes of shards gathered inside one; SHARD_GRAD_OP's
+# reduce-scatter plus one all-gather per step; FULL_SHARD's extra all-gather in backward)
+CKPT_VARIANT = "ckpt"  # bot.evidence.CKPT's name for the checkpointing variant
+PLAN_ROW_STRATEGIES = ("ddp", "fsdp_hybrid_shard", "fsdp_shard_grad_op", "fsdp_full_shard")
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One data-parallel strategy on the data-parallel group a stated TP/CP/PP plan leaves:
+    its plan (bot.calc.parallel.ParallelPlan) and one GPU's memory under it (plan_memory)."""
+
+    strategy: str
+    plan: Any
+    memory: Any
+    variant: str = ""  # "ckpt": activation checkpointing turned on (the setup ran without it)
+    time: Any = None  # bot.calc.parallel_comm.plan_comm_time's PlanTime (None: not computed)
+
+    @property
+    def key(self) -> str:
+        """The prefix of this row's figures in an answer's numbers."""
+        return f"plan_row.{self.strategy}" + (f".{self.variant}" if self.variant else "")
+
+
+def plan_row_plans(plan: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
+    """The stated plan's tp/cp/pp with each data-parallel strategy over the d = world / (tp cp pp)
+    ranks left: DDP replicates (dp_replicate = d), FSDP shards (dp_shard = d; SHARD_GRAD_OP keeps
+    each block gathered between forward and backward, a row only without PP, where torchtitan's
+    full shard does not reshard after forward either), HSDP shards over the data-parallel ranks of
+    one node and replicates across nodes (only where d spans nodes and a node holds at least two
+    of its ranks; otherwise HSDP would be DDP or FSDP under another name)."""
+    d = plan.dp
+    keep = {"tp": plan.tp, "cp": plan.cp, "pp": plan.pp, "ep": plan.ep, "sequence_parallel": plan.sequence_parallel,
+            "pp_schedule": plan.pp_schedule, "pp_microbatches": plan.pp_microbatches,
+            "pp_virtual_stages": plan.pp_virtual_stages, "async_tp": plan.async_tp}
+    out: dict[str, Any] = {}
+    if d < 2:
+        return out
+    from bot.calc.parallel import ParallelPlan
+
+    world = plan.world_size
+    out["ddp"] = ParallelPlan(world_size=world, dp_replicate=d, dp_shard=1, **keep)
+    if nodes > 1:
+        in_node = gpus_per_node // (plan.tp * plan.cp) if gpus_per_node % (plan.tp * plan.cp) == 0 else 1
+        if 2 <= in_node < d and d % in_node == 0:
+            out["fsdp_hybrid_shard"] = ParallelPlan(world_size=world, dp_replicate=d // in_node, dp_shard=in_node, **keep)
+    if plan.pp == 1:  # under PP torchtitan never reshards after forward: full shard already is ZeRO-2
+        out["fsdp_shard_grad_op"] = ParallelPlan(world_size=world, dp_shard=d, reshard_after_forward=False, **keep)
+    out["fsdp_full_shard"] = ParallelPlan(world_size=world, dp_shard=d, **keep)
+    return out
+
+
+def plan_rows(resolved: ResolvedSetup, suggestion: Any) -> list[PlanRow]:
+    """Each data-parallel strategy on the stated plan's data-parallel group, memory by
+    bot.calc.parallel.plan_memory (the local batch the stated plan was computed at); empty when
+    the suggestion is not a stated plan or leaves fewer than two data-parallel ranks. A strategy
+    the calculator refuses (ep needs dp_shard x cp) is left out, never guessed."""
+    if not is_stated(suggestion):
+        return []
+    from bot.calc.parallel import PlanError, plan_memory
+    from bot.calc.parallel_comm import plan_comm_time
+
+    step = suggestion.steps[0]
+    if step.figure == "local_batch" and step.value is not None:
+        resolved = replace(resolved, setup=resolved.setup.model_copy(update={"micro_batch": int(step.value)}))
+    plans = plan_row_plans(suggestion.plan, resolved.gpus_per_node, resolved.nodes)
+    # as asked, then (when it ran without) with full activation checkpointing, as the pure-DP
+    # table's "+ checkpointing" rows: the first change a plan that does not fit reaches for
+    setups = [("", resolved)]
+    if not resolved.setup.activation_checkpointing:
+        setups.append((CKPT_VARIANT, replace(resolved, setup=resolved.setup.model_copy(
+            update={"activation_checkpointing": True}))))
+    rows = []
+    for variant, setup in setups:
+        for strategy, plan in plans.items():
+            try:
+                memory = plan_memory(setup, plan)
+            except PlanError as err:
+                log.debug("no %s row for the stated plan: %s", strategy, err)
+                continue
+            try:
+                timing = plan_comm_time(setup, plan)
+            except Exception as err:  # noqa: BLE001  (the memory stands without a step time)
+                log.debug("no step time for the %s row: %s", strategy, err)
+                timing = None
+            rows.append(PlanRow(strategy, plan, memory, variant, timing))
+    return rows
+
+
+def plan_row_pick(rows: list[PlanRow]) -> PlanRow | None:
+    """The row a recommendation names: the first that fits in ``PLAN_ROW_STRATEGIES`` order."""
+    for variant in ("", CKPT_VARIANT):  # without recomputation first: it costs a third more compute
+        fitting = {r.strategy: r for r in rows if r.memory.fits and r.variant == variant}
+        pick = next((fitting[s] for s in PLAN_ROW_STRATEGIES if s in fitting), None)
+        if pick is not None:
+            return pick
+    return None
+
+
+def plan_row_numbers(rows: list[PlanRow]) -> dict[str, float | int | bool]:
+    """The rows' figures under ``plan_row.<strategy>.*`` keys (what an answer may print)."""
+    out: dict[str, float | int | bool] = {}
+    for r in rows:
+        k = r.key
+        out[f"{k}.total_gib"] = round(r.memory.total_gib, 2)
+        out[f"{k}.reserved_gib"] = round(r.memory.reserved_gib, 2)
+        out[f"{k}.usable_gib"] = round(r.memory.usable_gib, 2)
+        out[f"{k}.fits"] = bool(r.memory.fits)
+        out[f"{k}.dp"] = int(r.plan.dp)
+        out[f"{k}.dp_shard"] = int(r.plan.dp_shard)
+        out[f"{k}.dp_replicate"] = int(r.plan.dp_replicate)
+        if r.time is not None:
+            out[f"{k}.step_seconds"] = round(r.time.step_seconds, 2)
+            out[f"{k}.tokens_per_s_per_gpu"] = round(r.time.tokens_per_s_per_gpu, 1)
     return out

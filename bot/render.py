@@ -358,9 +358,9 @@ def _cell(out: _Out, value, key: str | None, suffix: str = "") -> str:
     return text
 
 
-def _table(answer: Answer, out: _Out) -> str:
+def _table(answer: Answer, out: _Out, rows: list[TableRow] | None = None) -> str:
     lang = answer.language
-    rows: list[TableRow] = answer.sections.table
+    rows = answer.sections.table if rows is None else rows
     tps = any(r.tokens_per_s_per_gpu for r in rows)
     head = _w(lang, "table_head") + (_w(lang, "table_head_tps") if tps else "")
     lines = [head, "|---|---:|---:|:---:|---:|---:|---:|" + ("---:|" if tps else "")]
@@ -421,6 +421,9 @@ def render_markdown(answer: Answer) -> Answer:
         out.block(_items(out, sec.reasons), "short")
     elif sec.table:
         calc = next((c.n for c in answer.citations if c.kind == "calc"), None)
+        if sec.plan_table and sec.plan_table_title:  # the stated TP/CP/PP plan's rows come first
+            out.block(f"**{out.bind(sec.plan_table_title)}**" + (f" [{calc}]" if calc else "") + "\n\n" +
+                      _table(answer, out, sec.plan_table), "short")
         title = f"**{out.bind(sec.table_title)}**" if sec.table_title else _w(lang, "table_title")
         out.block(title +
                   (f" [{calc}]" if calc else "") + "\n\n" + _table(answer, out), "short")

@@ -105,6 +105,10 @@ class Sections(BaseModel):
     # the table's title when it is not the setup as asked: beside a stated TP/CP/PP plan the rows
     # are pure data parallelism over every GPU, and the title says so (None: the default title)
     table_title: str | None = None
+    # beside a stated TP/CP/PP plan: each data-parallel strategy on the data-parallel group the plan
+    # leaves (bot.parallel_evidence.plan_rows), printed above the pure-DP table, and its title
+    plan_table: list[TableRow] = Field(default_factory=list)
+    plan_table_title: str | None = None
     reasons: list[str] = Field(default_factory=list)
     what_ifs: list[str] = Field(default_factory=list)  # each knob that would flip a verdict
     passages: list[str] = Field(default_factory=list)  # retrieved, cited passages that answer it

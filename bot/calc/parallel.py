@@ -127,6 +127,10 @@ class ParallelPlan:
     pp_microbatches: int | None = None
     pp_virtual_stages: int | None = None
     async_tp: bool = False
+    # FSDP2's reshard_after_forward on the blocks: False is ZeRO-2 / SHARD_GRAD_OP, each block stays
+    # gathered from its forward to its backward (memory.py's fsdp_shard_grad_op); with PP torchtitan
+    # never reshards after forward, so the flag only changes a plan without PP
+    reshard_after_forward: bool = True
 
     def __post_init__(self) -> None:
         for name in ("world_size", "dp_shard", "dp_replicate", "cp", "tp", "pp", "ep"):
@@ -480,6 +484,12 @@ def _stage_memory(inputs: MemoryInputs, plan: ParallelPlan, stage: str) -> PlanM
         # ``to_accumulated_grad_if_needed``: upcast when param and reduce dtypes differ).
         gathered = layers * unit_used + root_used
         grads_backward = trainable * prec.reduce + unit_trainable * c
+    elif not plan.reshard_after_forward:
+        # SHARD_GRAD_OP (ZeRO-2): every block stays gathered from its forward until its backward
+        # reshards it, so the loss's backward sees all of them and the root gathered at once
+        # (memory.py's fsdp_shard_grad_op phases); gradients are reduce-scattered block by block
+        gathered = layers * unit_used + root_used
+        grads_backward = unit_grad_buffers + (grads_sharded if inputs.grad_accum_steps > 1 else 0.0)
     else:
         # reshard_after_forward=True: one block gathered, the next prefetched, its gradient and
         # reduce-scatter copy in flight, the root gathered again for the head (memory.py phases).

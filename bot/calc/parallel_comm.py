@@ -192,7 +192,9 @@ def plan_comm_time(setup: ResolvedSetup | CommInputs, plan: ParallelPlan) -> Pla
     grads = trainable * prec.reduce
     if shard > 1:
         frac = (shard - 1) / shard
-        if pp > 1:
+        if pp > 1 or not plan.reshard_after_forward:
+            # one all-gather per micro-batch: the blocks stay gathered from forward to backward
+            # (under PP torchtitan never reshards after forward; SHARD_GRAD_OP without PP)
             bus = accum * (frac * gather + frac * grads)
         else:
             bus = accum * (2 * frac * gather + frac * grads)

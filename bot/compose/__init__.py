@@ -56,7 +56,7 @@ from bot.evidence import (
     Config,
     Evidence,
 )
-from bot.parallel_evidence import is_stated
+from bot.parallel_evidence import is_stated, plan_row_pick
 from bot.render import (
     SHORT_PROSE_CHARS,
     fmt,
@@ -328,6 +328,20 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         name = config_name(d.chosen, lang) if d.chosen is not None else label(d.strategy, lang)
         alts = say.word("words.list_sep").join(label(a, lang) for a in d.alternatives)
         sec.headline = say.word("headline.recommendation", name=name, conf=conf, alts=alts)
+    pick = plan_row_pick(ev.plan_rows) if is_stated(ev.parallel) else None
+    # "how many GPUs?" and an assumed GPU count: the rows are at a count nobody chose, so the
+    # capacity answer (or the pure-DP verdict) keeps the lead; the table still shows them
+    count_open = ev.parsed.intent == "capacity" or "gpu_count" in getattr(ev.resolved, "assumed", ())
+    if pick is not None and not count_open:
+        # a stated TP/CP/PP plan that fits with a data-parallel strategy on the ranks it leaves: the
+        # recommendation names the whole plan, not the pure data parallelism the rows below it weigh
+        headline = sentence(lambda: _plan_headline(ev, pick, say, conf), "stated plan headline")
+        sec.headline = headline or sec.headline
+        # the direct answer leads with the plan's row too; the pure-DP sentences (the second table's
+        # pick) follow it, folded when the budget is spent, so the two never read as one verdict
+        lead = sentence(lambda: _plan_lead(ev, pick, say), "stated plan lead")
+        if headline and lead:
+            direct = [lead] + direct
     # the short form's prose is the direct answer and the headline: the direct sentences past the
     # budget are folded (the first always stays, with its figures)
     shown, sec.direct_more = _within_budget(direct, _budget(lang) - len(sec.headline))
@@ -340,6 +354,12 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         sec.table_title = sentence(lambda: say.msg(
             "headline.table_pure_dp", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
             pp=degrees.get("pp", 1) > 1), "table title") or None
+    if is_stated(ev.parallel) and ev.plan_rows:
+        sec.plan_table = [_plan_row(r, r is pick and not count_open, lang) for r in ev.plan_rows]
+        degrees = ev.parallel.plan.degrees
+        sec.plan_table_title = sentence(lambda: say.msg(
+            "headline.plan_table_title", tp=degrees.get("tp", 1) > 1, cp=degrees.get("cp", 1) > 1,
+            pp=degrees.get("pp", 1) > 1), "plan table title") or None
     sec.reasons = [x for x in (reason_text(ev, d, r, say) for r in d.reasons) if x]
     for fig in ev.stored:
         if fig.strategy not in (d.strategy, "ddp"):
@@ -409,6 +429,46 @@ def _row(c: Config, d: Decision, lang: str) -> TableRow:
                     fits=c.fits, max_micro_batch=c.max_micro_batch, vs_ddp=c.vs_ddp, step_seconds=c.step_seconds,
                     tokens_per_s_per_gpu=round(c.tokens_per_s_per_gpu, 1) if c.tokens_per_s_per_gpu else None,
                     chosen=c is d.chosen, keys=keys)
+
+
+def _plan_headline(ev: Evidence, pick: Any, say: Say, conf: str) -> str:
+    """"Recommendation: TP t x PP p x <strategy> over d": the stated plan with the row that fits."""
+    degrees = ev.parallel.plan.degrees
+    name = label(pick.strategy, say.lang)
+    if pick.variant in VARIANT_WORDS:
+        name += " + " + say.word(f"words.variant.{VARIANT_WORDS[pick.variant]}")
+    plan = say.raw("headline.plan_name", s=pick.key, label=name, tp=degrees.get("tp", 1) > 1,
+                   cp=degrees.get("cp", 1) > 1, pp=degrees.get("pp", 1) > 1)
+    return say.msg("headline.plan_stated", plan=plan, s=pick.key, label=name, conf=conf)
+
+
+def _plan_lead(ev: Evidence, pick: Any, say: Say) -> str:
+    """The direct answer's first sentence beside a stated plan: the picked row's figure, and DDP's
+    where DDP on the same ranks does not fit."""
+    name = label(pick.strategy, say.lang)
+    if pick.variant in VARIANT_WORDS:
+        name += " + " + say.word(f"words.variant.{VARIANT_WORDS[pick.variant]}")
+    ddp = next((r for r in ev.plan_rows if r.strategy == "ddp" and not r.variant), None)
+    return say.msg("direct.plan_rows_lead", s=pick.key, label=name,
+                   ddp=ddp is not None and ddp is not pick and not ddp.memory.fits)
+
+
+def _plan_row(r: Any, chosen: bool, lang: str) -> TableRow:
+    """A row of the stated plan's table: one data-parallel strategy, its figures keyed as
+    bot.parallel_evidence.plan_row_numbers writes them."""
+    k = r.key
+    keys = {"total_gib": f"{k}.total_gib", "usable_gib": f"{k}.usable_gib", "fits": f"{k}.fits",
+            "step_seconds": f"{k}.step_seconds", "tokens_per_s_per_gpu": f"{k}.tokens_per_s_per_gpu"}
+    step = round(r.time.step_seconds, 2) if r.time is not None else None
+    # throughput only where the row runs, as in the pure-DP table
+    tps = round(r.time.tokens_per_s_per_gpu, 1) if r.time is not None and r.memory.fits else None
+    name = short_label(r.strategy, lang)
+    if r.variant in VARIANT_WORDS:
+        name += " + " + render(lang, f"words.variant.{VARIANT_WORDS[r.variant]}", {})
+    return TableRow(strategy=r.strategy, variant=r.variant, label=name,
+                    total_gib=round(r.memory.total_gib, 2), reserved_gib=round(r.memory.reserved_gib, 2),
+                    usable_gib=round(r.memory.usable_gib, 2), fits=bool(r.memory.fits), step_seconds=step,
+                    tokens_per_s_per_gpu=tps, chosen=chosen, keys=keys)
 
 
 def _scenario_lines(scenarios: list[Any], intro: str, say: Say, cites: Citations) -> list[str]:

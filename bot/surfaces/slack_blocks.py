@@ -158,9 +158,10 @@ def _cell(value, digits: int = 1) -> str:
     return f"{float(value):.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def sections_table(answer: Answer) -> str | None:
-    """A fixed-width table from ``answer.sections.table`` (the rows the decision weighed)."""
-    rows = answer.sections.table
+def sections_table(answer: Answer, *, plan: bool = False) -> str | None:
+    """A fixed-width table from ``answer.sections.table`` (the rows the decision weighed);
+    ``plan``: from the stated TP/CP/PP plan's data-parallel rows (``sections.plan_table``)."""
+    rows = answer.sections.plan_table if plan else answer.sections.table
     if not rows:
         return None
     words = _LABELS[answer.language]
@@ -215,6 +216,9 @@ def sections_blocks(answer: Answer, part: str = "all") -> list[dict]:
                  for i in sec.setup_read]
         blocks.append({"type": "context", "elements": [
             {"type": "mrkdwn", "text": _clip(("配置：" if zh else "Setup: ") + ", ".join(items), 2000)}]})
+    plan_table = sections_table(answer, plan=True)
+    if plan_table and sec.plan_table_title:  # the stated plan's rows first, as bot.render
+        blocks.append(_section(f"*{_escape(sec.plan_table_title)}*\n```{plan_table}```"))
     table = sections_table(answer)
     if table:
         # beside a stated TP/CP/PP plan the rows are pure data parallelism: the title says so

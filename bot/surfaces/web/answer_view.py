@@ -267,14 +267,16 @@ def _fmt(value: float | int | None, digits: int = 2) -> str:
     return f"{value:,.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else f"{value:,}"
 
 
-def table_html(sections: Sections, language: str) -> str:
+def table_html(sections: Sections, language: str, *, plan: bool = False) -> str:
+    """The strategy table; ``plan``: the stated TP/CP/PP plan's data-parallel rows instead."""
     zh = language == "zh"
-    if not sections.table:
+    table, title = (sections.plan_table, sections.plan_table_title) if plan else (sections.table, sections.table_title)
+    if not table:
         return ""
     head = (["策略", "每卡 GiB", "可用 GiB", "放得下", "最大 micro-batch", "通信/DDP", "每步秒"] if zh else
             ["strategy", "GiB/GPU", "usable", "fits", "max micro-batch", "comm/DDP", "step s"])
     rows = []
-    for r in sections.table:
+    for r in table:
         fits = "–" if r.fits is None else (("是" if r.fits else "否") if zh else ("yes" if r.fits else "no"))
         cells = [html.escape(r.label) + (" ★" if r.chosen else ""), _fmt(r.total_gib), _fmt(r.usable_gib),
                  fits, _fmt(r.max_micro_batch), "–" if r.vs_ddp is None else f"{r.vs_ddp:g}x",
@@ -282,7 +284,7 @@ def table_html(sections: Sections, language: str) -> str:
         cls = ' class="sw-chosen"' if r.chosen else ""
         rows.append(f"<tr{cls}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     # beside a stated TP/CP/PP plan the rows are pure data parallelism: the caption says so
-    caption = f"<caption>{html.escape(sections.table_title)}</caption>" if sections.table_title else ""
+    caption = f"<caption>{html.escape(title)}</caption>" if title else ""
     return (_SCROLL + '<table class="sw-table">' + caption + '<thead><tr>' + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
@@ -310,6 +312,7 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     out.append(stated_html(answer))
     out.append(carried_html(answer, sources))
     out.append(assumed_html(answer, sources))
+    out.append(table_html(s, answer.language, plan=True))  # a stated plan's rows first, as bot.render
     out.append(table_html(s, answer.language))
     # The short form first, as bot.render lays it out: with a table the reasons and what-ifs are
     # folded (the table and the first sentence are the answer); without one the first two reasons
