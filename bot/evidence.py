@@ -816,11 +816,14 @@ def _playbook(ev: Evidence) -> list[Any]:
             query = replace(query, states_exceed_card=exceed,
                             intra_node_link=query.intra_node_link or (r.intra_node_link if gpu_stated else None),
                             multi_node=True if r.nodes > 1 else query.multi_node)
-        matches = match_playbook(query, limit=PLAYBOOK_CAUSES)
+        matches = match_playbook(query, limit=0)
     except Exception as err:  # the playbook is data in the repo: a broken file must not stop an answer
         log.warning("playbook unavailable: %s", err)
         return []
-    return [m for m in matches if m.matched_symptoms or COMPUTED_TRIGGERS & set(m.matched_triggers)]
+    # an entry no symptom of this text names is dropped before the cut, so entries surfacing on
+    # context triggers alone (an OOM mid-run) never push a named cause out of the first three
+    named = [m for m in matches if m.matched_symptoms or COMPUTED_TRIGGERS & set(m.matched_triggers)]
+    return named[:PLAYBOOK_CAUSES]
 
 
 def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:

@@ -245,10 +245,16 @@ _TRAINING_WORDS = re.compile(r"(?i)train|fine-?tun|\bsft\b|\bppo\b|\bgrpo\b|\bdp
 
 def asks_about_serving(question: str, topics: Sequence[str] = ()) -> bool:
     """Whether serving/inference passages may answer this question: the parsed topics say
-    "inference", or (no topics parsed) the text asks about serving and not about training."""
-    if topics:
-        return "inference" in topics
-    return bool(_SERVING_WORDS.search(question or "")) and not _TRAINING_WORDS.search(question or "")
+    "inference", or (no topics parsed) the text asks about serving and not about training; and
+    in both cases the message's subject is serving, not a training run that names inference in
+    passing (bot.understand.intent.serving_subject): a training answer never quotes a serving doc,
+    whatever topic an inference word added."""
+    from bot.understand.intent import names_inference, serving_subject
+
+    text = question or ""
+    if topics:  # the text vetoes only where it names inference beside a training run
+        return "inference" in topics and not (names_inference(text) and not serving_subject(text))
+    return bool(_SERVING_WORDS.search(text)) and not _TRAINING_WORDS.search(text) and serving_subject(text)
 
 
 def _is_serving(entry_id: str) -> bool:

@@ -64,6 +64,10 @@ TRIGGER_WEIGHTS: dict[str, float] = {
     # read from the text and compared with the setup (derive_facts): the DataLoader workers of every
     # rank outnumber the CPU cores; a per-card memory the project states exceeds the person's card
     "workers_oversubscribe": 2.0, "requirement_exceeds_card": 2.5,
+    # derived (derive_facts), always known once there is text: bf16 is in use or asked on a card
+    # without it (a lead keyed to the card's generation applies only then), and the message's
+    # subject is serving rather than training (an inference lead never answers a training run)
+    "bf16_on_pre_ampere": 1.0, "serving_question": 0.5,
 }
 # Facts that only the calculator supplies: an entry may surface on them without a symptom word.
 COMPUTED_TRIGGERS = frozenset({"states_exceed_card"})
@@ -122,6 +126,9 @@ class PlaybookQuery:
     gpu_memory_gb: float | None = None  # one card's memory (stated, else the catalog's)
     workers_oversubscribe: bool | None = None  # GPUs x num_workers > CPU cores (derive_facts)
     requirement_exceeds_card: bool | None = None  # the stated per-card memory > the card's (derive_facts)
+    precision: str | None = None  # the run's precision as read (bf16-mixed, fp16-mixed, fp32, ...)
+    bf16_on_pre_ampere: bool | None = None  # bf16 used or asked on a card without it (derive_facts)
+    serving_question: bool | None = None  # the subject is inference/serving, not training (derive_facts)
 
 
 @dataclass(frozen=True)
@@ -262,6 +269,7 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
             "num_workers": rx(raw.get("num_workers") or ()), "cpu_cores": rx(raw.get("cpu_cores") or ()),
             "stated_requirement_gb": rx(raw.get("stated_requirement_gb") or ()),
             "gpu_counts": rx(raw.get("gpu_counts") or ()),
+            "bf16_named": rx(raw.get("bf16_named") or ()), "bf16_unsupported": rx(raw.get("bf16_unsupported") or ()),
             "given": {name: rx(patterns) for name, patterns in (raw.get("given") or {}).items()},
             "oom_phase": [(phase, rx(phases[phase])) for phase in PHASE_READING_ORDER if phases.get(phase)]}
 
@@ -302,7 +310,30 @@ def derive_facts(query: PlaybookQuery, root: Path | str | None = None) -> Playbo
     required = stated_number(text, "stated_requirement_gb", root)
     if query.requirement_exceeds_card is None and required and query.gpu_memory_gb:
         updates["requirement_exceeds_card"] = required > query.gpu_memory_gb + 1  # "24G" for 23.6 GiB
+    if query.bf16_on_pre_ampere is None and text.strip():
+        updates["bf16_on_pre_ampere"] = _bf16_on_pre_ampere(query, text, signals)
+    if query.serving_question is None and text.strip():
+        from bot.understand.intent import serving_subject
+
+        updates["serving_question"] = serving_subject(text)
     return replace(query, **updates) if updates else query
+
+
+def _bf16_on_pre_ampere(query: PlaybookQuery, text: str, signals: dict[str, Any]) -> bool:
+    """bf16 is in use or asked on a card that has none: the card is known to lack bf16 (the
+    catalog), or the text quotes the error saying so, and bf16 is the run's precision or named in
+    the text. A card known to have bf16 (A100, H100, 4090) never; a run read as fp16 or fp32 only
+    when the text quotes bf16 failing on it (it tried bf16 first)."""
+    if query.gpu_bf16 is True:
+        return False
+    unsupported = signals.get("bf16_unsupported") is not None and bool(signals["bf16_unsupported"].search(text))
+    if query.gpu_bf16 is not False and not unsupported:
+        return False  # the card's generation is not known: nothing keyed to it applies
+    precision = str(query.precision or "")
+    if precision.startswith(("fp16", "fp32", "16-mixed", "32")):
+        return unsupported
+    named = signals.get("bf16_named") is not None and bool(signals["bf16_named"].search(text))
+    return precision.startswith("bf16") or named or unsupported
 
 
 def stated_number(text: str, key: str, root: Path | str | None = None) -> float | None:
@@ -424,7 +455,7 @@ def query_from_parsed(parsed: Any, text: str | None = None) -> PlaybookQuery:
         deepspeed=True if of(observed, "deepspeed") else None, zero_stage=of(observed, "zero_stage"),
         activation_checkpointing=of(setup, "activation_checkpointing"),
         torch_compile=of(setup, "torch_compile"), models=tuple(of(observed, "models") or ()),
-        gpu_memory_gb=of(setup, "gpu_memory_gb") or card_gb,
+        gpu_memory_gb=of(setup, "gpu_memory_gb") or card_gb, precision=str(precision) if precision else None,
     )
 
 

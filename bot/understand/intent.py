@@ -263,6 +263,10 @@ _SYMPTOM = re.compile(r"out of (?:gpu |cuda )?memory|can ?not load|couldn'?t loa
 # the person's own run is inference: "目前测试的是推理", "for inference only"
 _INFERENCE_RUN = re.compile(r"(?:测试|用|做|跑|试|部署)的?(?:是|只是)?推理|(?:只|仅)(?:做|跑|用于?)推理|推理(?:时|的时候)|"
                             r"(?:doing|running|only|just|for) inference|at inference time|inference only", _I)
+# of _INFERENCE_RUN, the phrasings that say the person's own run is inference (not "推理时", which
+# often only compares a training run with inference)
+_INFERENCE_OWN_RUN = re.compile(r"(?:测试|用|做|跑|试|部署)的?(?:是|只是)?推理|(?:只|仅)(?:做|跑|用于?)推理|"
+                                r"(?:doing|running|only|just|for) inference|inference only", _I)
 _CHAT_MODEL = re.compile(r"\d+(?:\.\d+)?\s*b-(?:chat|instruct|it)\b", _I)
 _RUN_VERB = re.compile(r"跑|运行|加载|load(?:ing)?\b|\brun(?:ning)?\b|启动|部署", _I)
 _TRAINING_WORDS = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|lora|grpo|ppo|dpo|rlhf|backward|梯度|gradient|optimizer|优化器|"
@@ -499,12 +503,44 @@ def asks_training_beside_inference(text: str) -> bool:
     return any(_TRAIN.search(x) for x in questions)
 
 
+# A training run named beside an inference word ("ZeRO-3", "DDP", "epoch", "loss"): the words of
+# _TRAIN plus the strategies and the training loop's own terms, never "parallel" (vLLM's tensor
+# parallelism is serving)
+_TRAINING_RUN = re.compile(_TRAIN.pattern + r"|\b(?:ddp|fsdp|hsdp|zero[- _]?[123]?|deepspeed)\b|\bepochs?\b|\bloss\b|"
+                           r"\bbatch[_ ]size\b|micro[_ -]?batch|checkpointing|accumulat|全参|全量|分片", _I)
+
+
+def names_inference(text: str) -> bool:
+    """The message names inference or serving somewhere (vLLM, KV cache, deployment, "推理")."""
+    return isinstance(text, str) and bool(_INFERENCE.search(text) or _INFERENCE_RUN.search(text))
+
+
+def serving_subject(text: str) -> bool:
+    """Whether the message's subject is inference or serving rather than training: it names
+    inference (vLLM, KV cache, deployment, "推理") and either names no training at all, or one of
+    its question sentences asks about inference without a training word. A training question
+    that mentions inference in passing ("inference works, training on ZeRO-3 OOMs", "训练时比推理
+    多占多少显存") is training. The one home of this judgement: the passages an answer may quote
+    (bot.knowledge.answering) and the playbook's serving entry (bot.knowledge.playbook) read it."""
+    if not names_inference(text):
+        return False
+    if not _TRAINING_RUN.search(text):
+        return True
+    if asks_training_beside_inference(text):
+        return False
+    questions = [x for x in sentences_of(text) if _QUESTION.search(x)]
+    return any((_INFERENCE.search(x) or _INFERENCE_RUN.search(x)) and not _TRAINING_RUN.search(x) for x in questions)
+
+
 def _scope(text: str, *, has_setup: bool) -> str | None:
     """``out_of_scope`` when the message is not about training with PyTorch, else None."""
     train = bool(_TRAIN.search(text))
     beside = (_INFERENCE.search(text) or _INFERENCE_RUN.search(text)) and asks_training_beside_inference(text)
-    if _INFERENCE_RUN.search(text) and not beside:
-        return "out_of_scope"  # the person's own run is inference, whatever else they ask about training
+    if _INFERENCE_RUN.search(text) and not beside and (_INFERENCE_OWN_RUN.search(text) or serving_subject(text)):
+        # the person's own run is inference ("目前测试的是推理"); "推理时" alone only when the
+        # message is about serving, not a training run compared with inference ("推理时单卡能跑，
+        # ZeRO-3 训练时 OOM": the question is the training run's)
+        return "out_of_scope"
     if _RUN_VERB.search(text) and not _TRAINING_WORDS.search(text) and _CHAT_MODEL.search(text):
         return "out_of_scope"  # running a chat model with no training word at all: inference
     if _OFF_TOPIC.search(text) and not re.search(r"fsdp|ddp|deepspeed|zero|gpu", text, _I) or \
