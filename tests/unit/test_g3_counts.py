@@ -109,3 +109,36 @@ def test_cards_needed_is_capacity(text):
 ])
 def test_choosing_a_strategy_stays_recommend(text):
     assert parse_conversation(text).intent == "recommend"
+
+
+# class 3: more cards did not help with an OOM, the model not sized by the catalog: data parallelism
+# keeps a whole copy on every card (no retrieval: the playbook and the calculator are local)
+NO_POOL = "pb-dp-does-not-pool-memory"
+
+
+def _lead(question: str) -> tuple[str, str]:
+    from bot.assistant import answer_parsed
+    from evals.bench_diagnosis import lead_cause
+
+    return lead_cause(answer_parsed(parse_conversation(question), question=question, with_knowledge=False))
+
+
+@pytest.mark.parametrize("question", [
+    "My pose estimation network OOMs on a single Titan RTX, and spreading it over 4 of them with DDP made no difference. Why?",
+    "Even with batch_size=1 per GPU the image generator still goes out of memory on all of the cards of my 4x A5000 server.",
+    "The super-resolution model runs out of memory on every GPU; adding more GPUs doesn't help. What can I do?",
+    "训练超分模型单卡OOM，换成更多卡也还是爆显存，怎么回事？",
+    "每张卡都爆显存，batch size调到1了还是OOM，用的是4张2080Ti跑姿态估计",
+    "无论用多少张卡这个生成模型都会OOM，多卡也还是显存不足",
+])
+def test_more_cards_not_helping_leads_with_no_pooling(question):
+    got, sentence = _lead(question)
+    assert got == NO_POOL, sentence
+
+
+@pytest.mark.parametrize("question", [
+    "My DDP run OOMs only on GPU 0 while the other cards stay almost empty",
+    "单卡训练这个模型显存不够，用什么策略？",
+])
+def test_other_ooms_do_not_lead_with_no_pooling(question):
+    assert _lead(question)[0] != NO_POOL
