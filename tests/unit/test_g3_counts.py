@@ -142,3 +142,16 @@ def test_more_cards_not_helping_leads_with_no_pooling(question):
 ])
 def test_other_ooms_do_not_lead_with_no_pooling(question):
     assert _lead(question)[0] != NO_POOL
+
+
+@pytest.mark.parametrize("question", [
+    "Full fine-tuning Llama-2-13B on 4x RTX 3090 with DDP, batch size 1, still CUDA out of memory; adding more GPUs did not help.",
+    "Qwen2.5-14B full fine-tune OOMs on each of the 4 A10 24GB cards, no matter how many GPUs I add.",
+    "Batch size is 1 and a full fine-tune of Llama-2-13B still runs out of memory on every card of my 2x 4090.",
+    "全参微调Llama-2-13B，4张3090用DDP，batch size设为1还是OOM，加卡也没用",
+    "Qwen2.5-14B全参微调，4张A10 24G每张卡都爆显存，多卡也还是OOM",
+    "用2张4090全参微调Llama-2-13B，每张卡都爆显存，再加卡也还是OOM",
+])
+def test_a_sized_model_gets_the_computed_card_lead(question):
+    got, sentence = _lead(question)
+    assert got == "pb-card-too-small" and "GiB" in sentence, sentence
