@@ -233,6 +233,17 @@ _CAPACITY_Q = re.compile(r"how many|how much|多少|几张|几台|几块|几个(
                          r"which size|what size|how (?:big|large) (?:a|of a)? ?model|"
                          r"need\w*\s+(?:\d+|two|three|four|eight|sixteen)\s+(?:nodes|gpus|cards|machines|servers)|"
                          r"需要\s*\d+(?:\.\d+)?\s*(?:g|gb|t|tb)?\s*的?\s*(?:内存|显存)|(?:内存|显存)占用|memory (?:usage|footprint|requirements?)", _I)
+# whether one card is enough or several are required: a quantity of cards asked, not a strategy to choose
+# ("must it run on several cards", "is one GPU enough", "必须多卡吗", "一张卡够吗") (first-contact batch f)
+_CARDS_NEEDED_Q = re.compile(
+    r"\b(?:must|has to|have to|need to|needs to)\s+(?:it\s+|this\s+|training\s+|i\s+|we\s+)?(?:be\s+)?(?:run|train\w*|fine-?tun\w*|done)?\s*"
+    r"(?:on|with|across)\s+(?:several|multiple|many|more than one|two or more)\s+(?:gpus|cards|devices)|"
+    r"\bonly\s+(?:be\s+)?(?:run|train\w*|work|fine-?tun\w*)\s+(?:on|with)\s+(?:several|multiple|many|more than one)\s+(?:gpus|cards)|"
+    r"\brequires?\s+(?:more than one|several|multiple|two or more)\s+(?:gpus?|cards?)|"
+    r"\b(?:is|are|would)\s+(?:one|a single|1|just one|a)\s+(?:\S+\s+){0,3}?(?:gpu|card)s?\s+(?:be\s+)?enough|"
+    r"\b(?:one|a single)\s+(?:\S+\s+){0,3}?(?:gpu|card)\s+(?:is\s+)?(?:enough|sufficient)|"
+    r"(?:必须|一定要|只能|非得|得|需要|要)(?:用)?\s*(?:多卡|多张卡|多块卡|多个gpu|多gpu|多机)|"
+    r"(?:一张|一块|单张|单块|单卡)[^，,。？?；;\n]{0,20}?(?:够吗|够不够|够用吗|足够吗|能跑吗)", _I)
 # can my setup do it / which option
 _CAN_Q = re.compile(r"can (?:i|we|it|this|one)|could (?:i|we|it)|\b(?:can|could)\b.{0,60}?\b(?:train|fine-?tune|finetune|run|fit|handle|"
                     r"hold|support)\b|is (?:it|this|that) possible|possible to|是否(?:可以|能)|能否|可否|"
@@ -420,6 +431,7 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("save_memory_after_failure", "troubleshoot", _SAVE_Q, needs="symptom"),
     _cue("improve_after_symptom", "troubleshoot", _IMPROVE_Q, needs="symptom"),
     _cue("quantity", "capacity", _CAPACITY_Q),
+    _cue("cards_needed", "capacity", _CARDS_NEEDED_Q),
     _cue("the_projects_code", "concept", _PROJECT_Q, unless="setup first_person"),
     _cue("choice_in_general", "concept", _CHOICE, needs="can", unless="setup first_person advice"),
     _cue("can_or_which", "recommend", _CAN_Q),

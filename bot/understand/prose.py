@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from bot.understand.config import lora_targets_named
 from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
-from bot.understand.run_roles import LORA_WORD, count_roles, method_roles, one_gpu_symptom
+from bot.understand.run_roles import LORA_WORD, count_roles, grid_roles, method_roles, one_gpu_symptom
 from bot.understand.text import NUM
 
 
@@ -342,6 +342,30 @@ _NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:[x
                             re.I | re.A)
 
 
+# Machines x GPUs each, in any of the ways people write it: "4 nodes x 8 GPUs", "4 H100 nodes (8 GPUs each)",
+# "2 DGX nodes with 8 GPUs each", "4机x8卡", "4台服务器(每台8卡)"; after an "x" the unit may be left out
+# ("hangs on 4 nodes x 8"), which is never a card size ("x 80G") (first-contact batch f)
+_GRID_NODE = (r"(?:(?:nvidia\s+)?(?:(?:dgx|hgx)\s*)?(?:" + G + r"\s*)?(?:[a-z]?\d{0,4}\s*)?" + _NODE_NOUN + r"\b|"
+              r"(?:台|个)?\s*(?:机器|节点|服务器|主机)|台|机(?!器))")
+_GRID_UNIT = r"\s*(?:x\s*)?(?:张|块|个)?\s*(?:nvidia\s+)?(?:" + G + r"|gpus?\b|cards?\b|卡|显卡)"
+_GRID = re.compile(COUNT + r"\s*" + _GRID_NODE + r"(?:"
+                   r"\s*[x×*]\s*" + COUNT + r"(?:" + _GRID_UNIT + r"|(?!\d|\.\d|\s*(?:gi?b|g|t|tb)\b|\s*[x×*]))|"
+                   r"\s*,?\s*(?:with|of|each with|each having|each has)\s*" + COUNT + _GRID_UNIT + r"(?:\s*each)?|"
+                   r"\s*[(（]\s*(?:每台|每个?节点|每机|each(?: with| has)?)?\s*(?:有)?\s*" + COUNT + _GRID_UNIT + r"(?:\s*each)?\s*[)）])",
+                   re.I | re.A)
+
+
+def _grids(text: str) -> list[tuple[int, int, tuple[int, int], str]]:
+    """(nodes, GPUs per node, span, words) of every machines-x-GPUs phrase, in text order."""
+    found = []
+    for pattern in (_GRID, _NODES_BY_GPUS):
+        for m in pattern.finditer(text):
+            nodes, per = to_int(m.group(1)), to_int(next(g for g in m.groups()[1:] if g))
+            if nodes and per and 0 < per <= 64 and not any(s < m.end() and m.start() < e for _, _, (s, e), _ in found):
+                found.append((nodes, per, m.span(), m.group(0)))
+    return sorted(found, key=lambda g: g[2])
+
+
 _NOT_MINE = re.compile(r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?"
                        r"\s*(?:an?\s*)?$", re.I | re.A)
 
@@ -394,6 +418,16 @@ _MY_CARD = re.compile(r"(?<![a-z])(?:my|our)\s+(?:only\s+|single\s+)?(?:\d{1,3}\
 _MANY = re.compile(r"gpus\b|cards\b|devices\b|多卡|多机|multi-?gpu|multiple gpus|nodes?\b|节点|each|per gpu|per card|每张|每卡|"
                    r"torchrun|nproc|world[_ ]size|ranks?\b|" + G + r"s\b", re.I | re.A)
 
+# A sentence about someone else's run ("what GPUs did you use for the paper?", "作者用了几张卡？") names
+# their cards, not the asker's: it does not make the asker's one named card several (first-contact f)
+_ABOUT_OTHERS = re.compile(r"[^.?!;。？！；\n]*(?:\b(?:you|your|the authors?|paper|official|reported)\b|作者|你们|您|论文|官方|原文)"
+                           r"[^.?!;。？！；\n]*", re.I | re.A)
+
+
+def _many(text: str, own_card: str) -> bool:
+    """Whether ``text`` speaks of several GPUs of the asker's, beside the one card ``own_card``."""
+    return bool(_MANY.search(_ABOUT_OTHERS.sub(" ", text.replace(own_card, " "))))
+
 
 # A per-card phrase ("单张卡只有16G", "each card only has 16GB", "a single GPU is 24G") says how big one
 # card is; where the run is on several cards ("多张卡", "multiple GPUs") it is not a count of one, and
@@ -429,6 +463,27 @@ def read_counts(text: str, out: ProseReading) -> None:
         out.observed["worked_gpu_count"] = worked
         if failed and re.fullmatch(r"\D*\d+", fail_span):
             _set(out, "gpu_count", failed, fail_span)  # "OOMs on 4": no other rule reads a figure without its unit
+    grids = _grids(text)
+    if len(grids) > 1 and (roles := grid_roles(text, grids)):
+        # "works on 2 nodes x 8 GPUs, hangs on 4 nodes x 8": the failing run's machines are the setup
+        nodes_failed, per_failed, _, fail_words = grids[roles[0]]
+        worked = [grids[i] for i in roles[1]]
+        _set(out, "nodes", nodes_failed, fail_words)
+        _set(out, "gpus_per_node", per_failed, fail_words)
+        _set(out, "gpu_count", nodes_failed * per_failed, fail_words)
+        out.notes.append(("failed_run_count", {"failed": nodes_failed * per_failed, "worked": worked[0][0] * worked[0][1],
+                                               "failed_span": fail_words, "worked_span": worked[0][3]}))
+        out.observed["worked_gpu_count"] = worked[0][0] * worked[0][1]
+        for _, _, span, _ in grids:
+            text = _blank(text, span)
+    elif grids and not _NODES_BY_GPUS.search(text) and grids[0][0] > 1 and \
+            _first(_NODES, _blank(text, grids[0][2]))[0] in (None, grids[0][0]):
+        # "4 H100 nodes (8 GPUs each)", "2 DGX nodes with 8 GPUs each": nodes, then the GPUs of each
+        # (one node with its GPUs, or another node count beside it, is left to the rules below)
+        _set(out, "nodes", grids[0][0], grids[0][3])
+        _set(out, "gpus_per_node", grids[0][1], grids[0][3])
+        for _, _, span, _ in grids:
+            text = _blank(text, span)
     grid = _NODES_BY_GPUS.search(text) or _NODES_OF_CARDS.search(text) or _MACHINES_OF_CARDS.search(text)
     if grid:  # "2x8 H100", "two 8 A100 Server": nodes x GPUs per node
         _set(out, "nodes", to_int(grid.group(1)), grid.group(0))
@@ -481,7 +536,7 @@ def read_counts(text: str, out: ProseReading) -> None:
         count, count_text = 1, single.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
             and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
-            and (one := _ONE_CARD.search(text)) and not _MANY.search(text.replace(one.group(0), " ")) \
+            and (one := _ONE_CARD.search(text)) and not _many(text, one.group(0)) \
             and not one_gpu_symptom(text, one.start(), one.end()):
         count, count_text = 1, one.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields and \
@@ -489,7 +544,7 @@ def read_counts(text: str, out: ProseReading) -> None:
         if pair := _PAIR.search(text):
             count, count_text = 2, pair.group(0)
             out.notes.append(("count_implied", {"count": 2, "span": pair.group(0)}))
-        elif (mine := _MY_CARD.search(text)) and not _MANY.search(text.replace(mine.group(0), " ")):
+        elif (mine := _MY_CARD.search(text)) and not _many(text, mine.group(0)):
             count, count_text = 1, mine.group(0)
             out.notes.append(("count_implied", {"count": 1, "span": mine.group(0)}))
     elif count is not None and count > 1 and single is not None and (lone := _LONE_SINGLE.search(text)):

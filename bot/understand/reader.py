@@ -197,6 +197,22 @@ _ONE_NODE = re.compile(r"\b(?:a|an|one|single|my|our)\s+(?:[^\s.,;]+\s+){0,4}?(?
                        r"一台(?:机器|服务器|主机)|单机|单节点", re.I | re.A)
 
 
+# A launch that runs on one node: torchrun's --standalone or --nnodes=1, or --nproc_per_node with no
+# flag that joins other nodes (https://pytorch.org/docs/stable/elastic/run.html)
+_ONE_NODE_FLAG = re.compile(r"--standalone\b|--nnodes[=\s]+1(?![\d:])", re.A)
+_MULTI_NODE_FLAG = re.compile(r"--(?:nnodes|node[_-]rank|master[_-]addr|rdzv[_-](?:endpoint|backend|id)|hostfile|num[_-]machines|"
+                              r"machine[_-]rank|main[_-]process[_-]ip)\b|\bMASTER_ADDR\b|\bslots\s*=", re.A)
+
+
+def _single_node_launch(work: str, cfg_fields: dict) -> str:
+    """The words of a launch command that runs on one node ("" for none)."""
+    if m := _ONE_NODE_FLAG.search(work):
+        return m.group(0)
+    if "gpus_per_node" in cfg_fields and (m := re.search(r"--nproc[_-]per[_-]node[=\s]+\d+", work, re.A)) \
+            and not _MULTI_NODE_FLAG.search(work):
+        return m.group(0)
+    return ""
+
 _CLAUSE_END = re.compile(r"[.;；。!?！？\n，,]")
 
 
@@ -652,6 +668,13 @@ def read_turn(raw: object) -> Reading:
     for key in ("gpu_count", "gpus_per_node", "nodes"):
         if key in cfg.fields and not (key == "gpu_count" and prose_counts and "nodes" not in cfg.fields):
             put(key, cfg.fields[key], "config", cfg.spans.get(key, ""))
+    if (f.get("nodes") or 1) > 1 and prov["nodes"].source == "stated" and (one_node := _single_node_launch(work, cfg.fields)):
+        # "two A40 machines" beside "torchrun --standalone --nproc_per_node=2": the launch runs on one
+        # node, so the run is that node's GPUs (first-contact batch f)
+        f["nodes"], prov["nodes"] = 1, Provenance("config", one_node)
+        if "gpus_per_node" in cfg.fields:
+            f["gpus_per_node"] = f["gpu_count"] = cfg.fields["gpus_per_node"]
+            prov["gpus_per_node"] = prov["gpu_count"] = Provenance("config", cfg.spans.get("gpus_per_node", one_node))
     if logs.nodes and "nodes" not in f:
         put("nodes", logs.nodes, "log", logs.hw_span)
         if "gpu_count" not in f:

@@ -35,7 +35,8 @@ def one_gpu_symptom(text: str, start: int, end: int) -> bool:
 # "单卡能跑，四卡就报错", "fine on one card, fails with DDP on 8". The failing run is the setup; the
 # working one is an observation (first-contact batches c and d).
 _RUN_CLAUSE = re.compile(r"[,，;；。!?！？\n]|(?<!\d)\.(?!\d)|\bbut\b|\bhowever\b|\bwhereas\b|\bwhile\b|但是?|可是|然而|却", re.I | re.A)
-_RUN_FAILS = re.compile(r"oom\w*|out of memory|fail\w*|crash\w*|\bkilled\b|\berrors?\b|\bhangs?\b|\bstuck\b|"
+_RUN_FAILS = re.compile(r"oom\w*|out of memory|fail\w*|crash\w*|\bkilled\b|\berrors?\b|\bhang\w*|\bstuck\b|\btime[ds]? ?out\b|"
+                        r"超时|卡死|hang住|"
                         r"does(?:n'?t| not) (?:fit|work|run)|won'?t (?:fit|run)|runs? out|爆显存|爆了|炸|显存不够|溢出|"
                         r"跑不(?:起来|动|了)|报错|不行|失败|卡住|挂了|not enough (?:gpu |cuda )?(?:memory|vram)|insufficient (?:gpu )?memory|"
                         r"(?:显存|内存)\s*(?:不足|不够)", re.I | re.A)
@@ -131,3 +132,28 @@ def method_roles(text: str) -> tuple[str, str, str] | None:
         span = next(sp for _, k, sp in methods if k == failed[0])
         return failed[0], worked[0], span
     return None
+
+
+def grid_roles(text: str, grids: list[tuple[int, int, tuple[int, int], str]]) -> tuple[int, list[int]] | None:
+    """(index of the failing grid, indexes of the working ones) when runs are written as machines x
+    GPUs and one clause says a run failed, another that a run with other machines worked: "works on
+    2 nodes x 8 GPUs, hangs on 4 nodes x 8", "2机x8卡正常，4机x8卡卡住" (first-contact batch f).
+    ``grids`` are (nodes, GPUs per node, span, words) in text order; None when the roles are unclear."""
+    if len({(n, p) for n, p, _, _ in grids}) < 2:
+        return None
+    bounds = [0, *(x for m in _RUN_CLAUSE.finditer(text) for x in (m.start(), m.end())), len(text)]
+    clauses = list(zip(bounds[::2], bounds[1::2], strict=False))
+    states = [_run_state(text[s:e]) for s, e in clauses]
+    for i in range(len(states) - 1):  # "with 6 machines x 8, the job": the next clause says how it went
+        if states[i] is None and states[i + 1] is not None and not any(
+                clauses[i + 1][0] <= g[2][0] < clauses[i + 1][1] for g in grids):
+            states[i] = states[i + 1]
+
+    def state_of(span: tuple[int, int]) -> str | None:
+        return next((st for (s, e), st in zip(clauses, states, strict=False) if s <= span[0] < e), None)
+
+    failed = [i for i, g in enumerate(grids) if state_of(g[2]) == "failed"]
+    worked = [i for i, g in enumerate(grids) if state_of(g[2]) == "worked"]
+    if len({grids[i][:2] for i in failed}) != 1 or not worked or {grids[i][:2] for i in worked} & {grids[failed[0]][:2]}:
+        return None
+    return failed[0], worked
