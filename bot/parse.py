@@ -81,7 +81,9 @@ _TOPIC = re.compile(
     r"train|fine-?tun|finetun|shard|分片|memory|\boom\b|nccl|torchrun|lora|batch|parallel|并行|"
     r"checkpoint|a100|h100|h800|a800|4090|v100|l40s|h200|llama|qwen|mistral|模型|model|参数|param|"
     r"通信|communication|all-?reduce|all-?gather|节点|node|bf16|fp16|offload|卸载|pytorch|torch|"
-    r"梯度|gradient|accumulat|累积|优化器|optimizer|精度|precision|npu|昇腾|ascend", re.I | re.A)
+    r"梯度|gradient|accumulat|累积|优化器|optimizer|精度|precision|npu|昇腾|ascend|"
+    # the words of a distributed run's hang or its epochs (batch f class 1)
+    r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|其[他余]的?(?:卡|gpu|显卡)", re.I | re.A)
 _INJECTION = re.compile(
     r"ignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|your)\s+(?:instructions?|prompts?|rules?)|"
     r"disregard\s+(?:all\s+|the\s+)?(?:previous|prior|above)|"

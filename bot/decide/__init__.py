@@ -622,7 +622,8 @@ def _direct_for_setup(ev: Evidence, d: Decision) -> list[Reason]:
         out.append(Reason(Code.WHY_FSDP_SLOWER, {"fsdp": ev.config("fsdp_full_shard"), "ddp": ev.config("ddp")}))
     if "multi_node_slow" in topics and d.chosen is not None:
         out.append(Reason(Code.WHY_MULTI_NODE_SLOW, {"config": d.chosen, "link_assumed": _link_assumed(ev)}))
-    if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out
+    # a run that hangs or errors across nodes is not slowed by its communication share (batch f class 1)
+    if (ev.parsed.intent == "troubleshoot" and d.chosen is not None and not out and ev.failure_kind in (None, "slow")
             and ev.resolved is not None and ev.resolved.nodes > 1 and d.chosen.comm_share >= COMM_HEAVY):
         out.append(Reason(Code.WHY_MULTI_NODE_SLOW, {"config": d.chosen, "link_assumed": _link_assumed(ev)}))  # across nodes
     if not out and ev.parsed.intent == "recommend" and ev.parsed.asks_if_fits:

@@ -35,6 +35,7 @@ _TRAIN = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|pretrain|预
                     r"optimizer|优化器|梯度|gradient", _I)
 _QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)|胡说八道|不收敛|效果(?:差|不好)", _I)
 _PAPER = re.compile(r"(?:your|the) (?:web page|paper|readme|blog)|you (?:say|said) you used|论文里", _I)
+_OWN_OOM = re.compile(r"out of memory|\boom\b|outofmemory|显存不足|显存不够|爆显存", _I)
 _FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|\b(?:we|our)\b|我们|我的|我在|我用", _I)
 _OTHER_STACK = re.compile(r"\btpu\b|\bjax\b|\bxla\b|\bflax\b|tensorflow|\bkeras\b|mirroredstrategy|paddle|飞桨|"
                           r"mindspore|\bmlx\b|apple silicon|\bm[1-4] (?:ultra|max|pro)\b|colossalai|geminiplugin|"
@@ -49,7 +50,8 @@ _DIST = re.compile(r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed
                    r"\d\s*卡|gpus?\b|显卡|显存|vram|\boom\b|out of memory|nccl|torchrun|accelerate|a100|h100|4090|"
                    r"offload|卸载|all-?reduce|all-?gather|节点|nodes?\b|checkpointing|重计算|batch|micro|bf16|fp16|"
                    r"lora|训练|微调|fine-?tun|finetun|\btrain|gradient|accumulat|梯度|累积|优化器|optimizer|\bsgd\b|adam|精度|precision|"
-                   r"参数|params?\b|seq|context|序列|上下文|\d+(?:\.\d+)?\s*b\b|llama|qwen|mistral|pytorch|torch|npu|昇腾|ascend", _I)
+                   r"参数|params?\b|seq|context|序列|上下文|\d+(?:\.\d+)?\s*b\b|llama|qwen|mistral|pytorch|torch|npu|昇腾|ascend|"
+                   r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|其[他余]的?(?:卡|gpu|显卡)", _I)
 _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|parrot|team|staff|voice|muscles?)|"
                         r"memory foam|mattress|床垫|recipe for (?:tomato|soup|cake|bread|pasta|chicken)|菜谱|"
                         r"怎么做.{0,6}(?:吃|菜|汤|肉)|红烧|天气|weather|股票|stock price|"
@@ -566,7 +568,8 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
         # another framework is the subject, unless it is only a comparison beside the user's own
         # DeepSpeed/torchrun run ("Colossalai是可以的", DeepSpeedExamples#411)
         return "out_of_scope"
-    if _PAPER.search(text) and not _FIRST_PERSON.search(text):
+    # a paper's figure beside the person's own run out of memory is their run (batch f class 5)
+    if _PAPER.search(text) and not _FIRST_PERSON.search(text) and not _OWN_OOM.search(text):
         return "out_of_scope"
     if _INFERENCE.search(text) and not beside and not (train and re.search(r"训练|fine-?tun|finetun|\btrain", text, _I)
                                          and not re.search(r"推理部署|how to .{0,20}(?:serve|deploy)|如何.{0,10}推理", text, _I)):
