@@ -588,7 +588,7 @@ def stated_degrees(resolved: ResolvedSetup) -> dict[str, int]:
     """The setup's model-parallel degrees above 1 ({"tp": 8, "pp": 2}); empty for pure DP."""
     s = resolved.setup
     degrees = {"tp": s.tensor_parallel, "cp": s.context_parallel, "pp": s.pipeline_parallel}
-    return {axis: int(d) for axis, d in degrees.items() if (d or 1) > 1}
+    return {axis: int(d or 1) for axis, d in degrees.items() if (d or 1) > 1}
 
 
 def plan_counts(unit: int, per_node_max: int) -> list[int]:

@@ -311,7 +311,7 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
     direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
     conf = say.word(f"words.confidence.{d.confidence}")
     fix = combined_fix(ev, d)
-    if count_is_asked(ev) and ev.capacity.gpu_count is not None:
+    if count_is_asked(ev) and ev.capacity is not None and ev.capacity.gpu_count is not None:
         # "how many H100s do I need?": the count found leads; the strategies below are worked out on
         # the count assumed in its place, so no fit-or-not verdict is drawn from them
         sec.headline = say.msg("headline.count_asked", conf=conf)

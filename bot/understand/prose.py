@@ -357,7 +357,7 @@ _GRID = re.compile(COUNT + r"\s*" + _GRID_NODE + r"(?:"
 
 def _grids(text: str) -> list[tuple[int, int, tuple[int, int], str]]:
     """(nodes, GPUs per node, span, words) of every machines-x-GPUs phrase, in text order."""
-    found = []
+    found: list[tuple[int, int, tuple[int, int], str]] = []
     for pattern in (_GRID, _NODES_BY_GPUS):
         for m in pattern.finditer(text):
             nodes, per = to_int(m.group(1)), to_int(next(g for g in m.groups()[1:] if g))
@@ -446,7 +446,7 @@ def _per_card_phrases_blanked(text: str) -> str:
     if not _SEVERAL_CARDS.search(text):
         return text
     for m in _PER_CARD_MEMORY.finditer(text):
-        word = re.match(r"\D*", m.group(0)).group(0)  # the card words before the figure
+        word = re.match(r"\D*", m.group(0)).group(0)  # type: ignore[union-attr]  # \D* always matches
         text = text[: m.start()] + " " * len(word) + text[m.start() + len(word):]
     return text
 
@@ -464,16 +464,16 @@ def read_counts(text: str, out: ProseReading) -> None:
         if failed and re.fullmatch(r"\D*\d+", fail_span):
             _set(out, "gpu_count", failed, fail_span)  # "OOMs on 4": no other rule reads a figure without its unit
     grids = _grids(text)
-    if len(grids) > 1 and (roles := grid_roles(text, grids)):
+    if len(grids) > 1 and (run_grids := grid_roles(text, grids)):
         # "works on 2 nodes x 8 GPUs, hangs on 4 nodes x 8": the failing run's machines are the setup
-        nodes_failed, per_failed, _, fail_words = grids[roles[0]]
-        worked = [grids[i] for i in roles[1]]
+        nodes_failed, per_failed, _, fail_words = grids[run_grids[0]]
+        worked_grids = [grids[i] for i in run_grids[1]]
         _set(out, "nodes", nodes_failed, fail_words)
         _set(out, "gpus_per_node", per_failed, fail_words)
         _set(out, "gpu_count", nodes_failed * per_failed, fail_words)
-        out.notes.append(("failed_run_count", {"failed": nodes_failed * per_failed, "worked": worked[0][0] * worked[0][1],
-                                               "failed_span": fail_words, "worked_span": worked[0][3]}))
-        out.observed["worked_gpu_count"] = worked[0][0] * worked[0][1]
+        out.notes.append(("failed_run_count", {"failed": nodes_failed * per_failed, "worked": worked_grids[0][0] * worked_grids[0][1],
+                                               "failed_span": fail_words, "worked_span": worked_grids[0][3]}))
+        out.observed["worked_gpu_count"] = worked_grids[0][0] * worked_grids[0][1]
         for _, _, span, _ in grids:
             text = _blank(text, span)
     elif grids and not _NODES_BY_GPUS.search(text) and grids[0][0] > 1 and \

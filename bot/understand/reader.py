@@ -256,15 +256,15 @@ def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus:
         # A contradiction in the person's own words is not an unusable setup: the answer computes
         # on one reading (the per-card figure written; else the value read) and says so in one line
         # with one question (issue 24: never a silent pick, never a refusal with nothing else)
-        value = out.fields.get(c.field)
-        if value is None:
+        read = out.fields.get(c.field)
+        if read is None:
             shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
             out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
             continue
         spans = [str(x).strip() for x in (c.spans or c.values)][:2]
         out.notes.append(ReadNote("contradiction_computed", {
             "field": c.field, "a": spans[0], "b": spans[-1],
-            "value": f"{value:g} GB" if c.field == "gpu_memory_gb" else (f"{value:g}B" if c.field == "params_b" else value)}))
+            "value": f"{read:g} GB" if c.field == "gpu_memory_gb" else (f"{read:g}B" if c.field == "params_b" else read)}))
 
 
 def _settle_card_memory(out: Reading) -> None:
@@ -563,7 +563,7 @@ def read_turn(raw: object) -> Reading:
         if prose.larger_of_sizes:
             out.notices.append("larger_of_two_sizes")
     if models and f.get("model") == models[0].name and "params_b" in f and prov["params_b"].source == "stated" and \
-            size_in_name(models[0].raw) is None and (spec_b := model_params_b(models[0].name)) and \
+            size_in_name(models[0].raw) is None and models[0].name and (spec_b := model_params_b(models[0].name)) and \
             abs(spec_b - float(f["params_b"])) / spec_b > 0.25:
         # "a 10B Bert", "10 billion ... params Bert": a family named without its size beside a size
         # written for it names the architecture, not the catalog's checkpoint of another size: the
@@ -605,7 +605,7 @@ def read_turn(raw: object) -> Reading:
             prose.fields.pop("gpu_memory_gb", None)
             if catalog_gb and abs(float(stated_gb) - catalog_gb) > 0.03 * catalog_gb and g.memory_gb is not None:
                 # "A100 24GB": no card of that family has that size; computed as written, and said
-                out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(name).upper(), float(stated_gb)),
+                out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(name or g.raw).upper(), float(stated_gb)),
                                                         (re.split(r"[-_ ]*\d+\s*(?:gb|gib|g)", g.raw, flags=re.I)[0] or g.raw,
                                                          (re.search(r"\d+\s*(?:gb|gib|g)", span, re.I) or [span])[0])))
         else:
