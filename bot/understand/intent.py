@@ -360,6 +360,17 @@ _PROJECT_THING = r"(?:your|this) (?:model|code|codebase|repo\w*|project|implemen
 _PROJECT_Q = re.compile(r"(?:is it possible|possible to|can (?:i|we|one|it|you)|could (?:i|we)|does (?:it|this)|is there (?:a )?way)"
                         r"[^.?]{0,60}?\b" + _PROJECT_THING + r"|^\s*(?:can|could|does|do|is|will) " + _PROJECT_THING, _I)
 # requirements asked for ("What are the hardware requirements ...?", "硬件条件是什么"): a quantity, before "what are"
+# after a reported symptom, a way to find the cause or the right way to run it asked for ("how can I
+# locate the problem", "is there a correct way to do this", "可以提供定位问题的方法吗", "正确的用法"):
+# a fix for the person's run, not a choice of strategy nor a question about how things work
+_DIAGNOSE_Q = re.compile(r"\b(?:correct|proper|right|recommended) (?:way|usage|method|approach|setup|procedure)\b|"
+                         r"\b(?:locate|pinpoint|debug|diagnos\w*|investigate|troubleshoot|narrow down|track (?:it |this )?down)\b|"
+                         r"find (?:out )?(?:the |what(?:'s| is) )?(?:cause|reason|culprit|root cause|causing)|"
+                         r"what(?:'s| is| could be| might be) (?:causing|behind|going on|happening)|"
+                         r"how (?:do|can|should) (?:i|we) (?:handle|deal with|approach|tackle|stop|prevent)\b|"
+                         r"what (?:should|can|do) (?:i|we) do\b|(?:any|a) (?:method|way|tool)s? to (?:find|check|see|debug|locate)|"
+                         r"正确的?(?:用法|做法|方式|方法|使用方法|配置|姿势|打开方式)|定位|排查|调试|诊断|找(?:到|出)?(?:原因|问题)|"
+                         r"(?:怎么|如何|怎样)(?:处理|应对|避免)|什么原因", _I)
 _REQUIREMENTS = re.compile(r"requirements?\b|minimum (?:number|amount|count) of (?:gpus?|cards?|nodes?|machines?|(?:gpu )?memory|vram)|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
 _PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
                        r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
@@ -393,7 +404,29 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"(?<!有)(?:没有?|并没有?|并不|没怎么)(?:加速|变快|提速)|(?:没|并没|没有)起作用|\bcrawl(?:s|ing)?\b|"
                           r"(?:step|iteration|iter) times? .{0,40}\b(?:same|similar|equal|unchanged|(?:did not|didn.t) change)\b|"
                           r"\b(?:same|similar|equal|identical) (?:time|step time|duration) (?:per|for each|of each)|"
-                          r"(?:每个?|单个?)(?:step|步|迭代|iter)(?:的)?(?:时间|耗时|用时).{0,4}(?:一样|相同|差不多|没变)", _I)
+                          r"(?:每个?|单个?)(?:step|步|迭代|iter)(?:的)?(?:时间|耗时|用时).{0,4}(?:一样|相同|差不多|没变)|"
+                          # a slowdown as a ratio: "twice as slow as one GPU", "half the speed", "慢了一倍"
+                          r"\b(?:twice|two times|three times|\d+(?:\.\d+)? ?(?:x|times)) (?:as slow|as long|slower|longer)\b|"
+                          r"\b(?:half|a third|a fraction) (?:of )?(?:the|as) (?:speed|fast|throughput)|"
+                          r"\bno (?:\w+ )?(?:speed|performance|throughput) (?:gain|improvement|benefit|increase)|"
+                          r"慢(?:了)?(?:一倍|两倍|\d+倍|一半)|速度(?:只有|减半|降了一半)|(?:速度|性能)[^。？?\n]{0,8}(?:没有?|毫无)(?:提升|提高)|"
+                          # a run that stops: a hang or a freeze at some epoch (no error printed)
+                          r"\b(?:hangs?|hung|hanging|stuck|deadlock\w*)\b|"
+                          # "freeze" also names frozen weights ("a frozen reference model"): only a run that freezes
+                          r"\b(?:freez(?:es|ing)|froze|frozen|stall(?:s|ed|ing)?)\s+(?:at|after|on|during|when|forever|indefinitely|every|for)\b|"
+                          r"\b(?:training|run|job|process|it|program|script) (?:freezes|froze|stalls|stalled)\b|"
+                          r"stops? (?:making )?progress|卡住|卡死|卡在|不动了|停住|假死|死锁|没有?反应|"
+                          # memory that grows over a run or jumps on one card until it crashes
+                          r"memory[^.?\n]{0,30}\b(?:keeps? (?:growing|increasing|rising|climbing|going up)|grows|creeps? up|climbs?|"
+                          r"(?:spikes?|jumps?|shoots?) up|suddenly (?:spikes?|jumps?|rises|increases|grows))\b|"
+                          r"\bsuddenly (?:spikes?|jumps?|shoots? up|explodes?)\b|\b(?:exceeds?|goes over|went over) the (?:\w+ )?limit\b|"
+                          r"(?:显存|内存|占用)[^。？?\n]{0,12}(?:一直|持续|不断|逐渐|突然)(?:上涨|增长|增加|涨|升高|飙升|暴涨)|"
+                          r"(?:显存|内存)[^。？?\n]{0,6}(?:暴涨|飙升|激增)|(?:相差|差别|差异)(?:很多|很大|巨大)|"
+                          r"超(?:过|出)了?(?:显存)?上限|\bcrash(?:es|ed)?\b|崩溃|挂了|挂掉|"
+                          # host memory: the process killed, RAM figures of a run (host RAM, not out of scope)
+                          r"\b(?:gets?|got|was|is|being) killed\b|oom[- ]?killer|被(?:系统)?(?:杀|kill)|进程被杀|"
+                          r"\b(?:cpu|host|system|virtual|physical) (?:virtual )?(?:memory|ram)\b[^.?\n]{0,24}\d+\s*g|"
+                          r"(?:内存|虚拟内存)(?:占用|使用)?[^。？?\n]{0,6}\d+\s*多?\s*g", _I)
 
 
 @dataclass(frozen=True)
@@ -423,6 +456,7 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("what_went_wrong", "troubleshoot", _PROBLEM_Q),
     _cue("requirements", "capacity", _REQUIREMENTS),
     _cue("best_option", "recommend", _BEST_Q, needs="setup"),
+    _cue("diagnose_after_symptom", "troubleshoot", _DIAGNOSE_Q, needs="symptom"),  # "how can I locate it?"
     _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="i_here"),
     _cue("how_achieved", "concept", _ACHIEVED),
     _cue("which_is_faster", "concept", _FASTER_THAN, unless="mine"),  # "Is an H100 faster than an A100 for 7B?"
@@ -546,6 +580,14 @@ def serving_subject(text: str) -> bool:
     return any((_INFERENCE.search(x) or _INFERENCE_RUN.search(x)) and not _TRAINING_RUN.search(x) for x in questions)
 
 
+# host memory of a run: the process killed for RAM, or a server-sized RAM figure (64 GB and up, not a
+# desktop's) ("CPU memory reached 150GB and the job was killed", "内存占用到100多G进程被杀"): the
+# person's own training run on host RAM, in scope even with no distributed word
+_HOST_RAM_RUN = re.compile(r"(?:\b(?:cpu|host|system|virtual|physical) (?:virtual )?(?:memory|ram)\b|\bram\b|内存)"
+                           r"[^.?。？\n]{0,40}?(?:(?<![\d.])(?:6[4-9]|[7-9]\d|\d{3,})(?:\.\d+)?\s*多?\s*g|"
+                           r"\bkilled\b|oom[- ]?killer|被(?:系统)?(?:杀|kill)|kill掉)", _I)
+
+
 def _scope(text: str, *, has_setup: bool) -> str | None:
     """``out_of_scope`` when the message is not about training with PyTorch, else None."""
     train = bool(_TRAIN.search(text))
@@ -574,7 +616,7 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
     if _INFERENCE.search(text) and not beside and not (train and re.search(r"训练|fine-?tun|finetun|\btrain", text, _I)
                                          and not re.search(r"推理部署|how to .{0,20}(?:serve|deploy)|如何.{0,10}推理", text, _I)):
         return "out_of_scope"
-    if not _DIST.search(text) and not has_setup:
+    if not _DIST.search(text) and not has_setup and not _HOST_RAM_RUN.search(text):
         return "out_of_scope"
     return None
 
