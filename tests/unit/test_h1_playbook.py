@@ -1,0 +1,75 @@
+"""Brief H, helper h1: troubleshooting leads the playbook lacked (knowledge/playbook/part7-h1-playbook.yaml),
+each the FIRST sentence where its symptoms show: nn.DataParallel loading GPU 0, no speed-up for want of a
+DistributedSampler, a rank whose batch gives no loss (DDP hangs or errors), a GPU left in a bad state, an
+OOM at the save step after LoRA training. Also: an RL passage never opens an answer whose text names no
+RL method. Phrasings are ours (en and zh). No retrieval (``with_knowledge=False``) except where stated."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.assistant import answer_parsed
+from bot.parse import parse_conversation
+from evals.bench_diagnosis import lead_cause
+
+DP, SAMPLER, NOLOSS = "pb-dataparallel-gather-gpu0", "pb-no-distributed-sampler", "pb-ddp-rank-without-loss"
+BADGPU, LORASAVE = "pb-gpu-bad-state", "pb-lora-save-merge-oom"
+
+CASES = {
+    DP: [
+        "I wrapped my ResNet in nn.DataParallel on 4 GPUs and GPU 0 uses far more memory than the other three, then it OOMs",
+        "With DataParallel over two 3090s the first card is almost full while the second sits at half, and batch 64 crashes",
+        "Using torch.nn.DataParallel on 8 V100, memory is very uneven across cards and it grows until CUDA out of memory",
+        "用nn.DataParallel跑4张卡，0号卡显存比其他卡多很多，最后爆显存",
+        "两张3090用DataParallel训练，第一张卡显存占得高，另一张只用了一半，batch调大就OOM",
+        "DataParallel 多卡训练显存分配不均，0号卡总是先显存不足",
+    ],
+    SAMPLER: [
+        "I moved my training to 4 GPUs with DDP but there is no speed-up at all, each epoch takes as long as on one GPU",
+        "Training on 2 A100s with torchrun is not any faster than a single card; the number of steps per epoch is the same",
+        "With 8 GPUs in DDP the epoch time is the same as with one GPU, every rank seems to go through the whole dataset",
+        "用DDP开了4张卡，训练速度和单卡差不多，一个epoch的时间没变",
+        "两张A100多卡训练并没有加速，每张卡好像都跑了整个数据集",
+        "8张卡torchrun启动后没有变快，每个epoch的step数和单卡一样",
+    ],
+    NOLOSS: [
+        "My detector trains on 4 GPUs with DDP and hangs at some step; some images have no annotations so that rank returns a zero loss",
+        "DDP on 2 GPUs freezes when one rank gets a batch with empty targets and I skip the loss for it",
+        "Multi-task model on 8 GPUs: one head is skipped when the batch has no labels for it, and DDP errors after a few hundred steps",
+        "4卡DDP训练检测模型，有的图片没有标注，那个进程的loss直接返回0，然后训练就卡住了",
+        "两张卡DDP训练时，某个进程拿到的batch标签为空，跳过了loss计算，之后就hang住",
+        "多任务模型8卡训练，数据里有的batch会跳过一个分支，某张卡没有梯度，DDP报错",
+    ],
+    BADGPU: [
+        "nvidia-smi shows GPU utilization at 100% with no process running and about 20 GB of memory already used before I start",
+        "Yesterday my fine-tuning on the RTX 4090 ran fine, today with the same script it suddenly gives CUDA out of memory at once",
+        "After I killed a run, a zombie python process seems to keep the A100's memory and the next job OOMs right away",
+        "没有跑任何程序，nvidia-smi显示显存被占了20G，利用率100%",
+        "昨天还能正常训练的脚本，今天突然爆显存，代码没改",
+        "上次训练被kill之后有残留进程，显存一直占着，新任务一启动就显存不足",
+    ],
+    LORASAVE: [
+        "LoRA fine-tuning a 13B model on one A100 trains fine but at the end it runs out of memory while merging the adapter to save",
+        "QLoRA training on a 24GB card finished, then merge_and_unload before save_pretrained gives CUDA out of memory",
+        "My LoRA script does a deepcopy of the model to save a checkpoint and OOMs at the save step",
+        "单卡LoRA微调7B，训练都跑完了，最后合并权重保存的时候爆显存",
+        "QLoRA训练结束后调用merge_and_unload再保存，显存不足",
+        "LoRA训练正常，保存模型的时候OOM了，脚本里先复制了一份完整模型再保存",
+    ],
+}
+
+
+def _answer(question: str, with_knowledge: bool = False):
+    return answer_parsed(parse_conversation(question), question=question, with_knowledge=with_knowledge)
+
+
+@pytest.mark.parametrize(("expected", "question"), [(k, q) for k, qs in CASES.items() for q in qs])
+def test_the_first_sentence_names_the_cause(expected, question):
+    got, sentence = lead_cause(_answer(question))
+    assert got == expected, sentence
+
+
+def test_every_class_has_three_phrasings_in_each_language():
+    for questions in CASES.values():
+        zh = [q for q in questions if any("\u4e00" <= ch <= "\u9fff" for ch in q)]
+        assert len(zh) >= 3 and len(questions) - len(zh) >= 3
