@@ -73,3 +73,24 @@ def test_every_class_has_three_phrasings_in_each_language():
     for questions in CASES.values():
         zh = [q for q in questions if any("\u4e00" <= ch <= "\u9fff" for ch in q)]
         assert len(zh) >= 3 and len(questions) - len(zh) >= 3
+
+
+# Each cause keeps to its own class: the neighbours it must not take over
+NOT_THIS = [
+    # GPU 0 fuller in a DDP run, DataParallel not named: the model placed on GPU 0
+    (DP, "In my 4-GPU DDP run GPU 0 uses much more memory than the others"),
+    (DP, "DDP训练时0号卡显存比其他卡高很多"),
+    (DP, "Memory is uneven across 8 GPUs with DistributedDataParallel, cuda:0 is nearly full"),
+    # the same time per step on more cards is the per-device throughput question
+    (SAMPLER, "Going from 2 to 4 GPUs the time per step is identical, why no speed-up?"),
+    (SAMPLER, "从2卡加到4卡，每步耗时没变，为什么没有加速？"),
+    # an OOM while training LoRA (not at the save) is not the save step
+    (LORASAVE, "LoRA on a 7B model with batch 8 on one RTX 4090 gives CUDA out of memory at the first step"),
+    (LORASAVE, "单张4090做7B的LoRA，batch设为8，第一步就爆显存"),
+]
+
+
+@pytest.mark.parametrize(("cause", "question"), NOT_THIS)
+def test_a_neighbouring_failure_is_not_led_by_this_cause(cause, question):
+    got, sentence = lead_cause(_answer(question))
+    assert got != cause, sentence
