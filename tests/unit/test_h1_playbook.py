@@ -94,3 +94,54 @@ NOT_THIS = [
 def test_a_neighbouring_failure_is_not_led_by_this_cause(cause, question):
     got, sentence = lead_cause(_answer(question))
     assert got != cause, sentence
+
+
+# (6) an RL passage (the PPO/GRPO doc, or a quote naming an RL method) never answers a message that
+# names no RL method; where the message names one it may. BM25 weights only, no index built.
+from bot.knowledge import answering  # noqa: E402
+from bot.knowledge.answering import Passage, select_passages  # noqa: E402
+from bot.understand.intent import names_rl  # noqa: E402
+
+
+def _cand(entry_id: str, quote: str, lang: str = "en", kind: str = "doc") -> Passage:
+    return Passage(id=entry_id, kind=kind, title=entry_id, url="https://example.org", quote=quote,
+                   score=0.1, lang=lang, relevance=0.9)
+
+
+RL_EN = _cand("doc-rl-multi-model-memory", "PPO keeps four networks: policy, critic, reference and reward model.")
+RL_ZH = _cand("doc-rl-multi-model-memory-zh", "PPO 要放四个模型：策略、critic、参考模型和奖励模型。", lang="zh")
+HSDP_EN = _cand("doc-hsdp", "HSDP splits the GPUs into groups (usually one group per node).")
+HSDP_ZH = _cand("doc-hsdp-zh", "HSDP 把 GPU 分成若干组（通常每个节点一组）。", lang="zh")
+RL_QUOTE = _cand("doc-activation-memory", "In GRPO the rollout batch adds activation memory on every card.")
+
+
+@pytest.mark.parametrize(("question", "lang"), [
+    ("My DDP run on 4 GPUs hangs after a few hundred steps with no error", "en"),
+    ("Why does GPU 0 use more memory than the others during fine-tuning?", "en"),
+    ("Full fine-tuning a 7B model on 8 A100 runs out of memory at the optimizer step", "en"),
+    ("4卡DDP训练跑了几百步就卡住了，没有报错", "zh"),
+    ("微调的时候0号卡显存比其他卡多很多", "zh"),
+    ("8张A100全参微调7B，优化器那一步显存不足", "zh"),
+])
+def test_an_rl_passage_never_answers_a_message_naming_no_rl_method(question, lang, monkeypatch):
+    monkeypatch.setattr(answering, "_searcher", answering._keyword)
+    cands = [RL_EN, RL_QUOTE, HSDP_EN] if lang == "en" else [RL_ZH, HSDP_ZH]
+    picked = select_passages(cands, question=question, language=lang, k=3, threshold=0.0)
+    assert not names_rl(question)
+    assert [p.id for p in picked] == (["doc-hsdp"] if lang == "en" else ["doc-hsdp-zh"])
+
+
+@pytest.mark.parametrize(("question", "lang"), [
+    ("PPO on a 7B policy with a 7B reward model runs out of memory", "en"),
+    ("GRPO training with vLLM rollouts hangs on 8 GPUs", "en"),
+    ("Our RLHF job OOMs when the reference model loads", "en"),
+    ("PPO训练7B模型加奖励模型时显存不足", "zh"),
+    ("用GRPO做强化学习，8卡训练卡住", "zh"),
+    ("强化学习微调时参考模型加载就OOM", "zh"),
+])
+def test_a_message_naming_an_rl_method_may_quote_the_rl_passage(question, lang, monkeypatch):
+    monkeypatch.setattr(answering, "_searcher", answering._keyword)
+    cands = [RL_EN, HSDP_EN] if lang == "en" else [RL_ZH, HSDP_ZH]
+    picked = select_passages(cands, question=question, language=lang, k=3, threshold=0.0)
+    assert names_rl(question)
+    assert picked and picked[0].id.startswith("doc-rl-multi-model-memory")
