@@ -239,6 +239,9 @@ TOP_PASSAGE_FLOOR = 0.08
 # Corpus topics that mark a doc as serving/inference text (doc-serving-large-models and its twin).
 SERVING_TOPICS = frozenset({"serving", "inference"})
 # Without parsed topics, a question is about serving when it says so and not about training.
+# Corpus topics that mark a doc as RL text (doc-rl-multi-model-memory and its twin): quoted only
+# where the message names an RL method (a plain DDP hang or OOM was opened with the PPO doc).
+RL_TOPICS = frozenset({"rl", "ppo", "grpo", "dpo", "rlhf"})
 _SERVING_WORDS = re.compile(r"(?i)\bserv(e|ing)\b|\binference\b|\bdeploy|推理|部署|上线服务")
 _TRAINING_WORDS = re.compile(r"(?i)train|fine-?tun|\bsft\b|\bppo\b|\bgrpo\b|\bdpo\b|rlhf|rollout|训练|微调|强化学习")
 
@@ -264,6 +267,18 @@ def _is_serving(entry_id: str) -> bool:
     return bool(SERVING_TOPICS & set(getattr(entry, "topics", ()) or ()))
 
 
+def _is_rl(passage: Passage) -> bool:
+    """An RL passage: its corpus entry is tagged with an RL topic, or its quote names an RL method."""
+    from bot.knowledge.corpus import get_entry
+    from bot.understand.intent import names_rl
+
+    try:
+        topics = set(getattr(get_entry(passage.id), "topics", ()) or ())
+    except KeyError:
+        topics = set()
+    return bool(RL_TOPICS & topics) or names_rl(passage.quote)
+
+
 def twin_id(entry_id: str, language: str) -> str | None:
     """The doc in ``language`` that shares ``entry_id``'s content ("doc-hsdp" <-> "doc-hsdp-zh"), if any."""
     from bot.knowledge.corpus import get_entry
@@ -286,6 +301,8 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
     """The passages an answer may quote, best first, at most ``k``:
 
     - serving/inference docs only when the question is about serving (:func:`asks_about_serving`);
+    - RL passages (PPO, GRPO, reward models) only when the question names an RL method
+      (:func:`bot.understand.intent.names_rl`): such a passage would open the answer otherwise;
     - a doc in the other language is replaced by its twin in the answer's language (quoted anew
       with the same query weights); a Chinese answer drops English docs without a twin;
     - only quotes whose relevance reaches ``threshold`` (default: RELEVANCE_THRESHOLD for the
@@ -293,12 +310,17 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
     language = "zh" if language == "zh" else "en"
     cut = RELEVANCE_THRESHOLD[language] if threshold is None else float(threshold)
     serving_ok = asks_about_serving(question, topics)
+    from bot.understand.intent import names_rl
+
+    rl_ok = names_rl(question) if question else names_rl(hints)
     out: list[Passage] = []
     seen: set[str] = set()
     weights = own = None
     for cand in candidates:
         p = cand
         if not serving_ok and _is_serving(p.id):
+            continue
+        if not rl_ok and _is_rl(p):
             continue
         if p.kind == "doc" and p.lang != language:
             twin = twin_id(p.id, language)

@@ -563,6 +563,17 @@ def names_inference(text: str) -> bool:
     return isinstance(text, str) and bool(_INFERENCE.search(text) or _INFERENCE_RUN.search(text))
 
 
+# An RL method named in words: the multi_model_rl topic's words (PPO, GRPO, DPO, RLHF, actor/critic,
+# a reward or reference model) and "reinforcement learning" / "强化学习" themselves.
+_RL_METHOD = re.compile(dict(_TOPIC_RULES)["multi_model_rl"] + r"|reinforcement learning|强化学习", _I)
+
+
+def names_rl(text: str) -> bool:
+    """The message names an RL method (PPO, GRPO, DPO, RLHF, a reward or reference model, "强化学习").
+    Read by bot.knowledge.answering: an RL passage never answers a message that names none."""
+    return isinstance(text, str) and bool(_RL_METHOD.search(text))
+
+
 def serving_subject(text: str) -> bool:
     """Whether the message's subject is inference or serving rather than training: it names
     inference (vLLM, KV cache, deployment, "推理") and either names no training at all, or one of
