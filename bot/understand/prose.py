@@ -325,6 +325,8 @@ _SINGLE_GPU = re.compile(r"(单卡|单张|单块|单个|一张卡|一块卡|一�
                          r"single[- ](?:gpu|card|" + G + r")|one gpu|1 gpu\b|a single (?:gpu|card|" + G + r")|"
                          r"one (?:single )?" + G + r"|on an? " + G + r"(?!\s*[x×*s]))", re.I | re.A)
 _PER_NODE_CUE = re.compile(r"(?:each|per|every)\s+(?:node|machine|server|host|box)\s*(?:is|has|with|:|=)?\s*[(（]?\s*$|"
+                           # "three nodes, each equipped with 8x H100": the count after a node count is per node
+                           r"(?:nodes?|machines?|servers?|hosts?|boxes)\s*,?\s*(?:and\s+)?each\s+(?:one\s+)?(?:equipped\s+|fitted\s+|outfitted\s+)?(?:with|has|having)\s*$|"
                            r"(?:每台(?:机器)?|每个?节点|每机)\s*[:：]?\s*[(（]?\s*$", re.I | re.A)
 # "和单卡训练时一致", "单卡和多卡内存消耗几乎一样": one GPU as the comparison, not the setup (LlamaFactory#350, #5972)
 # one card said as a count of its own, right beside another count with only a comma between
@@ -503,7 +505,7 @@ def read_counts(text: str, out: ProseReading) -> None:
             right_after_nodes = node_span is not None and bool(re.fullmatch(
                 r"\s*(?:,|with|of|each with|each)?\s*", text[node_span[1]: m.start()], re.I | re.A)) and m.start() >= node_span[1]
             # "two A100 nodes, each node is (80GX8)" (stanford_alpaca#200): the count is per node
-            per_node_cue = bool(_PER_NODE_CUE.search(text[max(0, m.start() - 24): m.start()]))
+            per_node_cue = bool(_PER_NODE_CUE.search(text[max(0, m.start() - 40): m.start()]))
             _set(out, "gpus_per_node" if right_after_nodes or per_node_cue else "gpu_count", cards, m.group(0))
             text = _blank(text, m.span())
             break
@@ -519,7 +521,8 @@ def read_counts(text: str, out: ProseReading) -> None:
         count = None  # "单机6卡" beside "2机，每机6卡": another setup, not the total of this one
     if nodes is not None and count is not None and per_node is None and node_span and count_span:
         between = text[node_span[1]: count_span[0]]
-        if re.fullmatch(r"\s*,?\s*(?:[x×*]|with|of|每台|each|each with|,?\s*each(?: with)?)?\s*", between, re.I | re.A) and \
+        if re.fullmatch(r"\s*,?\s*(?:[x×*]|with|of|每台|each|each with|,?\s*each(?: one)?(?: (?:equipped|fitted|outfitted))?(?: with)?)?\s*",
+                        between, re.I | re.A) and \
                 re.search(r"[x×*]|with|of|每台|each", between, re.I | re.A):
             per_node, per_text, count = count, count_text, None
         elif re.search(r"^\s*(?:gpus?|cards?)?\s*(?:each|per node|每台)", text[count_span[1]: count_span[1] + 14], re.I | re.A):
