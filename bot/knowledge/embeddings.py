@@ -70,8 +70,21 @@ def load_model(model: str | None = None):
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()  # "Loading weights" bars on stderr at every start
+            _one_encoding_thread()
             _models[model] = SentenceTransformer(resolve_model_path(model), device="cpu")
         return _models[model]
+
+
+def _one_encoding_thread() -> None:
+    """Encode on one torch thread (``SHARDWISE_TORCH_THREADS`` overrides): on a shared two-core
+    machine two threads made encoding ~15x slower whenever another process was busy (measured
+    here; the index build in CI took 178 s beside the tests, 76 s on one thread under the same
+    load), and a one-off batch of a few hundred chunks gains little from more."""
+    import torch
+
+    wanted = int(os.environ.get("SHARDWISE_TORCH_THREADS", "1") or 1)
+    if torch.get_num_threads() > wanted:
+        torch.set_num_threads(wanted)
 
 
 _HASHED_WORD = re.compile(r"[a-z0-9]+")

@@ -12,6 +12,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 EXTRAS_MODULES = ("gradio", "gradio_client", "slack_bolt", "slack_sdk", "mcp", "langchain", "langchain_openai",
                   "matplotlib", "plotly")
@@ -46,6 +48,7 @@ print("heavy:", ",".join(loaded))
 """
 
 
+@pytest.mark.slow  # three subprocesses (~11 s): the unit run stays in minutes (issue 28)
 def test_ask_calc_and_search_run_without_the_optional_extras():
     env = dict(os.environ)  # the fakes of tests/conftest.py (hashed embedding, in-memory store)
     done = subprocess.run([sys.executable, "-c", _CHILD, ",".join(EXTRAS_MODULES + DROPPED)], env=env,

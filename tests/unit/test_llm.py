@@ -373,6 +373,7 @@ class _EchoingUnauthorized(_Stub):
 LEAKY_KEY = "unit-test-key-9f8e7d6c5b4a"
 
 
+@pytest.mark.slow  # a `shardwise ask` subprocess (~14 s): the unit run stays in minutes (issue 28)
 def test_a_401_echoing_the_key_is_redacted_in_shardwise_ask_stderr(tmp_path):
     import os
     import subprocess
