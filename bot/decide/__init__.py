@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.capacity_evidence import FIT_MARGIN
 from bot.decide.diagnosis import ASKED_FIRST, SAID_BY_LEAD, diagnosing, needs_to_diagnose
 from bot.decide.diagnosis import causes as _causes
 from bot.decide.reasons import PAYLOAD, Code, Decision, Reason  # noqa: F401 (re-exported)
@@ -24,7 +25,6 @@ from bot.evidence import (
     BUCKET_FUSED,
     BUCKET_FUSED_CKPT,
     CKPT,
-    FIT_MARGIN,
     LORA,
     LORA_CKPT,
     OPT8,

@@ -18,7 +18,7 @@ BOT = Path(__file__).resolve().parents[2] / "bot"
 
 # Below the decision: these never import the decision or anything above it.
 BELOW = ["calc", "catalog", "knowledge", "bench", "understand", "core", "parse.py", "evidence.py",
-         "strategies.py", "answer", "figures.py", "figure_units.py", "numwords.py", "env.py"]
+         "capacity_evidence.py", "corpus_evidence.py", "parallel_evidence.py", "strategies.py", "answer", "figures.py", "figure_units.py", "numwords.py", "env.py"]
 ABOVE = ("bot.decide", "bot.compose", "bot.assistant", "bot.render", "bot.surfaces", "bot.howto", "bot.tools")
 RENDERERS = ["render.py", "howto.py"]
 
