@@ -4,8 +4,8 @@ alternatives (weighed by the asker, each answered).
 - ``roles_and_contradictions``: the notes on the roles the reader gave figures (a used figure, a
   requirement, ...), the prose rules' contradictions and a card named with a size it is not sold
   with ("my A100 has 24GB"). A contradiction the reading settles is computed on one reading and
-  said in one line (``contradiction_computed``); one it cannot settle is a problem (the answer
-  asks which reading holds).
+  said in one line (``contradiction_computed``); one it cannot settle is a problem, worded by the
+  message catalogs (``problem.said_both``) in the answer's language.
 - ``read_alternatives``: card sizes, cards or GPU counts listed as alternatives ("40GB or 80GB
   A100", "A100 or H100", "4 or 8 GPUs"): the smallest bounds the table, each gets a line
   (notes ``memory_alternatives``, ``card_alternatives``, ``count_alternatives``), never a
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from bot.catalog import UnknownNameError, lookup_gpu
 from bot.catalog.accelerators import memory_variant
+from bot.core.setup import Problem
 from bot.understand import Contradiction, Provenance, ReadNote
 from bot.understand.counts import GPU, MODEL
 from bot.understand.prose import memory_alternatives
@@ -68,8 +69,8 @@ def roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: 
         # with one question (issue 24: never a silent pick, never a refusal with nothing else)
         read = out.fields.get(c.field)
         if read is None:
-            shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
-            out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
+            shown = tuple(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
+            out.problems.append(Problem.worded(c.field, "said_both", shown=shown))
             continue
         spans = [str(x).strip() for x in (c.spans or c.values)][:2]
         out.notes.append(ReadNote("contradiction_computed", {
