@@ -47,9 +47,8 @@ from bot.decide import (
     checkpointing_on,
     combined_fix,
     count_is_asked,
-    deepspeed_user,
-    passages_shown,
 )
+from bot.decide.direct import deepspeed_user, passages_shown
 from bot.evidence import (
     BUCKET_FUSED,
     BUCKET_FUSED_CKPT,
