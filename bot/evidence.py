@@ -11,6 +11,11 @@
 - stored simulations and recorded runs that match, retrieved passages for the question itself
   (the hybrid search) and the forum claims that apply to this setup.
 
+Two siblings own parts of the record: ``bot.capacity_evidence`` the inverse search over GPU counts
+(``Evidence.capacity``) and ``bot.corpus_evidence`` what the repository's knowledge adds (passages,
+forum claims and the doc sentences they quote, the diagnosis playbook's matches); the plan past
+FSDP is ``bot.parallel_evidence``'s.
+
 Nothing downstream calls the calculator again: ``bot.decide`` is a pure function of this record,
 and the answer composer reads figures from ``Evidence.numbers()``, whose keys the renderer binds
 to each printed figure. Variant keys carry a prefix: ``ckpt.memory.ddp.total_gib``.
@@ -19,12 +24,19 @@ to each printed figure. Variant keys carry a prefix: ``ckpt.memory.ddp.total_gib
 from __future__ import annotations
 
 import logging
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.capacity_evidence import Capacity, capacity_search
 from bot.core.setup import ResolvedSetup, SetupError, TrainingSetup, resolve_setup
-from bot.fix_search import count_layout, fixes_for
+from bot.corpus_evidence import (
+    ClaimDocs,
+    add_claims,
+    add_passages,
+    playbook_matches,
+    read_failure,
+)
+from bot.fix_search import fixes_for
 from bot.parallel_evidence import (
     ladder_plan,
     parallel_numbers,
@@ -51,10 +63,6 @@ SCENARIO_COUNTS = (1, 2, 4, 8)
 # stated micro-batch when larger): past a few sequences the step is compute-bound and a larger
 # micro-batch changes the global batch the user chose more than it changes tokens/s.
 MB_TARGET = 8
-# GPU counts tried by the inverse search ("how many GPUs do I need?").
-CAPACITY_COUNTS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024)
-MAX_PASSAGES = 3
-MAX_CLAIMS = 4
 
 # Variant names: the changes each makes to the asked setup (see ``_variant_changes``).
 BASE = ""
@@ -124,41 +132,6 @@ class Scenario:
     gpu_count: int
     resolved: ResolvedSetup
     estimate: Estimate
-
-
-@dataclass
-class Capacity:
-    """The inverse search: the fewest GPUs (of ``CAPACITY_COUNTS``) at which a strategy fits."""
-
-    gpu_count: int | None  # None when none of the counts tried fits
-    strategy: str | None
-    checkpointing: bool  # it needs activation checkpointing at that count
-    gpus_per_node: int
-    nodes: int
-    tried: tuple[int, ...]
-    numbers: dict[str, float | int | bool] = field(default_factory=dict)  # that count's estimate
-    chunked_loss: bool = False  # it also needs a chunked cross-entropy (long context, large vocab)
-    # the stated TP/CP/PP degrees the count was searched under (FSDP over the rest); empty: pure DP
-    plan_degrees: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class DocSentence:
-    """A knowledge doc's sentence an answer quotes beside a forum verdict."""
-
-    doc_id: str
-    title: str
-    url: str | None
-    sentence: str
-
-
-@dataclass(frozen=True)
-class ClaimDocs:
-    """For one forum claim: the doc sentence with the 1.5x volume ratio (communication claims)
-    and the one holding every figure of the correction's first sentence."""
-
-    ratio: DocSentence | None = None
-    correction: DocSentence | None = None
 
 
 @dataclass
@@ -277,9 +250,9 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         ev.problems = list(parsed.problems)
         return ev
     if with_knowledge:
-        _knowledge(ev, parsed.setup)
-    _failure_kind(ev)
-    ev.playbook = _playbook(ev)
+        add_passages(ev, parsed.setup)
+    read_failure(ev)
+    ev.playbook = playbook_matches(ev)
     if "params_b" in parsed.missing:
         if parsed.intent in ("capacity", "recommend") and not parsed.observed.oom and not ev.failure_reported:
             from bot.sizing import size_limits
@@ -302,9 +275,9 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
         ev.problems = list(err.problems)
         return ev
     _computed(ev, resolved)
-    ev.playbook = _playbook(ev)  # again, with what the calculator found (the cards too small)
+    ev.playbook = playbook_matches(ev)  # again, with what the calculator found (the cards too small)
     if with_knowledge:
-        _claims(ev, resolved)
+        add_claims(ev, resolved)
     return ev
 
 
@@ -530,135 +503,6 @@ def _count_scenarios(asked: ResolvedSetup) -> list[Scenario]:
     return out
 
 
-# A count the capacity search names must fit with this margin (the decision's ``MARGIN``): a fit
-# within the estimate's error is no answer to "how many GPUs do I need?".
-FIT_MARGIN = 0.9
-
-
-def capacity_search(resolved: ResolvedSetup) -> Capacity:
-    """The fewest GPUs at which a GPU-resident strategy fits at the asked micro-batch: first as
-    asked, else with activation checkpointing, else (with the standard loss) also with a chunked
-    cross-entropy. Nodes of 8 beyond 8 GPUs (the link as stated, or the default for the link kind).
-
-    The last tier is for long contexts: sharding divides the model state by the GPU count but no
-    GPU count divides one sequence's activations, and at 32k tokens with a 152k vocabulary the
-    logits and their fp32 cross-entropy buffers alone take about 37 GiB per GPU (Qwen2.5-32B;
-    ``bot.calc.memory`` "loss"). Computing the loss in chunks keeps one chunk's upcast at a time."""
-    from bot.calc import estimate
-
-    s = resolved.setup
-    per_node_max = max(resolved.gpus_per_node, 8) if resolved.nodes > 1 else 8
-    planned = _plan_capacity(resolved, per_node_max) if stated_degrees(resolved) else None
-    if planned is not None:
-        return planned
-    tried: list[int] = []
-    for count in CAPACITY_COUNTS:
-        update = count_layout(resolved, count)
-        if update is None:
-            continue
-        per_node, nodes = update["gpus_per_node"], update["nodes"]
-        tried.append(count)
-        tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
-            else [(True, None)]
-        if (s.loss_impl or "standard") == "standard":
-            tiers.append((True, "chunked"))
-        for ckpt, loss in tiers:
-            changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
-            if loss:
-                changes["loss_impl"] = loss
-            try:
-                r = _same_model(resolve_setup(s.model_copy(update=changes)), resolved)
-            except SetupError:
-                continue
-            est = estimate(r)
-            for strategy in ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard"):
-                if strategy == "fsdp_hybrid_shard" and nodes == 1:
-                    continue
-                mem = est.memory[strategy]
-                if mem.fits and mem.total_gib <= FIT_MARGIN * mem.usable_gib:
-                    nums = {variant_key("capacity", k): v for k, v in est.numbers().items()
-                            if k.startswith(("memory.", "time."))}
-                    nums["capacity.gpu_count"] = count
-                    return Capacity(count, strategy, ckpt and not s.activation_checkpointing, per_node, nodes,
-                                    tuple(tried), nums, chunked_loss=loss is not None)
-    return Capacity(None, None, False, per_node_max, 0, tuple(tried))
-
-
-def stated_degrees(resolved: ResolvedSetup) -> dict[str, int]:
-    """The setup's model-parallel degrees above 1 ({"tp": 8, "pp": 2}); empty for pure DP."""
-    s = resolved.setup
-    degrees = {"tp": s.tensor_parallel, "cp": s.context_parallel, "pp": s.pipeline_parallel}
-    return {axis: int(d or 1) for axis, d in degrees.items() if (d or 1) > 1}
-
-
-def plan_counts(unit: int, per_node_max: int) -> list[int]:
-    """``CAPACITY_COUNTS`` each rounded up to a GPU count a plan of ``unit`` = tp x cp x pp GPUs
-    per data-parallel rank can run on: a multiple of ``unit`` (torchtitan's ParallelDims: the
-    degrees multiply to the world size), and, past one node, whole nodes as well (a multiple of
-    lcm(unit, GPUs per node)); one node may hold fewer GPUs (``count_layout``). Sorted, no repeats."""
-    from math import lcm
-
-    out: set[int] = set()
-    for count in CAPACITY_COUNTS:
-        step = unit if count <= per_node_max and unit <= per_node_max else lcm(unit, per_node_max)
-        out.add(-(-count // step) * step)
-    return sorted(out)
-
-
-def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity | None:
-    """The capacity search under a stated TP/CP/PP plan: the fewest GPUs, a multiple of the plan's
-    tp x cp x pp in whole nodes (``plan_counts``), at which the plan with FSDP over the remaining
-    data-parallel ranks fits with ``FIT_MARGIN`` (bot.parallel_evidence.stated_plan computes it),
-    first as asked, then with activation checkpointing, then also a chunked cross-entropy. Pure DP at these counts is not what the
-    person runs, so it is not searched. None when the plan cannot be built at any count (TP not
-    dividing the heads, say): the degrees are then only named, and the pure-DP search answers."""
-    s = resolved.setup
-    degrees = stated_degrees(resolved)
-    unit = 1
-    for d in degrees.values():
-        unit *= d
-    tried: list[int] = []
-    built = False  # the plan could be built at some count (its degrees suit the model and batch)
-    for count in plan_counts(unit, per_node_max):
-        update = count_layout(resolved, count)
-        if update is None:
-            continue
-        tried.append(count)
-        tiers: list[tuple[bool, str | None]] = [(False, None), (True, None)] if not s.activation_checkpointing \
-            else [(True, None)]
-        if (s.loss_impl or "standard") == "standard":
-            tiers.append((True, "chunked"))  # as the pure-DP search: a long local sequence's logits
-        for ckpt, loss in tiers:
-            changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
-            if loss:
-                changes["loss_impl"] = loss
-            try:
-                r = _same_model(resolve_setup(s.model_copy(update=changes)), resolved)
-            except SetupError:
-                continue
-            # re-resolving the filled-in setup reads every default as stated; keep what was assumed
-            # (an unstated micro-batch may be raised to fill the pipeline, as for the asked count)
-            r = replace(r, assumed=tuple(a for a in resolved.assumed if a not in changes))
-            plan = stated_plan(r)
-            mem = getattr(plan, "memory", None)
-            built = built or mem is not None
-            if mem is None or not (mem.fits and mem.reserved_gib <= FIT_MARGIN * mem.usable_gib):
-                continue
-            nums: dict[str, float | int | bool] = {
-                "capacity.gpu_count": count,
-                "capacity.memory.fsdp_full_shard.total_gib": round(mem.total_gib, 2),
-                "capacity.memory.fsdp_full_shard.usable_gib": round(mem.usable_gib, 2),
-                "capacity.parallel.dp_shard": int(plan.plan.degrees.get("dp_shard", 1)),
-            }
-            nums.update({f"capacity.parallel.{axis}": d for axis, d in degrees.items()})
-            return Capacity(count, "fsdp_full_shard", ckpt and not s.activation_checkpointing,
-                            update["gpus_per_node"], update["nodes"], tuple(tried), nums,
-                            chunked_loss=loss is not None, plan_degrees=degrees)
-    if not built:
-        return None
-    return Capacity(None, None, False, per_node_max, 0, tuple(tried), plan_degrees=degrees)
-
-
 def _store_notices(language: str) -> list[str]:
     try:
         from bot.bench.store import damage_notices
@@ -718,156 +562,8 @@ def _stored(resolved: ResolvedSetup) -> list[StoredFigure]:
 
 
 # --------------------------------------------------------------------------------------------
-# Knowledge
+# Serving (out of scope): weights + KV cache
 # --------------------------------------------------------------------------------------------
-
-
-def _knowledge(ev: Evidence, setup: TrainingSetup) -> None:
-    """Passages for the question itself (every answer goes through the hybrid search)."""
-    question = ev.question
-    try:
-        from bot.knowledge.answering import retrieve_passages
-
-        ev.passages = list(retrieve_passages(question or " ".join(ev.parsed.topics), language=ev.language,
-                                             topics=list(ev.parsed.topics), setup=setup, k=MAX_PASSAGES,
-                                             params_b=_model_size(ev.parsed)))
-    except Exception as err:  # a broken index must not take the answer down; the log says why
-        log.warning("passage retrieval failed: %s", err)
-        ev.passages = []
-    if "params_b" in ev.parsed.missing:  # no setup: the claims are judged conditionally
-        _claims(ev, None)
-
-
-def _model_size(parsed: Parsed) -> float | None:
-    """The model's size in billions as the question gives it (stated, a pasted config, or a
-    catalog name), before the setup is resolved; None when unknown."""
-    from bot.catalog import UnknownNameError, lookup_model
-
-    if parsed.setup.params_b:
-        return float(parsed.setup.params_b)
-    spec = getattr(parsed, "model_spec", None)
-    if spec is not None:
-        return float(spec.params_b)
-    try:
-        return float(lookup_model(parsed.setup.model).params_b) if parsed.setup.model else None
-    except UnknownNameError:
-        return None
-
-
-# A troubleshooting answer leads with at most this many causes (issue 25: "the two or three causes
-# that match its symptoms, ranked"); an entry needs a matched symptom in the person's words.
-PLAYBOOK_CAUSES = 3
-
-
-def _failure_kind(ev: Evidence) -> None:
-    """What the message reports failing in the person's run (``failure_kind``): the words of a
-    kill, an OOM, a slowdown or an error, else an OOM the reader found in a log; a failure named
-    only as one to avoid or to ask about is none (``failure_hypothetical``)."""
-    question = ev.question or ""
-    try:
-        from bot.knowledge.playbook import failure_kind, hypothetical_only
-
-        kind, hypothetical = failure_kind(question), hypothetical_only(question)
-    except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
-        log.warning("playbook signals unavailable: %s", err)
-        kind, hypothetical = None, False
-    if getattr(ev.parsed.observed, "oom", False) and kind in (None, "slow", "error") and not hypothetical:
-        kind = "oom"
-    ev.failure_kind, ev.failure_reported, ev.failure_hypothetical = kind, kind is not None, hypothetical
-    try:
-        from bot.knowledge.playbook import facts_given, stated_number, stated_numbers
-
-        ev.given = facts_given(question)
-        ev.stated = {key: stated_number(question, key) for key in ("num_workers", "cpu_cores", "stated_requirement_gb")}
-        ev.stated["gpu_counts"] = stated_numbers(question, "gpu_counts")
-    except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
-        log.warning("playbook signals unavailable: %s", err)
-
-
-def states_exceed_card(ev: Evidence) -> bool | None:
-    """Whether the model states alone (weights, gradients, optimizer state) exceed each card's
-    usable memory even sharded over every GPU (FULL_SHARD; the one GPU's DDP row on one card):
-    the card is too small for this model whatever the strategy or batch. None when the card or the
-    count is a default, not the person's (then nothing is said about the person's cards)."""
-    r, est = ev.resolved, ev.estimate
-    if r is None or est is None or ev.gpu_unknown or "gpu_count" in r.assumed or "gpu" in r.assumed:
-        return None
-    mem = est.memory["fsdp_full_shard" if r.gpu_count > 1 else "ddp"]
-    return mem.params_gib + mem.grads_gib + mem.optimizer_gib > mem.usable_gib
-
-
-def _playbook(ev: Evidence) -> list[Any]:
-    """The playbook entries matching the symptoms of a troubleshooting question or of a run that
-    failed (none for other questions), with the facts the calculator adds once it has run."""
-    parsed = ev.parsed
-    if parsed.intent != "troubleshoot" and not ev.failure_reported:
-        return []
-    try:
-        from dataclasses import replace
-
-        from bot.knowledge.playbook import COMPUTED_TRIGGERS, match_playbook, query_from_parsed
-
-        query = query_from_parsed(parsed, ev.question or "")
-        r = ev.resolved
-        if r is not None:
-            gpu_stated = not ev.gpu_unknown and "gpu" not in r.assumed
-            # the card too small matters to a run that ran out of GPU memory (not to a slow one)
-            exceed = states_exceed_card(ev) if ev.failure_kind == "oom" else None
-            query = replace(query, states_exceed_card=exceed,
-                            intra_node_link=query.intra_node_link or (r.intra_node_link if gpu_stated else None),
-                            multi_node=True if r.nodes > 1 else query.multi_node)
-        matches = match_playbook(query, limit=0)
-    except Exception as err:  # the playbook is data in the repo: a broken file must not stop an answer
-        log.warning("playbook unavailable: %s", err)
-        return []
-    # an entry no symptom of this text names is dropped before the cut, so entries surfacing on
-    # context triggers alone (an OOM mid-run) never push a named cause out of the first three
-    named = [m for m in matches if m.matched_symptoms or COMPUTED_TRIGGERS & set(m.matched_triggers)]
-    return named[:PLAYBOOK_CAUSES]
-
-
-def _claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:
-    try:
-        from bot.knowledge.answering import applicable_claims
-
-        ev.claims = list(applicable_claims(resolved, topics=list(ev.parsed.topics), language=ev.language,
-                                           limit=MAX_CLAIMS))
-    except Exception as err:
-        log.warning("forum claims unavailable: %s", err)
-        ev.claims = []
-    for claim in ev.claims:  # the doc sentences a verdict may quote, found here so compose reads no corpus
-        ev.claim_docs[claim.claim_id] = ClaimDocs(
-            ratio=doc_sentence_for(claim.doc_ids, ["1.5x"]) if claim.topic == "communication" else None,
-            correction=doc_sentence_for(claim.doc_ids, None, text=first_sentence(claim.correction or "")))
-
-
-def first_sentence(text: str) -> str:
-    """A correction's first sentence (the part a forum verdict quotes)."""
-    return re.split(r"(?<=。)|(?<=\.)\s", text.strip(), maxsplit=1)[0].strip()
-
-
-def doc_sentence_for(doc_ids: list[str], figures: list[str] | None, text: str = "") -> DocSentence | None:
-    """The first sentence of the first doc in ``doc_ids`` holding every figure (``figures``, or
-    those printed in ``text``); None when no doc has one."""
-    from bot.figures import numbers_in_text
-
-    if figures is None:
-        figures = [m.printed for m in numbers_in_text(text)]
-    try:
-        from bot.knowledge.corpus import get_entry
-        from bot.knowledge.sentences import complete_sentences, line_pieces
-    except ImportError:
-        return None
-    for doc_id in doc_ids:
-        try:
-            doc = get_entry(doc_id)
-        except Exception:
-            continue
-        for sentence in complete_sentences(doc.text) + line_pieces(doc.text):
-            if len(sentence) > 20 and (not figures or all(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d.]\d)", sentence)
-                                                          for f in figures)):
-                return DocSentence(doc.id, doc.title, doc.url, sentence[:300])
-    return None
 
 
 def _inference(parsed: Parsed) -> Any:

@@ -146,10 +146,10 @@ def search_fixes(resolved: ResolvedSetup, resolve: Resolve, estimate: EstimateFn
     ``resolve(changes)`` resolves the asked setup with field changes (None when impossible),
     ``estimate`` is the calculator, ``count_changes(n)`` the fields for ``n`` GPUs (None when the
     count cannot be laid out), ``counts`` the GPU counts "more GPUs" tries (the inverse search's,
-    ``bot.evidence.CAPACITY_COUNTS``). Combinations without more GPUs are tried first, cheapest
+    ``bot.capacity_evidence.CAPACITY_COUNTS``). Combinations without more GPUs are tried first, cheapest
     first; then the fewest GPUs at which any combination fits, with the cheapest such combination."""
     if counts is None:
-        from bot.evidence import CAPACITY_COUNTS
+        from bot.capacity_evidence import CAPACITY_COUNTS
 
         counts = CAPACITY_COUNTS
     available = available_changes(resolved)

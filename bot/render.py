@@ -14,6 +14,7 @@ Also here: ``fmt`` (how every figure is printed), the question/notice/problem wo
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from bot.answer import Answer, Citation, FigureRef, TableRow
 from bot.answer.catalog import render
@@ -122,8 +123,11 @@ def _given_words(message: str, lang: str) -> str:
     return _t(lang, f"（问题里是{value_words(value, 'zh')}）", f"; the question gives {value_words(value, 'en')}")
 
 
-def problem_text(field_name: str, message: str, lang: str) -> str:
+def problem_text(field_name: str, message: str, lang: str, key: str = "",
+                 values: tuple[tuple[str, Any], ...] = ()) -> str:
     zh = en = field_name_text(field_name, lang)
+    if key:  # worded by the message catalogs (bot.core.setup.Problem.worded): said in the answer's language
+        message = render(lang, f"problem.{key}", dict(values))
     given = _given_words(message, lang)  # the bad value in words ("minus 8", "infinity"), as bot.core.setup wrote it
     if "must be positive" in message or "must be a finite number" in message:
         return _t(lang, f"{zh}必须是正数{given}。", f"The {en} must be positive{given}.")

@@ -20,7 +20,7 @@ from bot.core.setup import SetupError, TrainingSetup, resolve_setup
 SIZES = (0.5, 1.0, 1.5, 3.0, 7.0, 8.0, 13.0, 14.0, 32.0, 34.0, 70.0, 72.0, 110.0, 180.0, 405.0)
 METHODS = ("full", "lora", "qlora")
 RESIDENT = ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard")
-FIT_MARGIN = 0.9  # the same headroom as the GPU-count search (bot.evidence.capacity_search)
+FIT_MARGIN = 0.9  # the same headroom as the GPU-count search (bot.capacity_evidence.capacity_search)
 
 
 @dataclass(frozen=True)

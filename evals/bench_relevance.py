@@ -21,7 +21,7 @@ import sys
 
 from evals.bench_retrieval import load_queries
 
-K = 3  # what the answer quotes (bot.evidence.MAX_PASSAGES)
+K = 3  # what the answer quotes (bot.corpus_evidence.MAX_PASSAGES)
 
 
 def _twin(entry_id: str) -> str:

@@ -144,7 +144,7 @@ def _worker_start() -> None:
     def switched(*args, **kwargs):
         return retrieve(*args, **kwargs) if _RETRIEVAL_ON[0] else []
 
-    answering.retrieve_passages = switched  # bot.evidence imports it at each call
+    answering.retrieve_passages = switched  # bot.corpus_evidence imports it at each call
     try:
         import torch
 

@@ -47,9 +47,8 @@ from bot.decide import (
     checkpointing_on,
     combined_fix,
     count_is_asked,
-    deepspeed_user,
-    passages_shown,
 )
+from bot.decide.direct import deepspeed_user, passages_shown
 from bot.evidence import (
     BUCKET_FUSED,
     BUCKET_FUSED_CKPT,
@@ -123,7 +122,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
         sec.headline = say.word("headline.invalid")
         asked = [contradiction_question(c, lang) for c in getattr(parsed, "contradictions", [])]
         contradicted = {c.field for c in getattr(parsed, "contradictions", [])}
-        sec.reasons = asked + [problem_text(p.field, p.message, lang) for p in ev.problems
+        sec.reasons = asked + [problem_text(p.field, p.message, lang, p.key, p.values) for p in ev.problems
                                if p.field not in contradicted]  # a contradiction is asked once
     elif ev.resolved is None:
         _without_setup(ev, d, say, sec, cites)

@@ -11,15 +11,15 @@ from bot.answer import (
     Sections,
 )
 from bot.compose.say import Citations, Say, figure_count, sentence
+from bot.corpus_evidence import (
+    ClaimDocs,
+    DocSentence,
+    first_sentence,
+)
 from bot.decide import (
     Decision,
 )
-from bot.evidence import (
-    ClaimDocs,
-    DocSentence,
-    Evidence,
-    first_sentence,
-)
+from bot.evidence import Evidence
 
 log = logging.getLogger(__name__)
 

@@ -157,9 +157,21 @@ class Problem:
 
     field: str
     message: str
+    # a problem worded by the message catalogs (``problem.<key>`` filled with ``values``): an answer
+    # says it in its own language (bot.render.problem_text); ``message`` is its English sentence,
+    # the one errors and logs print
+    key: str = ""
+    values: tuple[tuple[str, Any], ...] = ()
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
+
+    @classmethod
+    def worded(cls, field_name: str, key: str, **values: Any) -> Problem:
+        """The problem ``problem.<key>`` of the message catalogs, about ``field_name``."""
+        from bot.answer.catalog import render  # a leaf: the wording is data (YAML + Jinja), both languages
+
+        return cls(field_name, render("en", f"problem.{key}", values), key, tuple(values.items()))
 
 
 class SetupError(UserError, ValueError):
@@ -239,7 +251,7 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         problems.append(Problem(
             "gpu_memory_gb", f"{setup.gpu_memory_gb:g} GB contradicts {gpu.name} ({gpu.memory_gb:g} GB)"))
     if gpu and setup.precision in ("bf16-mixed", "bf16") and not gpu.supports_bf16:
-        problems.append(Problem("precision", f"{gpu.name} has no bf16 support; use fp16-mixed or fp32"))
+        problems.append(Problem.worded("precision", "no_bf16", gpu=gpu.name))
 
     n, g, c = setup.nodes, setup.gpus_per_node, setup.gpu_count
     if n and g and c and n * g != c and all(p.field not in ("nodes", "gpus_per_node", "gpu_count")

@@ -60,7 +60,8 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
     diagnosis playbook, bot.knowledge.playbook), before any figure. Where the first cause is one
     the calculator can show for this setup (the cards too small for the model states, the link
     between nodes), it says it with the setup's figures (``lead``)."""
-    from bot.decide import RIVAL_CAUSE, _link_assumed
+    from bot.decide import RIVAL_CAUSE
+    from bot.decide.direct import link_assumed
 
     if not ev.playbook:
         return []
@@ -73,7 +74,7 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
         if frugal is not None and not frugal.fits:
             values.update(lead="card_too_small", config=frugal)
     elif first == NETWORK and r is not None and r.nodes > 1 and d is not None and d.chosen is not None:
-        values.update(lead="network", config=d.chosen, link_assumed=_link_assumed(ev))
+        values.update(lead="network", config=d.chosen, link_assumed=link_assumed(ev))
     else:
         values.update(_stated_lead(ev, ev.playbook[0]))
     # the first cause (with how to check and fix it) first; the rival causes after, their own

@@ -8,6 +8,7 @@ Order (each stage consumes what it read, so no figure is read twice in two roles
 5. ``prose.read_prose``: what the person wrote in their own sentences.
 Hardware comes from the person's sentences first (a config's CUDA_VISIBLE_DEVICES is weaker than
 "4 * A800 80G"); training options from the config first (it is what actually runs).
+Contradictions and alternatives (a figure given twice) are ``bot.understand.contradictions``'.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bot.catalog import UnknownNameError, lookup_gpu, lookup_model
-from bot.catalog.accelerators import memory_variant
+from bot.catalog import UnknownNameError, lookup_model
 from bot.catalog.names import size_in_name
 from bot.core.language import CJK, EN_WORD, answer_language
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
+from bot.understand.contradictions import read_alternatives, roles_and_contradictions
 from bot.understand.counts import GPU, MODEL
 from bot.understand.degrees import read_degrees
 from bot.understand.intent import (
@@ -32,7 +33,7 @@ from bot.understand.intent import (
 )
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
-from bot.understand.prose import memory_alternatives, read_prose
+from bot.understand.prose import read_prose
 from bot.understand.roles import set_aside
 from bot.understand.spans import (
     NameMention,
@@ -45,7 +46,7 @@ from bot.understand.spans import (
     model_params_b,
 )
 from bot.understand.stack import model_code_of
-from bot.understand.text import GAP, blank, prepare
+from bot.understand.text import GAP, blank, gap_free, origin, prepare
 
 # A command, config or code line (language is read from the other lines). No nested whitespace
 # quantifiers: a line of 8,000 spaces must cost one pass, not millions of backtracking steps.
@@ -85,7 +86,7 @@ class Reading:
     fields: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     observed: Observed = field(default_factory=Observed)
-    problems: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # (field or "", message), or a worded bot.core.setup.Problem
     notices: list = field(default_factory=list)
     unknown_model: str | None = None
     unknown_gpu: str | None = None
@@ -220,108 +221,6 @@ def _clause_asks(text: str, at: int) -> bool:
     """Whether the clause holding position ``at`` ends with a question mark."""
     end = _CLAUSE_END.search(text, at)
     return end is not None and end.group(0) in "?？"
-# "my A100 has 24GB", "A100 with 24GB": a size said of the card itself
-_SIZE_OF_CARD = re.compile(GPU + r"+\s*(?:(?:only|just)\s+ha(?:s|ve)|has|have|with|is|comes with|只有|仅有|才有|有|是|为|[(（])\s*(?:only\s*|just\s*)?"
-                           r"(\d{1,3})\s*(?:gb|g)(?![a-z])", re.I | re.A)
-
-
-def _roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: list[NameMention], marked: str,
-                              unblanked: str = "") -> None:
-    """Notes on the roles the reader gave figures, and contradictions (each also a problem, so the
-    answer asks which reading holds instead of computing one picked silently)."""
-    for code, values in [*aside_notes, *prose.notes]:
-        if code == "used_not_capacity" and "gpu_memory_gb" in out.fields:
-            continue  # the card's size is known: the used figure needs no explanation
-        # a note quotes the person's words: a span read from the marked copy gets its names back
-        values = {k: (_origin(v, unblanked or marked, out.text) if isinstance(v, str) and (GPU in v or MODEL in v) else v)
-                  for k, v in values.items()}
-        out.notes.append(ReadNote(code, values))
-    if cfg.observed.get("one_process"):
-        out.notes.append(ReadNote("one_process", {"span": cfg.observed["one_process"]}))
-    found = [Contradiction(name, tuple(values), tuple(spans)) for name, values, spans in prose.contradictions]
-    if gpus and gpus[0].name and gpus[0].memory_gb is None and (said := _SIZE_OF_CARD.search(marked)):
-        from bot.catalog import list_gpus
-
-        family = card_family(gpus[0].name)
-        sizes = {float(x.memory_gb) for x in list_gpus() if card_family(x.name) == family}
-        value = float(said.group(1))
-        if sizes and all(abs(value - size) > 0.03 * size for size in sizes):
-            found.append(Contradiction("gpu_memory_gb", (family.upper(), value), (gpus[0].raw, said.group(0).lstrip(GPU))))
-    for c in found:
-        if any(x.field == c.field for x in out.contradictions):
-            continue
-        out.contradictions.append(c)
-    _settle_card_memory(out)
-    for c in out.contradictions:
-        # A contradiction in the person's own words is not an unusable setup: the answer computes
-        # on one reading (the per-card figure written; else the value read) and says so in one line
-        # with one question (issue 24: never a silent pick, never a refusal with nothing else)
-        read = out.fields.get(c.field)
-        if read is None:
-            shown = " and ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
-            out.problems.append((c.field, f"the question says both {shown}; which one is it?"))
-            continue
-        spans = [str(x).strip() for x in (c.spans or c.values)][:2]
-        out.notes.append(ReadNote("contradiction_computed", {
-            "field": c.field, "a": spans[0], "b": spans[-1],
-            "value": f"{read:g} GB" if c.field == "gpu_memory_gb" else (f"{read:g}B" if c.field == "params_b" else read)}))
-
-
-def _settle_card_memory(out: Reading) -> None:
-    """A card named with a memory size it is not sold with ("my 3090 with 11G", "A100 24GB x 8",
-    "8*11G 3090"): the per-card figure written is what the person has (a cut-down or shared card,
-    or a typo in the name), so it is computed and the card's catalog name is dropped (kept as the
-    unknown card's label); the contradiction stays on record for the answer's one question."""
-    f, prov = out.fields, out.provenance
-    said = next((c for c in out.contradictions if c.field == "gpu_memory_gb" and c.values and isinstance(c.values[0], str)),
-                None)
-    if said is not None:
-        value = float(said.values[1])
-    elif "gpu" in f and f.get("gpu_memory_gb") and prov.get("gpu_memory_gb") is not None and \
-            prov["gpu_memory_gb"].source == "stated" and not any(c.field == "gpu_memory_gb" for c in out.contradictions) \
-            and not any(n.code == "memory_alternatives" for n in out.notes):  # "40G还是80G" lists sizes
-        try:
-            card = lookup_gpu(f["gpu"])
-        except UnknownNameError:
-            return
-        value = float(f["gpu_memory_gb"])
-        if abs(card.memory_gb - value) <= 1 or memory_variant(card, value) is not None:
-            return
-        out.contradictions.append(Contradiction("gpu_memory_gb", (card_family(card.name).upper(), value),
-                                                (prov["gpu"].span, prov["gpu_memory_gb"].span)))
-    else:
-        return
-    if "gpu" in f:
-        out.unknown_gpu = prov["gpu"].span if prov.get("gpu") is not None and prov["gpu"].span else f["gpu"]
-        f.pop("gpu")
-        prov.pop("gpu", None)
-    span = said.spans[-1] if said is not None else prov["gpu_memory_gb"].span
-    f["gpu_memory_gb"] = int(value) if value.is_integer() else value
-    prov["gpu_memory_gb"] = Provenance("stated", str(span).strip())
-
-
-def _origin(span: str, marked: str, text: str) -> str:
-    """The original text behind a span read from the marked copy (same length, same place)."""
-    span = span.strip()
-    if not span:
-        return ""
-    i = marked.find(span)
-    if i < 0 and " " in span:
-        # a prose rule read across words it had blanked ("4096 两台机器 A100" -> "4096      ǤǤǤǤ"):
-        # blanks stand for any character at the same place
-        m = re.search("".join("." if ch == " " else re.escape(ch) for ch in span), marked, re.S)
-        i = m.start() if m else -1
-    found = span if i < 0 else text[i: i + len(span)]
-    return _gap_free(found)
-
-
-def _gap_free(span: str) -> str:
-    """The part of a span the user wrote: text a stage consumed or refused (the gap) is cut out."""
-    if GAP not in span:
-        return span.strip()
-    parts = [p.strip() for p in re.split(GAP + "+", span) if p.strip()]
-    with_digit = [p for p in parts if re.search(r"\d", p)]
-    return (with_digit or parts or [""])[-1]
 
 
 def _mark(text: str, mentions: list[NameMention], char: str) -> str:
@@ -415,38 +314,6 @@ def _put_model_code(put, text: str, own: str, log_spans) -> None:
     source: FieldSource = "stated" if words.lower() in own.lower() else \
         "log" if any(words.lower() in text[a:b].lower() for a, b in log_spans) else "config"
     put("model_code", code, source, words)
-
-
-# Two or more cards or counts offered as alternatives: "A100 or H100", "A100还是H100", "H100 vs H200",
-# "4 or 8 GPUs", "4张还是8张": the asker weighs them, so each gets a line (never a contradiction)
-_OR = r"\s*(?:\bor\b|还是|或者?|\bvs\.?|versus|/|、)\s*"
-_COUNT_ALTERNATIVES = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:张|块|台|卡|x|gpus?|cards?)?" + _OR + r"(\d{1,3})\s*(?:x\s*)?"
-                                 r"(?:张|块|(?:个\s*)?(?:gpus?|cards?|卡|显卡)|" + GPU + ")", re.I)
-
-
-def _card_alternatives(text: str, gpus: list[NameMention]) -> tuple[list[str], str, str] | None:
-    """The distinct catalog cards named next to each other with "or"/"还是"/"vs" between them."""
-    chain: list[NameMention] = []
-    for g in gpus:
-        if g.name and chain and re.fullmatch(_OR, text[chain[-1].end: g.start]) and \
-                card_family(g.name) != card_family(chain[-1].name or ""):
-            chain.append(g)
-        elif len(chain) < 2 and g.name:
-            chain = [g]
-    if len(chain) < 2:
-        return None
-    return [g.name for g in chain if g.name], text[chain[0].start: chain[-1].end], chain[0].raw.strip()
-
-
-def _count_alternatives(marked: str, own: str) -> tuple[list[int], str] | None:
-    """Two GPU counts offered as alternatives ("4 or 8 GPUs", "4 or 8 A100s", "4张还是8张"), read on
-    the copy with card names marked; the span is the person's words."""
-    m = _COUNT_ALTERNATIVES.search(marked)
-    if not m or m.group(1) == m.group(2):
-        return None
-    counts = sorted({int(m.group(1)), int(m.group(2))})
-    span = own[m.start(): m.end()].strip()
-    return (counts, span) if all(0 < c <= 4096 for c in counts) else None
 
 
 def read_turn(raw: object) -> Reading:
@@ -559,7 +426,7 @@ def read_turn(raw: object) -> Reading:
     if "params_b" in prose.fields and "params_b" not in f and not ("model" in f and _hedged(prose.spans["params_b"], marked)):
         # a named catalog model carries its own size: "30b左右全参半精度不是300g就够了" beside
         # "qwen-2.5-32b" is a rule of thumb, not the model trained
-        put("params_b", prose.fields["params_b"], "stated", _origin(prose.spans["params_b"], marked, text))
+        put("params_b", prose.fields["params_b"], "stated", origin(prose.spans["params_b"], marked, text))
         if prose.larger_of_sizes:
             out.notices.append("larger_of_two_sizes")
     if models and f.get("model") == models[0].name and "params_b" in f and prov["params_b"].source == "stated" and \
@@ -594,7 +461,7 @@ def read_turn(raw: object) -> Reading:
             variant = (g.memory_gb, g.raw)
         elif g.memory_gb is None and standalone is not None and catalog_gb and \
                 0.5 < abs(float(standalone) - catalog_gb) <= 0.03 * catalog_gb:
-            variant = (float(standalone), _origin(prose.spans["gpu_memory_gb"], marked, text))
+            variant = (float(standalone), origin(prose.spans["gpu_memory_gb"], marked, text))
         if variant is not None:
             # "910b 32G" where the catalog only has the 64 GB card, "H100 ... 96G显存" beside the catalog's
             # 94 GB H100 NVL: a variant it lacks, so the card is unknown and the user's size stands (never a
@@ -632,31 +499,12 @@ def read_turn(raw: object) -> Reading:
                 # "8x A100 80GB, 单卡40G": keep the standalone figure too, so the contradiction is reported
                 if prose.fields[key] != f[key] and card_size_gb(float(prose.fields[key])) == float(prose.fields[key]):
                     f[key] = prose.fields[key]
-                    prov[key] = Provenance("stated", _origin(prose.spans[key], marked, text))
+                    prov[key] = Provenance("stated", origin(prose.spans[key], marked, text))
                 continue
-            put(key, prose.fields[key], "stated", _origin(prose.spans[key], marked, text))
+            put(key, prose.fields[key], "stated", origin(prose.spans[key], marked, text))
     if logs.gpu_memory_gb is not None:
         put("gpu_memory_gb", int(logs.gpu_memory_gb), "log", logs.memory_span)
-    if (alternatives := memory_alternatives(own)) and prov.get("gpu_memory_gb") is not None and \
-            prov["gpu_memory_gb"].source != "log":
-        # "40GB or 80GB A100": the smallest bounds what fits; the note says both were read
-        sizes, span = alternatives
-        f["gpu_memory_gb"] = sizes[0]
-        prov["gpu_memory_gb"] = Provenance("stated", span.strip())
-        if gpus and gpus[0].name and (smaller := _resolve_gpu(gpus[0].raw, sizes[0], gpus[0].form)):
-            f["gpu"] = smaller
-        out.notes.append(ReadNote("memory_alternatives", {"sizes": sizes, "span": span.strip()}))
-        prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_memory_gb"]
-    unblanked_cards = own  # the person's words with names (same length as ``marked``)
-    if (cards := _card_alternatives(unblanked_cards, gpus)) is not None:
-        # the table is for the first card named; the answer adds a line for each (bot.evidence)
-        out.notes.append(ReadNote("card_alternatives", {"cards": cards[0], "span": cards[1], "first": cards[2]}))
-    if (counts := _count_alternatives(marked, unblanked_cards)) is not None:
-        # the fewest GPUs bounds what fits per card: the table is for it, a line for each count
-        f["gpu_count"] = counts[0][0]
-        prov["gpu_count"] = Provenance("stated", counts[1])
-        prose.contradictions[:] = [c for c in prose.contradictions if c[0] != "gpu_count"]
-        out.notes.append(ReadNote("count_alternatives", {"counts": counts[0], "span": counts[1]}))
+    read_alternatives(f, prov, out.notes, prose, own, marked, gpus)
     weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
         r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)
     launcher = "nodes" in cfg.fields and "gpus_per_node" in cfg.fields and "gpu_count" in cfg.fields
@@ -694,7 +542,7 @@ def read_turn(raw: object) -> Reading:
             per = prose.total_memory_gb / count
             if card_size_gb(per) == per:
                 put("gpu_memory_gb", int(per) if per.is_integer() else round(per, 2), "stated",
-                    _origin(prose.total_span, marked, text), confidence=0.8)
+                    origin(prose.total_span, marked, text), confidence=0.8)
     if "gpu" in f and "gpu_memory_gb" not in f:
         from bot.catalog import list_gpus
 
@@ -710,7 +558,7 @@ def read_turn(raw: object) -> Reading:
             put(key, value, "config", cfg.spans.get(key, ""))
     for key, value in prose.fields.items():
         if key not in _HARDWARE and key != "params_b":
-            put(key, value, "stated", _origin(prose.spans[key], marked, text))
+            put(key, value, "stated", origin(prose.spans[key], marked, text))
     for axis_field, degree in degrees.fields.items():
         put(axis_field, degree, "config" if degrees.sources[axis_field] == "config" else "stated", degrees.spans[axis_field])
     _put_model_code(put, text, own, logs.spans)
@@ -763,9 +611,9 @@ def read_turn(raw: object) -> Reading:
     if algo or len(roles) >= 2 or {"actor", "critic"} & set(roles) or "deepspeed chat" in low:
         obs.models = tuple(dict.fromkeys([*(_RL_ALGOS.get(algo or "", ())), *roles])) or ("actor", "critic", "reference", "reward")
 
-    prov = {k: (Provenance(v.source, _gap_free(v.span), v.confidence) if GAP in v.span else v) for k, v in prov.items()}
+    prov = {k: (Provenance(v.source, gap_free(v.span), v.confidence) if GAP in v.span else v) for k, v in prov.items()}
     out.fields, out.provenance, out.observed = f, prov, obs
-    _roles_and_contradictions(out, prose, aside_notes, cfg, gpus, marked, before_aside)
+    roles_and_contradictions(out, prose, aside_notes, cfg, gpus, marked, before_aside)
     lines = [ln for ln in own.splitlines()
              if len(ln) > 400 or not (_CODE_LINE.match(ln.strip()) or ln.rstrip().endswith("\\"))]
     words = "\n".join(lines)

@@ -127,3 +127,27 @@ def is_cjk(ch: str) -> bool:
 
 def strip_accents(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def origin(span: str, marked: str, text: str) -> str:
+    """The original text behind a span read from the marked copy (same length, same place)."""
+    span = span.strip()
+    if not span:
+        return ""
+    i = marked.find(span)
+    if i < 0 and " " in span:
+        # a prose rule read across words it had blanked ("4096 两台机器 A100" -> "4096      ǤǤǤǤ"):
+        # blanks stand for any character at the same place
+        m = re.search("".join("." if ch == " " else re.escape(ch) for ch in span), marked, re.S)
+        i = m.start() if m else -1
+    found = span if i < 0 else text[i: i + len(span)]
+    return gap_free(found)
+
+
+def gap_free(span: str) -> str:
+    """The part of a span the user wrote: text a stage consumed or refused (the gap) is cut out."""
+    if GAP not in span:
+        return span.strip()
+    parts = [p.strip() for p in re.split(GAP + "+", span) if p.strip()]
+    with_digit = [p for p in parts if re.search(r"\d", p)]
+    return (with_digit or parts or [""])[-1]

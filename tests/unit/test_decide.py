@@ -117,7 +117,7 @@ def test_host_ram_short_says_so():
 
 
 def test_capacity_search_finds_the_fewest_gpus():
-    from bot.evidence import capacity_search
+    from bot.capacity_evidence import capacity_search
 
     resolved = resolve_setup(TrainingSetup(model="Llama-2-7B", gpu="RTX 4090 24GB", gpu_count=1))
     cap = capacity_search(resolved)

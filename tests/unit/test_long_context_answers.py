@@ -11,7 +11,8 @@ import pytest
 from bot.assistant import ask
 from bot.core.setup import TrainingSetup, resolve_setup
 from bot.decide import decide
-from bot.evidence import build_evidence, capacity_search
+from bot.capacity_evidence import capacity_search
+from bot.evidence import build_evidence
 from bot.knowledge.answering import best_quote
 from bot.parse import parse_conversation
 
@@ -93,7 +94,7 @@ def test_a_multi_node_slowdown_on_an_assumed_link_is_said_as_conditional():
 def test_the_capacity_count_fits_with_the_decisions_margin():
     # Qwen3#201 "lora微调72b模型需要多少2台8xA100 80G够吗": 2 cards fit FULL_SHARD + checkpointing
     # only at ~96% of usable memory, inside the estimate's error; the answer names 4
-    from bot.evidence import FIT_MARGIN
+    from bot.capacity_evidence import FIT_MARGIN
 
     resolved = resolve_setup(TrainingSetup(params_b=72, gpu="A100 80GB SXM", gpu_count=16, nodes=2, gpus_per_node=8,
                                            finetune="lora"))
