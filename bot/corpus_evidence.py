@@ -157,7 +157,7 @@ def playbook_matches(ev: Evidence) -> list[Any]:
 
 def add_claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:
     try:
-        from bot.knowledge.answering import applicable_claims
+        from bot.knowledge.forum_claims import applicable_claims
 
         ev.claims = list(applicable_claims(resolved, topics=list(ev.parsed.topics), language=ev.language,
                                            limit=MAX_CLAIMS))
