@@ -49,8 +49,6 @@ class ClaimDocs:
     correction: DocSentence | None = None
 
 
-
-
 def add_passages(ev: Evidence, setup: TrainingSetup) -> None:
     """Passages for the question itself (every answer goes through the hybrid search)."""
     question = ev.question
