@@ -62,8 +62,8 @@ def capacity_search(resolved: ResolvedSetup) -> Capacity:
     if planned is not None:
         return planned
     tried: list[int] = []
-    for count, update, ckpt, loss, r in _capacity_tiers(resolved, CAPACITY_COUNTS, tried):
-        per_node, nodes = update["gpus_per_node"], update["nodes"]
+    for count, changes, ckpt, loss, r in _capacity_tiers(resolved, CAPACITY_COUNTS, tried):
+        per_node, nodes = changes["gpus_per_node"], changes["nodes"]
         est = estimate(r)
         for strategy in ("ddp", "fsdp_shard_grad_op", "fsdp_full_shard", "fsdp_hybrid_shard"):
             if strategy == "fsdp_hybrid_shard" and nodes == 1:
@@ -113,10 +113,9 @@ def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity | Non
         unit *= d
     tried: list[int] = []
     built = False  # the plan could be built at some count (its degrees suit the model and batch)
-    for count, update, ckpt, loss, r in _capacity_tiers(resolved, plan_counts(unit, per_node_max), tried):
+    for count, changes, ckpt, loss, r in _capacity_tiers(resolved, plan_counts(unit, per_node_max), tried):
         # re-resolving the filled-in setup reads every default as stated; keep what was assumed
         # (an unstated micro-batch may be raised to fill the pipeline, as for the asked count)
-        changes = _tier_changes(s, update, ckpt, loss)
         r = replace(r, assumed=tuple(a for a in resolved.assumed if a not in changes))
         plan = stated_plan(r)
         mem = getattr(plan, "memory", None)
@@ -131,19 +130,11 @@ def _plan_capacity(resolved: ResolvedSetup, per_node_max: int) -> Capacity | Non
         }
         nums.update({f"capacity.parallel.{axis}": d for axis, d in degrees.items()})
         return Capacity(count, "fsdp_full_shard", ckpt and not s.activation_checkpointing,
-                        update["gpus_per_node"], update["nodes"], tuple(tried), nums,
+                        changes["gpus_per_node"], changes["nodes"], tuple(tried), nums,
                         chunked_loss=loss is not None, plan_degrees=degrees)
     if not built:
         return None
     return Capacity(None, None, False, per_node_max, 0, tuple(tried), plan_degrees=degrees)
-
-
-def _tier_changes(s: Any, update: dict[str, Any], ckpt: bool, loss: str | None) -> dict[str, Any]:
-    """The field changes of one tier at one count: the count's layout, checkpointing, the loss."""
-    changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
-    if loss:
-        changes["loss_impl"] = loss
-    return changes
 
 
 def _capacity_tiers(resolved: ResolvedSetup, counts: Iterable[int], tried: list[int],
@@ -151,7 +142,8 @@ def _capacity_tiers(resolved: ResolvedSetup, counts: Iterable[int], tried: list[
     """The one tier loop both searches run: for each count of ``counts`` that ``count_layout`` can
     lay out (appended to ``tried`` as it is reached), each tier in order -- as asked, with
     activation checkpointing, then (with the standard loss) also a chunked cross-entropy -- as
-    ``(count, layout update, checkpointing, loss_impl or None, the re-resolved setup)``. A tier that
+    ``(count, the field changes: layout + checkpointing + loss, checkpointing, loss_impl or None,
+    the re-resolved setup)``. A tier that
     does not resolve (``SetupError``) is skipped. The caller stops at the first tier that fits.
 
     The chunked tier is for long contexts: no GPU count divides one sequence's activations, and a
@@ -169,9 +161,11 @@ def _capacity_tiers(resolved: ResolvedSetup, counts: Iterable[int], tried: list[
         if (s.loss_impl or "standard") == "standard":
             tiers.append((True, "chunked"))
         for ckpt, loss in tiers:
-            changes = _tier_changes(s, update, ckpt, loss)
+            changes: dict[str, Any] = {**update, "activation_checkpointing": ckpt or s.activation_checkpointing}
+            if loss:
+                changes["loss_impl"] = loss
             try:
                 r = _same_model(resolve_setup(s.model_copy(update=changes)), resolved)
             except SetupError:
                 continue
-            yield count, update, ckpt, loss, r
+            yield count, changes, ckpt, loss, r

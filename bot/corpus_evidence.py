@@ -49,8 +49,6 @@ class ClaimDocs:
     correction: DocSentence | None = None
 
 
-
-
 def add_passages(ev: Evidence, setup: TrainingSetup) -> None:
     """Passages for the question itself (every answer goes through the hybrid search)."""
     question = ev.question
@@ -157,7 +155,7 @@ def playbook_matches(ev: Evidence) -> list[Any]:
 
 def add_claims(ev: Evidence, resolved: ResolvedSetup | None) -> None:
     try:
-        from bot.knowledge.answering import applicable_claims
+        from bot.knowledge.forum_claims import applicable_claims
 
         ev.claims = list(applicable_claims(resolved, topics=list(ev.parsed.topics), language=ev.language,
                                            limit=MAX_CLAIMS))

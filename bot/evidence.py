@@ -155,7 +155,7 @@ class Evidence:
     capacity: Capacity | None = None
     stored: list[StoredFigure] = field(default_factory=list)
     passages: list[Any] = field(default_factory=list)  # bot.knowledge.answering.Passage
-    claims: list[Any] = field(default_factory=list)  # bot.knowledge.answering.ApplicableClaim
+    claims: list[Any] = field(default_factory=list)  # bot.knowledge.forum_claims.ApplicableClaim
     inference: Any = None  # bot.calc.inference.InferenceEstimate for out-of-scope serving questions
     # the same model with quantized weights (dtype -> InferenceEstimate): int8 and int4 (AWQ/GPTQ)
     inference_quantized: dict[str, Any] = field(default_factory=dict)

@@ -104,7 +104,6 @@ class Reading:
     text: str = ""       # the cleaned, capped text every span refers to
 
 
-
 _ALTERNATIVE_SIZE = re.compile(r"\s*(?:/|or|或者?|和|、)\s*(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])", re.A)
 
 

@@ -1,6 +1,6 @@
 """The data flow in docs/ARCHITECTURE.md matches the imports: core -> understanding -> evidence ->
 decision -> composition -> renderers -> surfaces. ``bot/core`` (the shared contracts) imports only
-the reference data its types hold; no module below the decision layer imports it (or anything above
+the reference data its types hold (and the message catalogs' loader, a leaf); no module below the decision layer imports it (or anything above
 it); renderers import no calculator; composition looks nothing up (no knowledge, no calculator);
 surfaces (``bot/surfaces``) import the pipeline and the tool registry only, never the calculator,
 the knowledge layer or the simulator; nothing outside ``bot/surfaces`` imports a surface, and the

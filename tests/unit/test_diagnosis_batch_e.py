@@ -6,8 +6,8 @@ the playbook is YAML in the repository and the calculator is pure, so these stay
 from __future__ import annotations
 
 import pytest
+from _helpers import answer_offline, lead_of
 
-from bot.assistant import answer_parsed
 from bot.parse import parse_conversation
 from evals.bench_diagnosis import NEEDS_FACTS, lead_cause
 
@@ -66,13 +66,9 @@ CASES = {
 }
 
 
-def _answer(question: str):
-    return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
-
-
 @pytest.mark.parametrize(("expected", "question"), [(k, q) for k, qs in CASES.items() for q in qs])
 def test_the_first_sentence_names_the_cause(expected, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == expected, sentence
 
 
@@ -90,7 +86,7 @@ def test_every_class_has_three_phrasings_in_each_language():
     "四卡训练 num_workers=4，CPU 有 96 核，GPU 利用率很低，怎么提升？",
 ])
 def test_workers_within_the_cores_are_not_oversubscription(question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == STARVED, sentence
 
 
@@ -114,7 +110,7 @@ def test_workers_oversubscribe_is_computed_from_the_numbers(text, expected):
     "README says 24GB of VRAM is required; on my H100 80GB it OOMs at the first step",
 ])
 def test_cards_above_the_stated_requirement_are_not_below_it(question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != BELOW_REQUIREMENT, sentence
 
 
@@ -163,7 +159,7 @@ def test_the_intent_of_low_utilisation_and_of_a_quantity_after_an_oom(question, 
     ("多卡训练报错 RuntimeError: NCCL communicator was aborted，用的是 accelerate launch，怎么排查？", ("启动命令", "报错信息")),
 ])
 def test_the_ask_never_names_a_fact_the_question_gives(question, never):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     if got == NEEDS_FACTS:
         assert not any(word in sentence for word in never), sentence
 
@@ -175,7 +171,7 @@ def test_the_ask_never_names_a_fact_the_question_gives(question, never):
     ("Launched with torchrun --nproc_per_node 4 train.py, the job crashes, what is wrong?", "error message"),
 ])
 def test_the_ask_names_what_is_still_missing(question, words):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == NEEDS_FACTS and words in sentence, sentence
 
 
@@ -196,7 +192,7 @@ def test_the_lead_says_the_questions_own_figures(question, expected, figures):
     from evals.harness import Case
     from evals.metrics import check_number_traceability
 
-    answer = _answer(question)
+    answer = answer_offline(question)
     got, sentence = lead_cause(answer)
     assert got == expected, sentence
     assert all(f in sentence for f in figures), sentence
@@ -215,5 +211,5 @@ def test_the_lead_says_the_questions_own_figures(question, expected, figures):
 def test_the_new_causes_stay_out_of_other_symptoms(question, never):
     """A step that got slower is not the step-time reading; one busy GPU is the launcher; busy GPUs
     are not starved."""
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != never, sentence

@@ -6,9 +6,8 @@ playbook is YAML in the repository and the calculator is pure, so these stay fas
 from __future__ import annotations
 
 import pytest
+from _helpers import answer_offline, lead_of
 
-from bot.assistant import answer_parsed
-from bot.parse import parse_conversation
 from evals.bench_diagnosis import NEEDS_FACTS, lead_cause
 
 TOO_SMALL, GPU0, HOST_RAM = "pb-card-too-small", ("pb-model-on-gpu0", "pb-rank0-extra-memory"), "pb-host-ram-loading-every-rank"
@@ -94,15 +93,11 @@ CASES = {
 READER_OUT_OF_SCOPE = {"跑评测时爆显存，训练的时候正常", "Traceback ends in _multi_tensor_adam with CUDA out of memory"}
 
 
-def _answer(question: str):
-    return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
-
-
 @pytest.mark.parametrize(("expected", "question"), [
     pytest.param(k, q, marks=pytest.mark.xfail(reason="reader: out of scope", strict=False))
     if q in READER_OUT_OF_SCOPE else (k, q) for k, qs in CASES.items() for q in qs])
 def test_the_first_sentence_names_the_cause(expected, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     wanted = expected if isinstance(expected, tuple) else (expected,)
     assert got in wanted, sentence
 
@@ -121,7 +116,7 @@ def test_every_class_has_three_phrasings_in_each_language():
 def test_cards_that_hold_the_states_are_never_called_too_small(question):
     """The calculator finds the states fit (7B full on 8 x 80 GB: about 13 GiB of states per GPU
     sharded): the first sentence names another cause, never the card."""
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got not in (TOO_SMALL, "none"), sentence
 
 
@@ -132,7 +127,7 @@ def test_cards_that_hold_the_states_are_never_called_too_small(question):
 def test_a_run_that_trained_for_hours_held_its_states(question):
     """The observation outranks the estimate: a run that trained for hours had room for its states,
     so the long sample leads, not "the cards are too small"."""
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == "pb-oom-long-sample", sentence
 
 
@@ -141,12 +136,12 @@ def test_a_run_that_trained_for_hours_held_its_states(question):
     "13B全参微调，4张A100 40G，用DDP还是FSDP？现在DDP直接爆显存",
 ])
 def test_a_which_strategy_question_that_reports_an_oom_is_diagnosed_first(question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == TOO_SMALL, sentence
 
 
 def test_the_card_figure_is_the_calculators_and_cited():
-    a = _answer("Llama-2-13B full fine-tune on 2x RTX 4090 with FSDP, CUDA out of memory right away")
+    a = answer_offline("Llama-2-13B full fine-tune on 2x RTX 4090 with FSDP, CUDA out of memory right away")
     got, sentence = lead_cause(a)
     assert got == TOO_SMALL
     kinds = {c.kind for c in a.citations if f"[{c.n}]" in sentence}
@@ -179,7 +174,7 @@ def test_the_kind_of_failure_a_message_reports(text, kind):
     ("多卡训练失败了，从哪里开始查？", "启动命令"),
 ])
 def test_with_nothing_matched_the_first_sentence_asks_for_what_decides_it(question, words):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == NEEDS_FACTS and words in sentence, sentence
 
 
@@ -196,7 +191,7 @@ def test_a_failure_named_only_to_avoid_it_is_no_diagnosis(question):
     from bot.knowledge.playbook import failure_kind, hypothetical_only
 
     assert failure_kind(question) is None and hypothetical_only(question)
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert not got.startswith("pb-"), sentence
 
 
@@ -209,5 +204,5 @@ def test_a_failure_named_only_to_avoid_it_is_no_diagnosis(question):
     "DDP训练时GPU 0的显存占用比别的卡大很多，正常吗？",
 ])
 def test_one_card_fuller_than_the_rest_is_a_symptom_however_it_is_asked(question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got in GPU0 + ("pb-all-ranks-one-device",), sentence

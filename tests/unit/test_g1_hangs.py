@@ -7,8 +7,8 @@ not any thread's words. No retrieval (``with_knowledge=False``), so these stay f
 from __future__ import annotations
 
 import pytest
+from _helpers import answer_offline, lead_of
 
-from bot.assistant import answer_parsed
 from bot.knowledge.playbook import reports_failure
 from bot.parse import parse_conversation
 from evals.bench_diagnosis import NEEDS_FACTS, lead_cause
@@ -77,20 +77,16 @@ CASES = {
 }
 
 
-def _answer(question: str):
-    return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
-
-
 @pytest.mark.parametrize(("expected", "question"), [(k, q) for k, qs in CASES.items() for q in qs])
 def test_the_first_sentence_names_the_cause(expected, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == expected, sentence
 
 
 @pytest.mark.parametrize("question", [q for k in (INIT, COLLECTIVE) for q in CASES[k]])
 def test_a_hang_is_a_failure_and_never_answered_with_an_ask(question):
     assert reports_failure(question)
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != NEEDS_FACTS, sentence
 
 
@@ -130,7 +126,7 @@ NOT_THIS = [
 
 @pytest.mark.parametrize(("cause", "question"), NOT_THIS)
 def test_a_neighbouring_failure_is_not_led_by_this_cause(cause, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != cause, sentence
 
 
@@ -140,7 +136,7 @@ def test_a_neighbouring_failure_is_not_led_by_this_cause(cause, question):
 ])
 def test_a_hang_across_nodes_is_not_answered_with_the_communication_share(question):
     # the communication share per step answers a slow run, never a stuck one (bot.decide)
-    answer = _answer(question)
+    answer = answer_offline(question)
     got, sentence = lead_cause(answer)
     assert got == COLLECTIVE, sentence
     text = answer.full_text if isinstance(answer.full_text, str) else answer.text

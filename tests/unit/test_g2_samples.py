@@ -10,22 +10,17 @@ No retrieval (``with_knowledge=False``): the playbook is YAML and the calculator
 from __future__ import annotations
 
 import pytest
+from _helpers import lead_of
 
-from bot.assistant import answer_parsed
 from bot.knowledge.answering import asks_about_serving
 from bot.knowledge.playbook import PlaybookQuery, derive_facts, match_playbook
 from bot.parse import parse_conversation
 from bot.understand.intent import serving_subject
-from evals.bench_diagnosis import lead_cause
 
 PADDING, LONG_INPUTS, AUGMENT = ("pb-oom-padding-to-max-length", "pb-oom-long-inputs-per-sample-batch",
                                  "pb-oom-augmentation-lengthens-inputs")
 LONG_SAMPLE, ACTIVATIONS, PRE_AMPERE, SERVING = ("pb-oom-long-sample", "pb-oom-activations", "pb-fp16-no-bf16",
                                                  "pb-inference-out-of-scope")
-
-
-def _answer(question: str):
-    return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
 
 
 SAMPLE_CASES = {
@@ -66,7 +61,7 @@ SAMPLE_CASES = {
 
 @pytest.mark.parametrize(("expected", "question"), [(k, q) for k, qs in SAMPLE_CASES.items() for q in qs])
 def test_memory_that_follows_the_samples_leads(expected, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == expected, sentence
 
 
@@ -81,7 +76,7 @@ def test_every_class_has_three_phrasings_in_each_language():
     "刚开始训练就 OOM 了，13B 全参微调",
 ])
 def test_a_plain_oom_keeps_the_generic_lead(question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got not in (PADDING, LONG_INPUTS, AUGMENT), sentence
 
 
@@ -99,7 +94,7 @@ def test_a_plain_oom_keeps_the_generic_lead(question):
     "两张V100 32G，fp32 训练 13B 报显存不足，怎么办",
 ])
 def test_the_pre_ampere_lead_never_answers_a_bf16_card_or_an_fp16_run(question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != PRE_AMPERE, sentence
     assert PRE_AMPERE not in [m.id for m in match_playbook(parse_conversation(question), text=question, limit=0)]
 
@@ -146,7 +141,7 @@ def test_a_training_question_naming_inference_gets_no_serving_lead_or_passage(qu
     assert not serving_subject(question)
     assert not asks_about_serving(question, parsed.topics)
     assert SERVING not in [m.id for m in match_playbook(parsed, text=question, limit=0)]
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != SERVING, sentence
 
 

@@ -6,6 +6,7 @@ cards / is one enough" read as capacity."""
 from __future__ import annotations
 
 import pytest
+from _helpers import lead_of
 
 from bot.parse import parse_conversation
 
@@ -116,13 +117,6 @@ def test_choosing_a_strategy_stays_recommend(text):
 NO_POOL = "pb-dp-does-not-pool-memory"
 
 
-def _lead(question: str) -> tuple[str, str]:
-    from bot.assistant import answer_parsed
-    from evals.bench_diagnosis import lead_cause
-
-    return lead_cause(answer_parsed(parse_conversation(question), question=question, with_knowledge=False))
-
-
 @pytest.mark.parametrize("question", [
     "My pose estimation network OOMs on a single Titan RTX, and spreading it over 4 of them with DDP made no difference. Why?",
     "Even with batch_size=1 per GPU the image generator still goes out of memory on all of the cards of my 4x A5000 server.",
@@ -132,7 +126,7 @@ def _lead(question: str) -> tuple[str, str]:
     "无论用多少张卡这个生成模型都会OOM，多卡也还是显存不足",
 ])
 def test_more_cards_not_helping_leads_with_no_pooling(question):
-    got, sentence = _lead(question)
+    got, sentence = lead_of(question)
     assert got == NO_POOL, sentence
 
 
@@ -141,7 +135,7 @@ def test_more_cards_not_helping_leads_with_no_pooling(question):
     "单卡训练这个模型显存不够，用什么策略？",
 ])
 def test_other_ooms_do_not_lead_with_no_pooling(question):
-    assert _lead(question)[0] != NO_POOL
+    assert lead_of(question)[0] != NO_POOL
 
 
 @pytest.mark.parametrize("question", [
@@ -153,5 +147,5 @@ def test_other_ooms_do_not_lead_with_no_pooling(question):
     "用2张4090全参微调Llama-2-13B，每张卡都爆显存，再加卡也还是OOM",
 ])
 def test_a_sized_model_gets_the_computed_card_lead(question):
-    got, sentence = _lead(question)
+    got, sentence = lead_of(question)
     assert got == "pb-card-too-small" and "GiB" in sentence, sentence

@@ -7,10 +7,7 @@ RL method. Phrasings are ours (en and zh). No retrieval (``with_knowledge=False`
 from __future__ import annotations
 
 import pytest
-
-from bot.assistant import answer_parsed
-from bot.parse import parse_conversation
-from evals.bench_diagnosis import lead_cause
+from _helpers import lead_of
 
 DP, SAMPLER, NOLOSS = "pb-dataparallel-gather-gpu0", "pb-no-distributed-sampler", "pb-ddp-rank-without-loss"
 BADGPU, LORASAVE = "pb-gpu-bad-state", "pb-lora-save-merge-oom"
@@ -59,13 +56,9 @@ CASES = {
 }
 
 
-def _answer(question: str, with_knowledge: bool = False):
-    return answer_parsed(parse_conversation(question), question=question, with_knowledge=with_knowledge)
-
-
 @pytest.mark.parametrize(("expected", "question"), [(k, q) for k, qs in CASES.items() for q in qs])
 def test_the_first_sentence_names_the_cause(expected, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got == expected, sentence
 
 
@@ -92,7 +85,7 @@ NOT_THIS = [
 
 @pytest.mark.parametrize(("cause", "question"), NOT_THIS)
 def test_a_neighbouring_failure_is_not_led_by_this_cause(cause, question):
-    got, sentence = lead_cause(_answer(question))
+    got, sentence = lead_of(question)
     assert got != cause, sentence
 
 

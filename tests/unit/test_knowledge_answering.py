@@ -1,4 +1,5 @@
-"""bot.knowledge.answering: passages that answer the question, forum claims judged where they apply."""
+"""bot.knowledge.answering: passages that answer the question; bot.knowledge.forum_claims: forum claims
+judged where they apply."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import pytest
 from bot.knowledge import conditions
 from bot.knowledge.answering import (
     TOPIC_HINTS,
-    ApplicableClaim,
     Passage,
-    applicable_claims,
     retrieve_passages,
 )
 from bot.knowledge.corpus import all_claims, corpus_text
+from bot.knowledge.forum_claims import ApplicableClaim, applicable_claims
 from bot.understand import TOPICS
 
 FULL_FT = {"params_b": 7.0, "gpu_memory_gb": 80, "gpu_count": 8, "finetune": "full",

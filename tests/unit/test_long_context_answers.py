@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from bot.assistant import ask
+from bot.capacity_evidence import capacity_search
 from bot.core.setup import TrainingSetup, resolve_setup
 from bot.decide import decide
-from bot.capacity_evidence import capacity_search
 from bot.evidence import build_evidence
 from bot.knowledge.answering import best_quote
 from bot.parse import parse_conversation

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from bot import ask
-from bot.core.setup import TrainingSetup, resolve_setup
 from bot.capacity_evidence import capacity_search, plan_counts
+from bot.core.setup import TrainingSetup, resolve_setup
 
 
 def test_plan_counts_round_up_to_the_degrees_and_to_whole_nodes():

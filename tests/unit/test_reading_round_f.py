@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import pytest
+from _helpers import answer_offline
 
 from bot.parse import parse_conversation
 
@@ -104,11 +105,6 @@ COUNT_ASKED = [
 ]
 
 
-def _answer(question: str):
-    from bot.assistant import answer_parsed
-    return answer_parsed(parse_conversation(question), question=question, with_knowledge=False)
-
-
 # the asked-axis sentences (direct.asked_parallel_*) open with these; a verdict on the assumed count
 # says one of JUDGED
 ASKED_AXIS_OPENERS = ("Yes:", "Not ", "No,", "No:", "需要：", "不是", "不需要", "不行：")
@@ -119,7 +115,7 @@ JUDGED = ("does not fit as asked", "no plan on these GPUs", "按现在的配置�
 def test_an_unstated_count_that_is_asked_is_answered_not_assumed(question):
     parsed = parse_conversation(question)
     assert parsed.setup.gpu_count is None and parsed.asked_axes  # the count is unstated, the axes read
-    ans = _answer(question)
+    ans = answer_offline(question)
     first = ans.text.strip()
     assert first.startswith(("At least", "至少")), first[:200]  # the capacity answer leads
     assert not any(j in ans.full_text for j in JUDGED), ans.full_text[:400]
@@ -135,4 +131,4 @@ STATED_COUNT = [
 
 @pytest.mark.parametrize("question", STATED_COUNT)
 def test_a_stated_count_keeps_the_asked_axis_verdict(question):
-    assert _answer(question).text.strip().startswith(ASKED_AXIS_OPENERS)
+    assert answer_offline(question).text.strip().startswith(ASKED_AXIS_OPENERS)

@@ -1,0 +1,26 @@
+"""Helpers the unit tests share (imported as ``_helpers``: pytest puts tests/unit on the path).
+
+The troubleshooting tests ask one thing of an answer: does its FIRST sentence name the cause the
+question's facts point to (issue 25)? ``answer_offline`` answers one message without retrieval
+(the playbook and the calculator are local, so the lead does not depend on the search index), and
+``lead_of`` reads the cause that answer's first sentence cites (``evals.bench_diagnosis.lead_cause``:
+a playbook id, ``needs-facts`` or ``none``, with the sentence).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.assistant import answer_parsed
+from bot.parse import parse_conversation
+from evals.bench_diagnosis import lead_cause
+
+
+def answer_offline(question: str, *, with_knowledge: bool = False) -> Any:
+    """The answer to ``question`` as a single message; no passages unless ``with_knowledge``."""
+    return answer_parsed(parse_conversation(question), question=question, with_knowledge=with_knowledge)
+
+
+def lead_of(question: str) -> tuple[str, str]:
+    """(the cause the answer's first sentence names, that sentence) for ``question``."""
+    return lead_cause(answer_offline(question))
