@@ -264,7 +264,8 @@ LINK_WORDS = {"nvlink": "on NVLink", "pcie": "on PCIe", "network": "across nodes
 
 
 def _row_name(row: dict[str, Any]) -> str:
-    name = PLAN_SHORT.get(row["strategy"], row["strategy"]) + ("+ac" if row["variant"] else "")
+    strategy = str(row["strategy"])
+    name = PLAN_SHORT.get(strategy, strategy) + ("+ac" if row["variant"] else "")
     return name + ("*" if row["stated"] else "")
 
 
