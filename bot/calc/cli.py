@@ -249,6 +249,7 @@ def _parallel_plan(resolved: Any) -> dict[str, Any]:
 
     d = suggestion.plan.degrees
     return {"mesh": dict(d), "world_size": suggestion.plan.world_size, "local_batch": local.setup.micro_batch or 1,
+            "local_batch_raised": local is not resolved,
             "memory": rounded(asdict(suggestion.memory)),
             "max_local_batch": max_local_batch(local, suggestion.plan),
             "time": None if suggestion.time is None else rounded(asdict(suggestion.time)),
@@ -278,7 +279,10 @@ def _print_plan(plan: dict[str, Any]) -> None:
     d = plan["mesh"]
     console.print(f"[bold]Parallel plan[/bold]: dp_replicate {d['dp_replicate']} x dp_shard {d['dp_shard']} x "
                   f"cp {d['cp']} x tp {d['tp']} x pp {d['pp']} = {plan['world_size']} GPUs, local batch "
-                  f"{plan['local_batch']} per data-parallel rank (torchtitan's \\[parallelism]; docs/parallelism.md)")
+                  f"{plan['local_batch']} per data-parallel rank"
+                  + (" (the micro-batch was not stated: the fewest a pipeline runs, one per stage)"
+                     if plan.get("local_batch_raised") else "")
+                  + " (torchtitan's \\[parallelism]; docs/parallelism.md)")
     rows = plan["rows"]
     table = Table(title="Per-GPU peak memory under the plan (GiB)", title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)

@@ -123,3 +123,14 @@ def test_no_data_parallel_group_left_is_one_row():
     plan = _json(["--model", "llama3.1-70b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
                   "--activation-checkpointing", "--tp", "8"])
     assert [r["strategy"] for r in plan["rows"]] == ["no_data_parallel"] and plan["rows"][0]["stated"]
+
+
+def test_an_unstated_batch_under_a_pipeline_is_raised_and_said():
+    args = ["--model", "llama3.1-70b", "--gpu", "h100", "--gpus", "16", "--nodes", "2", "--seq-len", "4096",
+            "--activation-checkpointing", "--pp", "2"]
+    plan = _json(args)
+    assert plan["local_batch"] == 2 and plan["local_batch_raised"]
+    out = " ".join(CliRunner().invoke(calc, args).output.split())
+    assert "local batch 2 per data-parallel rank (the micro-batch was not stated" in out
+    stated = _json([*args, "--micro-batch", "4"])
+    assert stated["local_batch"] == 4 and not stated["local_batch_raised"]
