@@ -424,8 +424,12 @@ def _print_tables(est: Estimate, config_source: str | None = None) -> None:
         rate = f"{inp['hfu']:.0%} hardware FLOPs utilisation (calibrated on published runs)"
     else:
         rate = f"{inp['mfu']:.0%} utilisation (no published runs for this GPU)"
+    core = ""
+    if inp.get("attention_core_seconds"):
+        core = (f", of it the attention core's {inp['attention_core_seconds']:.3f} s at the size-free "
+                f"{inp['attention_core_hfu']:.1%} (no compile or float8 gain)")
     console.print(f"[dim]compute {inp['compute_seconds']:.3f} s per micro-batch at {rate} of "
-                  f"{inp['peak_tflops']:g} TFLOP/s{' (assumed)' if inp['peak_tflops_assumed'] else ''}; "
+                  f"{inp['peak_tflops']:g} TFLOP/s{' (assumed)' if inp['peak_tflops_assumed'] else ''}{core}; "
                   f"bus bandwidth intra {inp['intra_bus_gb_s']:g} GB/s"
                   + (f", inter-node {inp['node_nic_bus_gb_s']:g} GB/s per node" if inp["nodes"] > 1 else "")
                   + "; formulas and sources: docs/calc.md[/]")

@@ -218,3 +218,11 @@ def test_tensor_parallel_slices_lower_the_rest_not_the_core():
         expected = (rest / tp_utilisation_scale(inputs, tp) + core) / tp
         assert timing.compute_seconds == pytest.approx(expected, rel=1e-6)
         assert timing.compute_seconds < (rest + core) / tp_utilisation_scale(inputs, tp) / tp
+
+
+def test_the_estimate_reports_the_attention_core_it_timed_apart():
+    long = est(model="llama3.1-8b", gpu="h100", seq_len=65536, activation_checkpointing=True).inputs
+    assert 0.5 * long["compute_seconds"] < long["attention_core_seconds"] < long["compute_seconds"]
+    assert long["attention_core_hfu"] == HFU_BY_GENERATION["hopper"]
+    stated = est(mfu=0.4).inputs
+    assert stated["attention_core_seconds"] == 0 and stated["attention_core_hfu"] is None
