@@ -20,13 +20,14 @@ from bot.calc.comm import (
     CommInputs,
     comm_bytes_and_seconds,
     comm_estimate,
-    compute_seconds,
+    compute_parts,
     hfu,
     links,
     model_flops_per_token,
     offload_seconds,
     optimizer_step_seconds,
     peak_tflops,
+    size_free_hfu,
 )
 from bot.calc.memory import (
     GIB,
@@ -166,7 +167,8 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
     memory = {s: memory_estimate(mem_in, s) for s in TRAINING_STRATEGIES}
     _, ddp_seconds = comm_bytes_and_seconds(comm_in, "ddp")
     comm = {s: comm_estimate(comm_in, s, ddp_seconds) for s in TRAINING_STRATEGIES}
-    compute = compute_seconds(comm_in)
+    rest_seconds, core_seconds = compute_parts(comm_in)
+    compute = rest_seconds + core_seconds
     time = {s: optimizer_step_seconds(comm_in, s, compute, comm[s].seconds_per_step) for s in TRAINING_STRATEGIES}
     time["fsdp_full_shard_offload"] += offload_seconds(comm_in)
     accum = setup.grad_accum_steps or 1
@@ -212,6 +214,10 @@ def estimate(resolved: ResolvedSetup) -> Estimate:
         "mfu_source": "stated" if setup.mfu else ("calibrated HFU" if calibrated else "default"),
         "hfu": round(calibrated, 4) if calibrated and not setup.mfu else None,
         "compute_seconds": round(compute, 4),
+        # the attention core's part of it, timed at the size-free HFU (comm.compute_parts; 0 under a
+        # stated MFU or on an uncalibrated GPU)
+        "attention_core_seconds": round(core_seconds, 4),
+        "attention_core_hfu": size_free_hfu(comm_in) if core_seconds > 0 else None,
         # model FLOPs / (compute time x peak): the MFU of the compute alone, before communication
         "compute_mfu": round(resolved.micro_batch * resolved.seq_len * flops / (compute * peak * 1e12), 4)
         if compute > 0 else None,

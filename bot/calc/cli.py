@@ -201,30 +201,141 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
 
 
 def _parallel_plan(resolved: Any) -> dict[str, Any]:
-    """The stated TP/CP/PP degrees with FSDP over the rest (bot.calc.parallel, torchtitan's
-    ParallelDims): the mesh and one GPU's memory under it; an impossible plan is a clean error."""
-    from dataclasses import asdict
+    """The stated TP/CP/PP degrees with FSDP over the rest (torchtitan's ParallelDims, as the ask
+    path computes them: ``bot.parallel_evidence.stated_plan``), and each data-parallel strategy
+    on the data-parallel group the degrees leave (``plan_rows``): per row one GPU's memory
+    (``plan_memory``), the largest local batch that fits (``max_local_batch``) and the step time
+    with each axis's communication (``plan_comm_time``). An impossible plan is a clean error."""
+    from dataclasses import asdict, replace
 
-    from bot.calc.parallel import PlanError, plan_from_setup, plan_memory
+    from bot.calc.parallel import PlanError, max_local_batch, plan_from_setup, plan_memory
+    from bot.parallel_evidence import plan_rows, stated_plan
 
     try:
         plan = plan_from_setup(resolved)
-        mem = plan_memory(resolved, plan)
+        suggestion = stated_plan(resolved)
+        if suggestion is None:  # stated_plan hides why; plan_memory says it
+            plan_memory(resolved, plan)
+            _fail([Problem("parallelism", "the plan cannot be computed for this setup")])
     except PlanError as err:
         _fail([Problem("parallelism", str(err))])
-    return {"mesh": dict(plan.degrees),
-            "memory": {k: (round(v, 2) if isinstance(v, float) else v) for k, v in asdict(mem).items()}}
+    step = suggestion.steps[0]
+    local = resolved
+    if step.figure == "local_batch" and step.value is not None:  # an unstated batch filling the pipeline
+        local = replace(resolved, setup=resolved.setup.model_copy(update={"micro_batch": int(step.value)}))
+    rows = plan_rows(resolved, suggestion)
+    if not rows:  # no data-parallel group left (tp x cp x pp = every GPU): the plan alone
+        from bot.parallel_evidence import PlanRow
+
+        rows = [PlanRow("no_data_parallel", suggestion.plan, suggestion.memory, "", suggestion.time)]
+
+    def rounded(obj: Any) -> Any:
+        if isinstance(obj, float):
+            return round(obj, 4)
+        if isinstance(obj, dict):
+            return {k: rounded(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [rounded(v) for v in obj]
+        return obj
+
+    def row_data(row: Any) -> dict[str, Any]:
+        setup = local if not row.variant else replace(local, setup=local.setup.model_copy(
+            update={"activation_checkpointing": True}))
+        return {"strategy": row.strategy, "variant": row.variant, "mesh": dict(row.plan.degrees),
+                "stated": row.plan == suggestion.plan and not row.variant,
+                "memory": rounded(asdict(row.memory)),
+                "max_local_batch": max_local_batch(setup, row.plan),
+                "time": None if row.time is None else rounded(asdict(row.time))}
+
+    d = suggestion.plan.degrees
+    return {"mesh": dict(d), "world_size": suggestion.plan.world_size, "local_batch": local.setup.micro_batch or 1,
+            "local_batch_raised": local is not resolved,
+            "memory": rounded(asdict(suggestion.memory)),
+            "max_local_batch": max_local_batch(local, suggestion.plan),
+            "time": None if suggestion.time is None else rounded(asdict(suggestion.time)),
+            "rows": [row_data(r) for r in rows],
+            "toml": suggestion.toml, "torchrun": list(suggestion.torchrun)}
+
+
+# Plan-table labels: the data-parallel strategies as the strategy tables name them, the
+# checkpointing variant, the axes of torchtitan's mesh, the links in a cell.
+PLAN_SHORT = {**SHORT, "no_data_parallel": "no DP"}
+AXIS_SHORT = {"tp": "tp", "cp": "cp", "pp": "pp", "fsdp": "fsdp", "dp_replicate": "rep"}
+LINK_WORDS = {"nvlink": "on NVLink", "pcie": "on PCIe", "network": "across nodes"}
+
+
+def _row_name(row: dict[str, Any]) -> str:
+    strategy = str(row["strategy"])
+    name = PLAN_SHORT.get(strategy, strategy) + ("+ac" if row["variant"] else "")
+    return name + ("*" if row["stated"] else "")
 
 
 def _print_plan(plan: dict[str, Any]) -> None:
+    from rich import box
     from rich.console import Console
+    from rich.table import Table
 
-    mem = plan["memory"]
-    Console().print(f"[bold]Parallel plan[/bold] {plan['mesh']}: per GPU {mem['total_gib']} GiB "
-                    f"(params {mem['params_gib']}, grads {mem['grads_gib']}, optimizer {mem['optimizer_gib']}, "
-                    f"activations {mem['activations_gib']}, buffers {mem['buffers_gib']}), reserved "
-                    f"{mem['reserved_gib']} of {mem['usable_gib']} usable: "
-                    f"{'fits' if mem['fits'] else 'does not fit'} (docs/parallelism.md)")
+    console = Console()
+    d = plan["mesh"]
+    console.print(f"[bold]Parallel plan[/bold]: dp_replicate {d['dp_replicate']} x dp_shard {d['dp_shard']} x "
+                  f"cp {d['cp']} x tp {d['tp']} x pp {d['pp']} = {plan['world_size']} GPUs, local batch "
+                  f"{plan['local_batch']} per data-parallel rank"
+                  + (" (the micro-batch was not stated: the fewest a pipeline runs, one per stage)"
+                     if plan.get("local_batch_raised") else "")
+                  + " (torchtitan's \\[parallelism]; docs/parallelism.md)")
+    rows = plan["rows"]
+    table = Table(title="Per-GPU peak memory under the plan (GiB)", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
+    for col in ("strategy", "dp", "param", "grad", "optim", "activ", "buf", "resvd", "fits", "maxlb"):
+        table.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True, min_width=len(col))
+    for r in rows:
+        m = r["memory"]
+        table.add_row(_row_name(r), f"{r['mesh']['dp_replicate']}x{r['mesh']['dp_shard']}",
+                      *(_gib(m[k]) for k in ("params_gib", "grads_gib", "optimizer_gib", "activations_gib",
+                                             "buffers_gib", "reserved_gib")),
+                      "[green]yes[/]" if m["fits"] else "[red]no[/]", str(r["max_local_batch"]))
+    console.print(table)
+    usable = plan["memory"]["usable_gib"]
+    console.print(f"[dim]* = the plan as stated (FSDP over the rest); +ac = with full activation checkpointing; "
+                  f"dp = dp_replicate x dp_shard; buf = gathered weights, ring K/V, pipeline and loss buffers; fits = resvd <= {usable:.1f} GiB usable; maxlb = the largest "
+                  "local batch that fits[/]")
+
+    timed = [r for r in rows if r["time"] is not None]
+    if not timed:
+        return
+    axes = [a for a in AXIS_SHORT if any(x["axis"] == a for r in timed for x in r["time"]["axes"])]
+    piped = plan["mesh"]["pp"] > 1
+    table = Table(title="Communication and step time under the plan (per GPU, per step)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False)
+    for col in ("strategy", "comp s", *(["bubble"] if piped else []), *(f"{AXIS_SHORT[a]} s" for a in axes),
+                "step s", "tok/s/GPU", "MFU"):
+        table.add_column(col, justify="left" if col == "strategy" else "right", no_wrap=True, min_width=len(col))
+    links: dict[str, dict[str, list[str]]] = {}  # axis -> link -> the rows it runs there in
+    for r in timed:
+        t = r["time"]
+        by_axis = {x["axis"]: x for x in t["axes"]}
+        for a, x in by_axis.items():
+            links.setdefault(a, {}).setdefault(x["link"], []).append(_row_name(r))
+        table.add_row(_row_name(r), f"{t['compute_seconds']:.2f}",
+                      *([f"{t['bubble_fraction']:.0%}"] if piped else []),
+                      *(f"{by_axis[a]['seconds']:.2f}" if a in by_axis else "-" for a in axes),
+                      f"{t['step_seconds']:.2f}", f"{t['tokens_per_s_per_gpu']:,.0f}", f"{t['mfu']:.0%}")
+    console.print(table)
+    stated = next((r for r in timed if r["stated"]), timed[0])
+    exposed = [AXIS_SHORT[x["axis"]] for x in stated["time"]["axes"] if not x["overlapped"]]
+    hidden = [AXIS_SHORT[x["axis"]] for x in stated["time"]["axes"] if x["overlapped"]]
+
+    def where(axis: str) -> str:
+        by_link = links[axis]
+        if len(by_link) == 1:
+            return f"{AXIS_SHORT[axis]} {LINK_WORDS.get(next(iter(by_link)), next(iter(by_link)))}"
+        return f"{AXIS_SHORT[axis]} " + ", ".join(f"{LINK_WORDS.get(k, k)} ({', '.join(v)})" for k, v in by_link.items())
+
+    console.print("[dim]links: " + "; ".join(where(a) for a in axes)
+                  + (f". On the critical path: {', '.join(exposed)}" if exposed else "")
+                  + (f"; overlapped with compute: {', '.join(hidden)}" if hidden else "")
+                  + (". bubble = the pipeline's idle share of the step" if piped else "") + "[/]")
+    console.print("[dim]launch:[/] " + " ".join(plan["torchrun"]), soft_wrap=True)
 
 
 def model_from_config(source: str) -> tuple[ModelSpec, str | None]:
@@ -313,8 +424,12 @@ def _print_tables(est: Estimate, config_source: str | None = None) -> None:
         rate = f"{inp['hfu']:.0%} hardware FLOPs utilisation (calibrated on published runs)"
     else:
         rate = f"{inp['mfu']:.0%} utilisation (no published runs for this GPU)"
+    core = ""
+    if inp.get("attention_core_seconds"):
+        core = (f", of it the attention core's {inp['attention_core_seconds']:.3f} s at the size-free "
+                f"{inp['attention_core_hfu']:.1%} (no compile or float8 gain)")
     console.print(f"[dim]compute {inp['compute_seconds']:.3f} s per micro-batch at {rate} of "
-                  f"{inp['peak_tflops']:g} TFLOP/s{' (assumed)' if inp['peak_tflops_assumed'] else ''}; "
+                  f"{inp['peak_tflops']:g} TFLOP/s{' (assumed)' if inp['peak_tflops_assumed'] else ''}{core}; "
                   f"bus bandwidth intra {inp['intra_bus_gb_s']:g} GB/s"
                   + (f", inter-node {inp['node_nic_bus_gb_s']:g} GB/s per node" if inp["nodes"] > 1 else "")
                   + "; formulas and sources: docs/calc.md[/]")

@@ -433,6 +433,35 @@ def plan_memory(setup: ResolvedSetup | MemoryInputs, plan: ParallelPlan, *,
     return max(results, key=lambda r: r.reserved_gib)
 
 
+# The largest local batch ``max_local_batch`` tries (sequences per data-parallel rank).
+MAX_LOCAL_BATCH = 1024
+
+
+def max_local_batch(setup: ResolvedSetup | MemoryInputs, plan: ParallelPlan, limit: int = MAX_LOCAL_BATCH) -> int:
+    """The largest local batch (sequences per data-parallel rank, torchtitan's ``local_batch_size``)
+    whose ``plan_memory`` fits, up to ``limit``; 0 when even the smallest does not. Under PP the
+    local batch is counted in whole multiples of the schedule's micro-batches (one per stage by
+    default), the only sizes torchtitan runs. The peak grows with the batch, so doubling then
+    bisection finds it in about 2 log2(limit) evaluations."""
+    inputs = memory_inputs(setup)
+    unit = (plan.pp_microbatches or plan.pp * plan.virtual_stages) if plan.pp > 1 else 1
+
+    def fits(k: int) -> bool:  # k units of the local batch
+        return plan_memory(replace(inputs, micro_batch=k * unit), plan).fits
+
+    top = max(1, limit // unit)
+    if not fits(1):
+        return 0
+    lo = 1
+    while lo < top and fits(min(2 * lo, top)):
+        lo = min(2 * lo, top)
+    hi = min(2 * lo, top + 1)  # the first size known (or assumed past the limit) not to fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo * unit
+
+
 def _stage_memory(inputs: MemoryInputs, plan: ParallelPlan, stage: str) -> PlanMemory:
     model = inputs.model
     prec = PRECISIONS[inputs.precision]

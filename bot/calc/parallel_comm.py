@@ -27,7 +27,7 @@ from bot.calc.comm import (
     HFU_BOUNDS,
     HFU_SIZE_SLOPE,
     CommInputs,
-    compute_seconds,
+    compute_parts,
     hfu,
     links,
     model_flops_per_token,
@@ -205,9 +205,12 @@ def plan_comm_time(setup: ResolvedSetup | CommInputs, plan: ParallelPlan) -> Pla
         add("dp_replicate", 2 * (r - 1) / r * grads / shard, overlapped=True)
 
     # Compute: the replica's forward + backward (recompute, compile, float8 included), shared
-    # by its tp x cp x pp GPUs; attention FLOPs use the full sequence (comm.py's counting).
+    # by its tp x cp x pp GPUs; attention FLOPs use the full sequence (comm.py's counting). TP's
+    # narrower slices lower the utilisation of the weight matmuls only: TP splits the heads, and
+    # each head's attention kernel keeps its shape (comm.compute_parts times the core apart).
     replica = replace(inputs, micro_batch=local_batch, grad_accum_steps=1)
-    compute = accum * compute_seconds(replica) / plan.model_parallel / tp_utilisation_scale(inputs, tp)
+    matmuls, attention = compute_parts(replica)
+    compute = accum * (matmuls / tp_utilisation_scale(inputs, tp) + attention) / plan.model_parallel
     if pp > 1:
         # The pipeline runs at the pace of the rank with the most layers (uneven splits).
         compute *= math.ceil(model.n_layers / (pp * v)) * v / (model.n_layers / pp)

@@ -155,3 +155,74 @@ def test_an_nvlink_card_without_nvlink_runs_at_its_own_host_bus():
         return links(_comm_inputs(resolved)).intra_gb_s
 
     assert bus("V100 32GB") == pytest.approx(bus("A100 80GB") / 2)
+
+
+# --- the attention core timed apart (issue 29: long-context throughput) ---------------------------
+
+def _parts(**kw):
+    from bot.calc import _comm_inputs
+    from bot.calc.comm import compute_parts
+
+    inputs = _comm_inputs(est(**kw).resolved)
+    return inputs, compute_parts(inputs)
+
+
+def test_the_attention_core_runs_at_the_size_free_hfu_whatever_the_model_size():
+    # QK^T and PV: 12 L h s per token, plus 4 h s per block full checkpointing recomputes, at the
+    # generation's base HFU; the rest at base + the size slope (a 70B model: about 0.50 on an H100)
+    for model in ("llama3.1-8b", "llama3.1-70b", "llama3.1-405b"):
+        inputs, (rest, core) = _parts(model=model, gpu="h100", gpu_count=64, seq_len=32768,
+                                      activation_checkpointing=True)
+        spec = lookup_model(model)
+        flops = 32768 * (12 + 4) * spec.n_layers * spec.hidden * 32768
+        assert core == pytest.approx(flops / (989e12 * HFU_BY_GENERATION["hopper"]), rel=1e-3), model
+        assert rest > 0
+
+
+def test_compile_and_float8_speed_up_the_rest_only():
+    from bot.calc.comm import COMPILE_SPEEDUP
+
+    kw = {"model": "llama3.1-8b", "gpu": "h100", "seq_len": 65536, "activation_checkpointing": True}
+    _, (rest, core) = _parts(**kw)
+    _, (rest_c, core_c) = _parts(**kw, torch_compile=True)
+    _, (rest_f, core_f) = _parts(**kw, torch_compile=True, float8=True)
+    assert core_c == pytest.approx(core) and core_f == pytest.approx(core)  # SDPA's kernel is left alone
+    assert rest / rest_c == pytest.approx(COMPILE_SPEEDUP, rel=1e-3)
+    assert rest_f < rest_c
+
+
+def test_the_core_is_most_of_a_long_sequence_and_little_of_a_short_one():
+    shares = {}
+    for seq in (2048, 8192, 131072):
+        _, (rest, core) = _parts(model="llama3.1-8b", gpu="h100", seq_len=seq, activation_checkpointing=True)
+        shares[seq] = core / (rest + core)
+    assert shares[2048] < 0.1 < shares[8192] < 0.4 < 0.8 < shares[131072]
+
+
+def test_a_stated_mfu_or_an_uncalibrated_gpu_times_everything_at_one_rate():
+    _, (rest, core) = _parts(mfu=0.5)
+    assert core == 0.0 and rest > 0
+    _, (rest, core) = _parts(gpu="l40s", gpu_count=1, finetune="qlora")
+    assert core == 0.0 and rest > 0
+
+
+def test_tensor_parallel_slices_lower_the_rest_not_the_core():
+    # TP splits the heads: each head's attention kernel keeps its shape (parallel_comm's compute)
+    from bot.calc.parallel import plan_for
+    from bot.calc.parallel_comm import plan_comm_time, tp_utilisation_scale
+
+    inputs, (rest, core) = _parts(model="llama3.1-70b", gpu="h100", gpu_count=64, nodes=8, seq_len=32768,
+                                  activation_checkpointing=True)
+    for tp in (2, 8):
+        timing = plan_comm_time(inputs, plan_for(64, tp=tp))
+        expected = (rest / tp_utilisation_scale(inputs, tp) + core) / tp
+        assert timing.compute_seconds == pytest.approx(expected, rel=1e-6)
+        assert timing.compute_seconds < (rest + core) / tp_utilisation_scale(inputs, tp) / tp
+
+
+def test_the_estimate_reports_the_attention_core_it_timed_apart():
+    long = est(model="llama3.1-8b", gpu="h100", seq_len=65536, activation_checkpointing=True).inputs
+    assert 0.5 * long["compute_seconds"] < long["attention_core_seconds"] < long["compute_seconds"]
+    assert long["attention_core_hfu"] == HFU_BY_GENERATION["hopper"]
+    stated = est(mfu=0.4).inputs
+    assert stated["attention_core_seconds"] == 0 and stated["attention_core_hfu"] is None
