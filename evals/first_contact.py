@@ -184,6 +184,7 @@ def to_case(row: dict) -> Any:
     """The row as a harness case (``evals/harness.py``): language, intent, the stated setup fields
     (numbers as ranges: a named model's count within 15%, a card's memory within 5%) and the
     strategies the resolution implies, so ``run_cases`` can score it with the gold files' metrics."""
+    from bot.strategies import ZERO_TO_STRATEGY
     from evals.harness import Case
 
     gold, ignore = row["gold"], set(row["gold"].get("ignore", []))
@@ -202,7 +203,10 @@ def to_case(row: dict) -> Any:
     if setup and gold["intent"] != "out_of_scope":
         expect["setup"] = setup
     if gold.get("strategy"):
-        expect["strategy"] = gold["strategy"]
+        # gold written in DeepSpeed's terms names the FSDP strategy that shards the same states
+        expect["strategy"] = list(dict.fromkeys(
+            ZERO_TO_STRATEGY[int(s.rsplit("zero", 1)[1])] if s.startswith("deepspeed_zero") else s
+            for s in gold["strategy"]))
     return Case.model_validate({"id": row["id"], "turns": [row["question"]], "expect": expect,
                                 "tags": ["first-contact", gold["thread_kind"]], "note": row["url"]})
 
