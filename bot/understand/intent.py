@@ -28,15 +28,19 @@ from bot.understand import TOPICS
 _I = re.I | re.A
 
 _INFERENCE = re.compile(r"vllm|\btgi\b|text-generation-inference|sglang|tensorrt|triton inference|\bserv(?:e|ing)\b|"
-                        r"部署|推理|inference|\bdeploy|llama\.cpp|ollama|gguf|kv[- ]?cache|tokens? per second|"
+                        r"部署|推理|inference|\bdeploy|llama\.cpp|\bollama\b|gguf|kv[- ]?cache|tokens? per second|"
                         r"generat(?:e|ion) (?:speed|throughput)|max-model-len|gpu-memory-utilization|tensor_parallel_size|"
                         r"\bLLM\(|SamplingParams", _I)
-_TRAIN = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|pretrain|预训练|lora|grpo|ppo|dpo|rlhf|backward|"
+_TRAIN = re.compile(r"训练|微调|精调|fine-?tun|finetun|\btrain|sft\b|pretrain|预训练|lora|grpo|ppo|dpo|rlhf|backward|"
                     r"optimizer|优化器|梯度|gradient", _I)
 _QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)|胡说八道|不收敛|效果(?:差|不好)", _I)
 _PAPER = re.compile(r"(?:your|the) (?:web page|paper|readme|blog)|you (?:say|said) you used|论文里", _I)
 _OWN_OOM = re.compile(r"out of memory|\boom\b|outofmemory|显存不足|显存不够|爆显存", _I)
 _FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|\b(?:we|our)\b|我们|我的|我在|我用", _I)
+# the asker reports a run of their own by its figures (an epoch's minutes, a link's speed, "slower than"),
+# with or without "I": "each epoch takes 9 minutes while the paper reports 3", "比论文里慢三倍"
+_OWN_MEASUREMENT = re.compile(r"\d+(?:\.\d+)?\s*(?:min(?:ute)?s?\b|hours?\b|s/it|it/s|秒|分钟|小时|gbps|gb/s)|"
+                              r"takes? \d|\b(?:slower|faster)\b|\bi\b|慢|快|一半", _I)
 _OTHER_STACK = re.compile(r"\btpu\b|\bjax\b|\bxla\b|\bflax\b|tensorflow|\bkeras\b|mirroredstrategy|paddle|飞桨|"
                           r"mindspore|\bmlx\b|apple silicon|\bm[1-4] (?:ultra|max|pro)\b|colossalai|geminiplugin|"
                           r"mxnet|oneflow|评测|evaluat(?:e|ion) (?:on|with)", _I)
@@ -282,7 +286,7 @@ _INFERENCE_OWN_RUN = re.compile(r"(?:测试|用|做|跑|试|部署)的?(?:是|�
                                 r"(?:doing|running|only|just|for) inference|inference only", _I)
 _CHAT_MODEL = re.compile(r"\d+(?:\.\d+)?\s*b-(?:chat|instruct|it)\b", _I)
 _RUN_VERB = re.compile(r"跑|运行|加载|load(?:ing)?\b|\brun(?:ning)?\b|启动|部署", _I)
-_TRAINING_WORDS = re.compile(r"训练|微调|fine-?tun|finetun|\btrain|sft\b|lora|grpo|ppo|dpo|rlhf|backward|梯度|gradient|optimizer|优化器|"
+_TRAINING_WORDS = re.compile(r"训练|微调|精调|fine-?tun|finetun|\btrain|sft\b|lora|grpo|ppo|dpo|rlhf|backward|梯度|gradient|optimizer|优化器|"
                              r"ddp|fsdp|zero|deepspeed|shard|分片|offload|卸载|并行|parallel|分布式|distributed|全参|全量|预训练|pretrain|"
                              r"batch|checkpointing|accumulat", _I)
 
@@ -622,9 +626,10 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
         # DeepSpeed/torchrun run ("Colossalai是可以的", DeepSpeedExamples#411)
         return "out_of_scope"
     # a paper's figure beside the person's own run out of memory is their run (batch f class 5)
-    if _PAPER.search(text) and not _FIRST_PERSON.search(text) and not _OWN_OOM.search(text):
+    if _PAPER.search(text) and not _FIRST_PERSON.search(text) and not _OWN_OOM.search(text) \
+            and not _OWN_MEASUREMENT.search(text):
         return "out_of_scope"
-    if _INFERENCE.search(text) and not beside and not (train and re.search(r"训练|fine-?tun|finetun|\btrain", text, _I)
+    if _INFERENCE.search(text) and not beside and not (train and re.search(r"训练|微调|精调|\bsft\b|fine-?tun|finetun|\btrain", text, _I)
                                          and not re.search(r"推理部署|how to .{0,20}(?:serve|deploy)|如何.{0,10}推理", text, _I)):
         return "out_of_scope"
     if not _DIST.search(text) and not has_setup and not _HOST_RAM_RUN.search(text):
