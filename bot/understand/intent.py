@@ -396,6 +396,12 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"不均匀|\d\s*号卡[^。，,]{0,12}(?:占用|显存|利用率)|不起作用|没有?作用|没效果|doesn'?t (?:work|take effect|help)|"
                           r"has no effect|burst\w* (?:the )?(?:gpu )?memory|memory (?:burst|explod)|爆内存|exits? with (?:return )?code|"
                           r"return code\s*=?\s*-?\d|"
+                          # one node of several working: the launcher ran on one machine only
+                          r"\bonly (?:one|a single|1|the first) (?:node|machine|server)\b.{0,30}?(?:works?|working|runs?|running|"
+                          r"trains?|training|is used|busy)|(?:other|remaining|rest of the) (?:nodes?|machines?|servers?)"
+                          r"[^.?!\n]{0,40}(?:idle|not (?:working|running|used|training))|"
+                          r"只有(?:一个|一台|1个|第一个|主)(?:节点|机器|服务器).{0,12}(?:正常)?(?:工作|在跑|运行|训练)|"
+                          r"(?:其他|另外|其余|另一)(?:几个|的|台)?(?:节点|机器|服务器).{0,16}(?:没有?(?:工作|运行|占用|动)|空闲|不工作)|"
                           # the GPUs waiting: low or fluctuating utilisation, a DataLoader worker killed
                           r"gpu[- ]?(?:util\w*|usage|load)\b.{0,24}?(?:\b(?:low|poor|fluctuat\w*|unstable)\b|(?<![\d.])[1-5]?\d ?%)|"
                           r"\b(?:low|poor|fluctuating|unstable) (?:gpu[- ]?)?(?:util\w*|usage)\b|"
@@ -405,6 +411,8 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"worker.{0,30}(?:exited unexpectedly|killed by signal)|"
                           # more cards, no faster: the same time per step or no speed-up
                           r"\bnot (?:any |much |really )?faster\b|\bno (?:real |noticeable )?speed-?up\b|"
+                          r"\b(?:speed|it/s|throughput|step time)\b[^.?!\n]{0,20}\b(?:did not|didn.t|does not|doesn.t) "
+                          r"(?:seem to )?(?:improve|increase|go up|change)\b|"
                           r"(?<!有)(?:没有?|并没有?|并不|没怎么)(?:加速|变快|提速)|(?:没|并没|没有)起作用|\bcrawl(?:s|ing)?\b|"
                           r"(?:step|iteration|iter) times? .{0,40}\b(?:same|similar|equal|unchanged|(?:did not|didn.t) change)\b|"
                           r"\b(?:same|similar|equal|identical) (?:time|step time|duration) (?:per|for each|of each)|"

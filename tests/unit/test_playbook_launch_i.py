@@ -1,0 +1,55 @@
+"""Launch and data-parallel semantics leads (knowledge/playbook/part8-i-launch.yaml): a multi-node job
+where one node works, a batch size that is per GPU, steps per epoch that fall with more GPUs. Each
+class in three phrasings per language of this file's own, and the question reads as troubleshooting."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.knowledge.playbook import match_playbook
+from bot.parse import parse_conversation
+
+CASES = {
+    "pb-multi-node-launch-every-node": [
+        "4个节点每个节点两张卡，但只有一个节点正常工作，其他节点的GPU没有工作，怎么回事？",
+        "两台机器做分布式训练，只有主节点在跑，另外一台机器的卡没有占用",
+        "三台服务器各8张A100，训练时其余的机器一直空闲，只有一台在训练",
+        "We use 3 nodes with 8 GPUs each but only the first node is training, the other machines stay idle. Why?",
+        "Two machines with 4 GPUs each: only one node works while the second node's GPUs are not used at all",
+        "Multi-node pretraining on 4 servers, but the remaining nodes are idle and only one machine runs",
+    ],
+    "pb-batch-size-per-process": [
+        "单卡batch_size设为8，4张卡时设成8*n就OOM了，每张卡是不是都跑8个？",
+        pytest.param("多卡训练时 batch_size 要不要乘以卡数？我乘了之后显存不够了", marks=pytest.mark.xfail(
+            reason="intent: a should-I question beside its own OOM report reads as recommend", strict=True)),
+        "双卡训练 batch size 设成 16*n 报 out of memory，改回 16 就能跑，每块卡是否都跑16个样本？",
+        "On one GPU batch size 16 works; on 4 GPUs I set batch_size = 16 * num_gpus and it runs out of memory. "
+        "Is the batch size per GPU?",
+        "With 8 cards I multiplied the batch size by the number of GPUs and got CUDA OOM; does DDP split the batch?",
+        "batch_size x n gpus OOMs with DDP on 2 GPUs, but batch_size alone runs. Is the batch size per device?",
+    ],
+    "pb-steps-per-epoch-fall-with-gpus": [
+        "With two 4090s the speed does not increase and the epochs changed from 10 to 20. Why?",
+        "I added a second GPU, the it/s did not improve and the trainer now runs twice as many epochs",
+        "On 4 GPUs the step time is the same as on one and the epoch count went from 5 to 20",
+        "加了一张卡速度没有提升，epoch 从 10 变成了 20，为什么？",
+        "两张卡训练速度和一张卡一样，步数却翻倍了",
+        "用双卡之后 it/s 没有变快，epoch 数变成了原来的两倍",
+    ],
+}
+
+
+def _cases():
+    for entry_id, texts in CASES.items():
+        for text in texts:
+            if isinstance(text, str):
+                yield pytest.param(entry_id, text)
+            else:  # a pytest.param with its mark
+                yield pytest.param(entry_id, *text.values, marks=text.marks)
+
+
+@pytest.mark.parametrize("entry_id,text", _cases())
+def test_the_class_leads(entry_id, text):
+    parsed = parse_conversation(text)
+    assert parsed.intent == "troubleshoot", parsed.intent
+    assert [m.id for m in match_playbook(parsed, text=text)][:1] == [entry_id]
