@@ -53,3 +53,17 @@ def test_the_class_leads(entry_id, text):
     parsed = parse_conversation(text)
     assert parsed.intent == "troubleshoot", parsed.intent
     assert [m.id for m in match_playbook(parsed, text=text)][:1] == [entry_id]
+
+
+@pytest.mark.parametrize("text", [
+    "With DDP on 4 GPUs I run out of memory while loading the pretrained weights; the same script works on one GPU",
+    "Loading the checkpoint with torch.load in every rank gives CUDA out of memory on a 2-GPU DDP run",
+    "OOM when restoring the state_dict under torchrun with 8 processes, single-GPU runs are fine",
+    "DDP 多卡训练时加载预训练权重就显存不够，单卡跑同样的代码没问题",
+    "四卡 torchrun 启动后，读取 checkpoint 时爆显存，单卡不会",
+    "用 DDP 两张卡训练，恢复检查点的时候 OOM 了，一张卡正常",
+])
+def test_an_oom_while_loading_weights_under_ddp_leads_with_gpu0(text):
+    """Every rank loading a checkpoint saved from cuda:0 without ``map_location`` puts its copy on GPU 0."""
+    parsed = parse_conversation(text)
+    assert [m.id for m in match_playbook(parsed, text=text)][:1] == ["pb-model-on-gpu0"]
