@@ -393,9 +393,14 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"\bgpu\s*0 (?:is )?(?:busy|used|utili[sz]ed|at 100)|只有.{0,12}(?:在跑|在用|利用率|有负载)|只用了?一张卡|"
                           r"利用率\s*[=:：]?\s*0\s*%|(?:same|similar) (?:speed|throughput|time)|speed is (?:the )?same|"
                           r"(?:speed|速度)[^.。]{0,60}(?:similar|same as|一样|差不多)|different amounts? of (?:gpu )?memory|uneven|不均衡|"
-                          r"不均匀|\d\s*号卡[^。，,]{0,12}(?:占用|显存|利用率)|不起作用|没有?作用|没效果|doesn'?t (?:work|take effect|help)|"
+                          r"不均匀|\d\s*号卡[^。，,]{0,12}(?:占用|显存|利用率)|不起作用|没有?作用|没有?效果|doesn'?t (?:work|take effect|help)|"
                           r"has no effect|burst\w* (?:the )?(?:gpu )?memory|memory (?:burst|explod)|爆内存|exits? with (?:return )?code|"
                           r"return code\s*=?\s*-?\d|"
+                          # memory compared with another run of the asker's: more than on one GPU, than the older model
+                          r"\b(?:uses?|takes?|needs?|shows?|using) (?:much |far |a lot |significantly |way )?more (?:gpu )?"
+                          r"(?:memory|vram) than\b|\b(?:more|higher) (?:gpu )?(?:memory|vram) (?:usage )?than\b|"
+                          r"显存[^。？！\n]{0,10}(?:明显|远)?(?:高于|高很多|多很多|更高)|(?:多占|多用)了?[^。？！\n]{0,8}显存|"
+                          r"比单卡多(?:占|用)|"
                           # one node of several working: the launcher ran on one machine only
                           r"\bonly (?:one|a single|1|the first) (?:node|machine|server)\b.{0,30}?(?:works?|working|runs?|running|"
                           r"trains?|training|is used|busy)|(?:other|remaining|rest of the) (?:nodes?|machines?|servers?)"
