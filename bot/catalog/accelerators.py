@@ -422,6 +422,13 @@ _GPUS: list[GPUSpec] = [
 ]
 
 
+# Card names that are also everyday numbers ("1080p", "1920x1080", "seq len 1080"): read as the card only with
+# card context beside them (a count with 张/块/x before, a card word or a memory size after; bot.understand.spans).
+BARE_NUMBER_NAMES: dict[str, str] = {
+    "1080": "GTX 1080 8GB", "1070": "GTX 1070 8GB", "1060": "GTX 1060 6GB", "1050": "GTX 1050 2GB",
+}
+
+
 # fp32 matmuls without tensor cores. PyTorch leaves TF32 off for matmuls by default
 # (torch.backends.cuda.matmul.allow_tf32 = False since 1.12,
 # https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices), so an
