@@ -311,6 +311,19 @@ _GPUS: list[GPUSpec] = [
             source_url=f"{_TPU}quadro-rtx-4000.c3336",
             notes="tensor peak derived: 8 x 7.12 TFLOPS fp32; no NVLink",
             aliases=("quadro rtx 4000", "quadro rtx4000", "quadrortx4000")),
+    # Pascal and Volta Quadros: the same GP102/GP104 rule as the GeForce Pascal cards above (P6000, P5000);
+    # the GV100 has Volta tensor cores, "118.5 TFLOPS" of deep learning on NVIDIA's datasheet = 8 x its 14.8
+    # boost fp32 rate (TechPowerUp lists 16.66 at its own boost clock), no bf16, a 2-way NVLink bridge.
+    GPUSpec("Quadro P6000 24GB", 24, 12.63, 0.4328, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-p6000.c2865", notes=_PASCAL_NOTE,
+            aliases=("quadro p6000", "p6000", "quadrop6000", "quadro p6000 24g")),
+    GPUSpec("Quadro P5000 16GB", 16, 8.873, 0.288, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-p5000.c2864", notes=_PASCAL_NOTE,
+            aliases=("quadro p5000", "p5000", "quadrop5000", "quadro p5000 16g")),
+    GPUSpec("Quadro GV100 32GB", 32, 118.5, 0.8684, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-gv100.c3066",
+            notes="Volta tensor cores (fp16), 118.5 TFLOPS per NVIDIA; a 2-way NVLink bridge (200 GB/s total) is "
+                  "optional", aliases=("quadro gv100", "gv100", "quadrogv100", "quadro gv100 32g")),
     # More Ampere workstation cards, as the RTX A5000/A4000 above: memory, bandwidth and fp32 from
     # TechPowerUp, dense bf16 = 4 x fp32 (the RTX A6000 sheet's ratio).
     GPUSpec("RTX A5500 24GB", 24, 136.4, 0.768, **_pcie(_PCIE4), approximate=True,
@@ -456,12 +469,12 @@ FP32_TFLOPS: dict[str, float] = {
     "TITAN X Pascal 12GB": 10.97, "TITAN Xp 12GB": 12.15, "TITAN V 12GB": 14.9, "TITAN RTX 24GB": 16.3,
     "Quadro RTX 8000 48GB": 16.31, "Quadro RTX 6000 24GB": 16.31, "Quadro RTX 5000 16GB": 11.15,
     "Quadro RTX 4000 8GB": 7.12, "RTX A5500 24GB": 34.1, "RTX A4500 20GB": 23.65, "RTX A2000 12GB": 7.987,
-    "RTX A2000 6GB": 7.987,
+    "RTX A2000 6GB": 7.987, "Quadro P6000 24GB": 12.63, "Quadro P5000 16GB": 8.873, "Quadro GV100 32GB": 16.66,
 }
 # Where no fp32 figure is listed: the A100's ratio of dense bf16 tensor peak to fp32 (312 / 19.5 = 16).
 FP32_FALLBACK_RATIO = 16.0
 # Cards without TF32 tensor cores (pre-Ampere): TF32 cannot be turned on.
-NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40", "RTX 2080", "GTX", "TITAN X", "TITAN V", "TITAN RTX", "Quadro RTX")
+NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40", "RTX 2080", "GTX", "TITAN X", "TITAN V", "TITAN RTX", "Quadro RTX", "Quadro P", "Quadro GV")
 
 
 def fp32_tflops(gpu: GPUSpec, tf32: bool = False) -> float:

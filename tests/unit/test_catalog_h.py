@@ -25,9 +25,10 @@ NEW_CARDS = {  # catalog name -> memory as marketed
     "GTX 1060 3GB": 3, "GTX 1050 Ti 4GB": 4, "GTX 1050 2GB": 2, "TITAN X Pascal 12GB": 12, "TITAN Xp 12GB": 12,
     "TITAN V 12GB": 12, "TITAN RTX 24GB": 24, "Quadro RTX 8000 48GB": 48, "Quadro RTX 6000 24GB": 24,
     "Quadro RTX 5000 16GB": 16, "Quadro RTX 4000 8GB": 8, "RTX A5500 24GB": 24, "RTX A4500 20GB": 20,
-    "RTX A2000 12GB": 12, "RTX A2000 6GB": 6,
+    "RTX A2000 12GB": 12, "RTX A2000 6GB": 6, "Quadro P6000 24GB": 24, "Quadro P5000 16GB": 16,
+    "Quadro GV100 32GB": 32,
 }
-PASCAL = [n for n in NEW_CARDS if n.startswith(("GTX", "TITAN X"))]
+PASCAL = [n for n in NEW_CARDS if n.startswith(("GTX", "TITAN X", "Quadro P"))]
 
 
 @pytest.mark.parametrize("name", sorted(NEW_CARDS))
@@ -54,7 +55,7 @@ def test_pascal_16_bit_peak_is_its_fp32_rate(name):
     # mixed-precision run can reach is the fp32 one, never the 1/64 native fp16 rate nor a tensor figure
     card = lookup_gpu(name)
     assert card.bf16_tflops == FP32_TFLOPS[name] == fp32_tflops(card)
-    assert card.bf16_tflops < 13  # the fastest Pascal GeForce/TITAN (TITAN Xp, 12.15)
+    assert card.bf16_tflops < 13  # the fastest Pascal GeForce/TITAN/Quadro (Quadro P6000, 12.63)
 
 
 def test_turing_tensor_peaks_follow_the_titan_rtx_ratio():
