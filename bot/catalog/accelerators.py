@@ -313,7 +313,8 @@ _GPUS: list[GPUSpec] = [
             aliases=("quadro rtx 4000", "quadro rtx4000", "quadrortx4000")),
     # Pascal and Volta Quadros: the same GP102/GP104 rule as the GeForce Pascal cards above (P6000, P5000);
     # the GV100 has Volta tensor cores, "118.5 TFLOPS" of deep learning on NVIDIA's datasheet = 8 x its 14.8
-    # boost fp32 rate (TechPowerUp lists 16.66 at its own boost clock), no bf16, a 2-way NVLink bridge.
+    # boost fp32 rate (TechPowerUp lists 16.66 at its own boost clock), no bf16, a 2-way NVLink bridge. Never a bare
+    # "GV100": that is also the V100's chip, and "8*32GV100" is eight 32 GB V100s.
     GPUSpec("Quadro P6000 24GB", 24, 12.63, 0.4328, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
             source_url=f"{_TPU}quadro-p6000.c2865", notes=_PASCAL_NOTE,
             aliases=("quadro p6000", "p6000", "quadrop6000", "quadro p6000 24g")),
@@ -323,7 +324,7 @@ _GPUS: list[GPUSpec] = [
     GPUSpec("Quadro GV100 32GB", 32, 118.5, 0.8684, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
             source_url=f"{_TPU}quadro-gv100.c3066",
             notes="Volta tensor cores (fp16), 118.5 TFLOPS per NVIDIA; a 2-way NVLink bridge (200 GB/s total) is "
-                  "optional", aliases=("quadro gv100", "gv100", "quadrogv100", "quadro gv100 32g")),
+                  "optional", aliases=("quadro gv100", "quadrogv100", "quadro gv100 32g")),
     # More Ampere workstation cards, as the RTX A5000/A4000 above: memory, bandwidth and fp32 from
     # TechPowerUp, dense bf16 = 4 x fp32 (the RTX A6000 sheet's ratio).
     GPUSpec("RTX A5500 24GB", 24, 136.4, 0.768, **_pcie(_PCIE4), approximate=True,

@@ -195,3 +195,11 @@ def test_generative_models_named_in_questions(text, params_b):
 
     found = find_models(text)
     assert found and model_params_b(found[0].name) == params_b
+
+
+@pytest.mark.parametrize("text,card", [
+    ("4x 32GV100 nodes for pretraining", "V100 32GB SXM2"), ("两台机器各8*32GV100", "V100 32GB SXM2"),
+    ("a Quadro GV100 in the workstation", "Quadro GV100 32GB"), ("工作站里一张Quadro GV100", "Quadro GV100 32GB"),
+])
+def test_gv100_alone_is_the_v100_chip_the_quadro_needs_its_name(text, card):
+    assert parse_conversation(text).setup.gpu == card
