@@ -83,6 +83,12 @@ _RTX_3090_TI = "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rt
 _AMPERE_GA102 = "https://images.nvidia.com/aem-dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
 _ADA = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
 _BLACKWELL_RTX = "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf"
+# TechPowerUp's GPU database: memory, bandwidth and the fp32 rate of cards NVIDIA gives no datasheet for
+_TPU = "https://www.techpowerup.com/gpu-specs/"
+# PyTorch's fp16 GEMM: cublasGemmEx with CUDA_R_16F inputs and an fp32 compute type (CUDA_R_32F)
+_TORCH_FP16_GEMM = "https://github.com/pytorch/pytorch/issues/123157"
+_PASCAL_NOTE = ("no tensor cores, no bf16: fp16 mixed precision saves memory but its matmuls run at the fp32 "
+                "rate (the figure); native fp16 math is 1/64 of it")
 _PCIE3, _PCIE4, _PCIE5 = ("PCIe Gen3 x16", 16.0), ("PCIe Gen4 x16", 32.0), ("PCIe Gen5 x16", 64.0)
 _NO_P2P = "PCIe Gen4 x16 (no NVLink; P2P off on GeForce 40-series)"
 
@@ -232,6 +238,110 @@ _GPUS: list[GPUSpec] = [
             notes="a 2-way NVLink bridge is optional", aliases=(
                 "2080ti", "2080 ti", "rtx 2080 ti", "rtx2080ti", "rtx 2080ti", "geforce rtx 2080 ti", "2080ti 11g",
                 "2080 ti 11g", "2080ti 11gb")),
+    # --- NVIDIA GeForce Pascal and the TITANs (still in threads: "两张1080ti", "GTX1050Ti 4G") ----------
+    # No tensor cores and no bf16. Native fp16 arithmetic on compute capability 6.1 runs at 1/64 of the fp32
+    # rate (_CUDA_THROUGHPUT), but a mixed-precision matmul does not use it: PyTorch calls cublasGemmEx for
+    # fp16 inputs with an fp32 compute type (_TORCH_FP16_GEMM), so on these cards the 16-bit training peak
+    # is the CUDA-core fp32 rate. Memory, bandwidth and the fp32 rate (shaders x 2 x boost clock) from each
+    # card's TechPowerUp page (NVIDIA's GeForce pages give no FLOPS); PCIe Gen3 x16, SLI bridges carry no
+    # CUDA traffic. Marked approximate: the peak is derived, the page third-party.
+    GPUSpec("GTX 1080 Ti 11GB", 11, 11.34, 0.4844, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1080-ti.c2877", notes=_PASCAL_NOTE,
+            aliases=("gtx 1080 ti", "gtx1080ti", "1080ti", "1080 ti", "geforce gtx 1080 ti", "gtx 1080ti",
+                     "1080ti 11g", "1080 ti 11g", "1080ti 11gb")),
+    GPUSpec("GTX 1080 8GB", 8, 8.873, 0.3203, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1080.c2839", notes=_PASCAL_NOTE,
+            aliases=("gtx 1080", "gtx1080", "geforce gtx 1080", "gtx 1080 8g")),
+    GPUSpec("GTX 1070 Ti 8GB", 8, 8.186, 0.256, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1070-ti.c3010", notes=_PASCAL_NOTE,
+            aliases=("gtx 1070 ti", "gtx1070ti", "1070ti", "1070 ti", "geforce gtx 1070 ti", "gtx 1070ti")),
+    GPUSpec("GTX 1070 8GB", 8, 6.463, 0.256, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1070.c2840", notes=_PASCAL_NOTE,
+            aliases=("gtx 1070", "gtx1070", "geforce gtx 1070", "gtx 1070 8g")),
+    GPUSpec("GTX 1060 6GB", 6, 4.375, 0.192, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1060-6-gb.c2862", notes=_PASCAL_NOTE,
+            aliases=("gtx 1060", "gtx1060", "geforce gtx 1060", "gtx 1060 6g", "gtx1060 6g", "1060 6g", "1060 6gb")),
+    GPUSpec("GTX 1060 3GB", 3, 3.935, 0.192, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1060-3-gb.c2867", notes=_PASCAL_NOTE,
+            aliases=("gtx 1060 3g", "gtx1060 3g", "1060 3g", "1060 3gb", "geforce gtx 1060 3gb")),
+    GPUSpec("GTX 1050 Ti 4GB", 4, 2.138, 0.112, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1050-ti.c2885", notes=_PASCAL_NOTE,
+            aliases=("gtx 1050 ti", "gtx1050ti", "1050ti", "1050 ti", "geforce gtx 1050 ti", "gtx 1050ti",
+                     "1050ti 4g", "1050 ti 4g")),
+    GPUSpec("GTX 1050 2GB", 2, 1.862, 0.112, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}geforce-gtx-1050.c2875", notes=_PASCAL_NOTE,
+            aliases=("gtx 1050", "gtx1050", "geforce gtx 1050", "gtx 1050 2g")),
+    # TITAN X (Pascal, 2016) and TITAN Xp (2017): the full-rate GP102 of the same generation (same notes).
+    # "TITAN X" alone is read as the Pascal card; the 2015 Maxwell TITAN X also has 12 GB.
+    GPUSpec("TITAN X Pascal 12GB", 12, 10.97, 0.4804, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}titan-x-pascal.c2863", notes=_PASCAL_NOTE,
+            aliases=("titan x pascal", "titan x (pascal)", "titanx pascal", "nvidia titan x", "titan x", "titanx",
+                     "titan xp pascal")),
+    GPUSpec("TITAN Xp 12GB", 12, 12.15, 0.5476, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}titan-xp.c2948", notes=_PASCAL_NOTE,
+            aliases=("titan xp", "titanxp", "titan-xp", "nvidia titan xp", "titan xp 12g", "titan x p")),
+    # TITAN V (GV100, Volta): 12 GB HBM2 at 652.8 GB/s, 640 tensor cores, "110 TFLOPS" of deep learning
+    # (NVIDIA's page), fp32 14.9; no bf16; its NVLink fingers are disabled, so PCIe Gen3 x16.
+    GPUSpec("TITAN V 12GB", 12, 110, 0.6528, **_pcie(_PCIE3), supports_bf16=False,
+            source_url="https://www.nvidia.com/en-us/titan/titan-v/",
+            notes="Volta tensor cores (fp16); no NVLink on this card", aliases=(
+                "titan v", "titanv", "titan-v", "nvidia titan v", "titan v 12g")),
+    # TITAN RTX (full TU102): 24 GB GDDR6 at 672 GB/s, 130 tensor TFLOPS (NVIDIA's page; the TITAN and
+    # Quadro Turing parts run FP16 with FP32 accumulate at full rate, 8 x the 16.3 TFLOPS fp32 rate, where
+    # GeForce halves it), a 2-way NVLink bridge (100 GB/s total) optional.
+    GPUSpec("TITAN RTX 24GB", 24, 130, 0.672, **_pcie(_PCIE3), supports_bf16=False,
+            source_url="https://www.nvidia.com/en-us/deep-learning-ai/products/titan-rtx/",
+            notes="Turing tensor cores (fp16); a 2-way NVLink bridge (100 GB/s total) is optional", aliases=(
+                "titan rtx", "titanrtx", "titan-rtx", "nvidia titan rtx", "titan rtx 24g")),
+    # Quadro RTX (Turing, TU102/TU104): memory, bandwidth and fp32 from TechPowerUp; the tensor peak is
+    # 8 x fp32 (full-rate FP32 accumulate, the TITAN RTX's 16.3 -> 130 ratio), so marked approximate.
+    GPUSpec("Quadro RTX 8000 48GB", 48, 130.5, 0.672, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-rtx-8000.c3306",
+            notes="tensor peak derived: 8 x 16.31 TFLOPS fp32; a 2-way NVLink bridge (100 GB/s total) is optional",
+            aliases=("quadro rtx 8000", "quadro rtx8000", "quadrortx8000", "rtx 8000", "rtx8000", "quadro 8000")),
+    GPUSpec("Quadro RTX 6000 24GB", 24, 130.5, 0.672, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-rtx-6000.c3307",
+            notes="tensor peak derived: 8 x 16.31 TFLOPS fp32; a 2-way NVLink bridge (100 GB/s total) is optional",
+            aliases=("quadro rtx 6000", "quadro rtx6000", "quadrortx6000")),
+    GPUSpec("Quadro RTX 5000 16GB", 16, 89.2, 0.448, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-rtx-5000.c3308",
+            notes="tensor peak derived: 8 x 11.15 TFLOPS fp32; a 2-way NVLink bridge (50 GB/s total) is optional",
+            aliases=("quadro rtx 5000", "quadro rtx5000", "quadrortx5000")),
+    GPUSpec("Quadro RTX 4000 8GB", 8, 57.0, 0.416, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-rtx-4000.c3336",
+            notes="tensor peak derived: 8 x 7.12 TFLOPS fp32; no NVLink",
+            aliases=("quadro rtx 4000", "quadro rtx4000", "quadrortx4000")),
+    # Pascal and Volta Quadros: the same GP102/GP104 rule as the GeForce Pascal cards above (P6000, P5000);
+    # the GV100 has Volta tensor cores, "118.5 TFLOPS" of deep learning on NVIDIA's datasheet = 8 x its 14.8
+    # boost fp32 rate (TechPowerUp lists 16.66 at its own boost clock), no bf16, a 2-way NVLink bridge. Never a bare
+    # "GV100": that is also the V100's chip, and "8*32GV100" is eight 32 GB V100s.
+    GPUSpec("Quadro P6000 24GB", 24, 12.63, 0.4328, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-p6000.c2865", notes=_PASCAL_NOTE,
+            aliases=("quadro p6000", "p6000", "quadrop6000", "quadro p6000 24g")),
+    GPUSpec("Quadro P5000 16GB", 16, 8.873, 0.288, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-p5000.c2864", notes=_PASCAL_NOTE,
+            aliases=("quadro p5000", "p5000", "quadrop5000", "quadro p5000 16g")),
+    GPUSpec("Quadro GV100 32GB", 32, 118.5, 0.8684, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
+            source_url=f"{_TPU}quadro-gv100.c3066",
+            notes="Volta tensor cores (fp16), 118.5 TFLOPS per NVIDIA; a 2-way NVLink bridge (200 GB/s total) is "
+                  "optional", aliases=("quadro gv100", "quadrogv100", "quadro gv100 32g")),
+    # More Ampere workstation cards, as the RTX A5000/A4000 above: memory, bandwidth and fp32 from
+    # TechPowerUp, dense bf16 = 4 x fp32 (the RTX A6000 sheet's ratio).
+    GPUSpec("RTX A5500 24GB", 24, 136.4, 0.768, **_pcie(_PCIE4), approximate=True,
+            source_url=f"{_TPU}rtx-a5500.c3901",
+            notes="bf16 dense derived: 4 x 34.1 TFLOPS FP32; a 2-way NVLink bridge is optional",
+            aliases=("a5500", "rtx a5500", "rtxa5500", "rtx-a5500", "a5500 24g")),
+    GPUSpec("RTX A4500 20GB", 20, 94.6, 0.64, **_pcie(_PCIE4), approximate=True,
+            source_url=f"{_TPU}rtx-a4500.c3849",
+            notes="bf16 dense derived: 4 x 23.65 TFLOPS FP32; a 2-way NVLink bridge is optional",
+            aliases=("a4500", "rtx a4500", "rtxa4500", "rtx-a4500", "a4500 20g")),
+    GPUSpec("RTX A2000 12GB", 12, 31.9, 0.288, **_pcie(_PCIE4), approximate=True,
+            source_url=f"{_TPU}rtx-a2000-12-gb.c3853",
+            notes="bf16 dense derived: 4 x 7.987 TFLOPS FP32", aliases=("rtx a2000 12g", "a2000 12g", "a2000 12gb")),
+    GPUSpec("RTX A2000 6GB", 6, 31.9, 0.288, **_pcie(_PCIE4), approximate=True,
+            source_url=f"{_TPU}rtx-a2000.c3820",
+            notes="bf16 dense derived: 4 x 7.987 TFLOPS FP32",
+            aliases=("a2000", "rtx a2000", "rtxa2000", "rtx-a2000", "a2000 6g", "rtx a2000 6g")),
     # --- NVIDIA data center / workstation, more ----------------------------------------------------
     GPUSpec("A30 24GB", 24, 165, 0.933, **_pcie(_PCIE4), source_url=f"{_NV_DC}products/a30-gpu/",
             aliases=("a30", "a30-24gb", "a30 24g"), notes="a 2-way NVLink bridge (200 GB/s) is optional"),
@@ -326,6 +436,13 @@ _GPUS: list[GPUSpec] = [
 ]
 
 
+# Card names that are also everyday numbers ("1080p", "1920x1080", "seq len 1080"): read as the card only with
+# card context beside them (a count with 张/块/x before, a card word or a memory size after; bot.understand.spans).
+BARE_NUMBER_NAMES: dict[str, str] = {
+    "1080": "GTX 1080 8GB", "1070": "GTX 1070 8GB", "1060": "GTX 1060 6GB", "1050": "GTX 1050 2GB",
+}
+
+
 # fp32 matmuls without tensor cores. PyTorch leaves TF32 off for matmuls by default
 # (torch.backends.cuda.matmul.allow_tf32 = False since 1.12,
 # https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices), so an
@@ -346,11 +463,19 @@ FP32_TFLOPS: dict[str, float] = {
     "A30 24GB": 10.3, "L40 48GB": 90.5, "RTX 6000 Ada 48GB": 91.1,
     "RTX 5880 Ada 48GB": 69.3, "RTX 5000 Ada 32GB": 65.3, "RTX 4500 Ada 24GB": 39.6, "RTX 4000 Ada 20GB": 26.7,
     "RTX A5000 24GB": 27.8, "RTX A4000 16GB": 19.2, "RTX PRO 6000 Blackwell 96GB": 125.0,
+    # Pascal GeForce/TITAN (their 16-bit peak is this rate too), Volta/Turing TITANs and Quadro RTX, more
+    # Ampere workstation cards: the TechPowerUp pages and NVIDIA pages of their catalog entries
+    "GTX 1080 Ti 11GB": 11.34, "GTX 1080 8GB": 8.873, "GTX 1070 Ti 8GB": 8.186, "GTX 1070 8GB": 6.463,
+    "GTX 1060 6GB": 4.375, "GTX 1060 3GB": 3.935, "GTX 1050 Ti 4GB": 2.138, "GTX 1050 2GB": 1.862,
+    "TITAN X Pascal 12GB": 10.97, "TITAN Xp 12GB": 12.15, "TITAN V 12GB": 14.9, "TITAN RTX 24GB": 16.3,
+    "Quadro RTX 8000 48GB": 16.31, "Quadro RTX 6000 24GB": 16.31, "Quadro RTX 5000 16GB": 11.15,
+    "Quadro RTX 4000 8GB": 7.12, "RTX A5500 24GB": 34.1, "RTX A4500 20GB": 23.65, "RTX A2000 12GB": 7.987,
+    "RTX A2000 6GB": 7.987, "Quadro P6000 24GB": 12.63, "Quadro P5000 16GB": 8.873, "Quadro GV100 32GB": 16.66,
 }
 # Where no fp32 figure is listed: the A100's ratio of dense bf16 tensor peak to fp32 (312 / 19.5 = 16).
 FP32_FALLBACK_RATIO = 16.0
 # Cards without TF32 tensor cores (pre-Ampere): TF32 cannot be turned on.
-NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40", "RTX 2080")
+NO_TF32_PREFIXES = ("V100", "T4", "P100", "P40", "RTX 2080", "GTX", "TITAN X", "TITAN V", "TITAN RTX", "Quadro RTX", "Quadro P", "Quadro GV")
 
 
 def fp32_tflops(gpu: GPUSpec, tf32: bool = False) -> float:

@@ -18,11 +18,16 @@ from bot.understand import Observed
 _F = r"(\d+(?:\.\d+)?)"
 _UNIT = r"\s*(GiB|MiB|KiB|GB|MB|G|M)\b"
 
-# PyTorch < 2.1: "(GPU 1; 79.35 GiB total capacity; 77.65 GiB already allocated; ...)"
-_OOM_OLD = re.compile(r"Tried to allocate " + _F + _UNIT + r"\s*\(GPU \d+;\s*" + _F + _UNIT
-                      + r" total capacity;\s*" + _F + _UNIT + r" already allocated[^)\n]{0,160}\)?", re.I | re.A)
+# PyTorch < 2.1: "(GPU 1; 79.35 GiB total capacity; 77.65 GiB already allocated; ...)". As pasted the words
+# may run together or be misspelt ("4.00 GiB totalcapacity", "total capacty", "alreadyallocated") or be
+# translated ("总容量", "已分配"): the figure before the capacity word is the card's, the one before the
+# allocated word what the run held.
+_CAPACITY_WORD = r"\s*(?:total\s*cap[a-z]{2,6}|总容量|总显存)\s*[;；,，]\s*"
+_ALLOCATED_WORD = r"\s*(?:already\s*alloc[a-z]{0,6}|已(?:经)?分配)"
+_OOM_OLD = re.compile(r"(?:Tried to allocate|尝试分配|试图分配)\s*" + _F + _UNIT + r"\s*[(（]\s*GPU\s*\d+\s*[;；]\s*"
+                      + _F + _UNIT + _CAPACITY_WORD + _F + _UNIT + _ALLOCATED_WORD + r"[^)）\n]{0,160}[)）]?", re.I | re.A)
 # PyTorch >= 2.1: "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 39.39 GiB of which ..."
-_OOM_NEW = re.compile(r"Tried to allocate " + _F + _UNIT + r"\.?\s*GPU\s*\d*\s*has a total capac\w* of "
+_OOM_NEW = re.compile(r"Tried to allocate " + _F + _UNIT + r"\.?\s*GPU\s*\d*\s*has a\s*total\s*cap[a-z]{2,6} of "
                       + _F + _UNIT + r"(?: of which " + _F + _UNIT + r" is free)?"
                       r"(?:[.\s]*(?:Including non-PyTorch memory, )?(?:this process|Process \d+) has "
                       + _F + _UNIT + r" memory in use)?"

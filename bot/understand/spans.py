@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from bot.catalog import UnknownNameError, list_gpus, list_models, lookup_gpu, lookup_model
+from bot.catalog.accelerators import BARE_NUMBER_NAMES
 
 MAX_MENTIONS = 24  # a question names a few cards; a pasted list of thousands is read no further
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?|[\u4e00-\u9fff]+")
@@ -145,8 +146,8 @@ def find_gpus(text: str) -> list[NameMention]:
     for start, end, name in _scan(text, head_re, full_re, names):
         if len(out) >= MAX_MENTIONS:
             break
-        if text[end - 1].isdigit() and re.match(r"[Oo]+(?![A-Za-z])", text[end:]):
-            continue  # "A10O" is an A100 typed with a letter O (find_card_typos), not an A10
+        if text[end - 1].isdigit() and _o_typo_ahead(text, start, end):
+            continue  # "A10O" is an A100 and "L4OS" an L40S typed with a letter O (find_card_typos), not an A10/L4
         has_size = re.search(r"\d\s*(?:gb|gib|g)$", text[start:end], re.I | re.A)
         suffix = (_FORM_SUFFIX if has_size else _CARD_SUFFIX).match(text, end)
         groups = suffix.groups() + (None, None) if suffix else (None, None, None)
@@ -159,7 +160,62 @@ def find_gpus(text: str) -> list[NameMention]:
             written = re.search(r"(?<![a-z0-9])(\d{1,3})\s*(?:gb|gib|g)(?![a-z])", raw, re.I | re.A)
             size = float(written.group(1)) if written else None
         out.append(NameMention(start, end2, raw, resolved, size, form))
+    return sorted(out + _bare_number_cards(text, out), key=lambda m: m.start)[:MAX_MENTIONS]
+
+
+# A bare card number ("1080") is a card only with card context beside it: a count with a card measure word
+# or "x" before it ("两张1080", "2x 1070"), a card word or a memory size after it ("1080显卡", "a 1060 card",
+# "1080 8G"). Never a resolution or a length: "1080p", "1920x1080", "1080x1920", "seq len 1080".
+_BARE_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(" + "|".join(BARE_NUMBER_NAMES) + r")(?![0-9]|\.\d)", re.A)
+_BARE_BEFORE = re.compile(r"(?:(?:\d{1,3}|[一两二三四五六七八十几多])\s*(?:张|块|台|x|×|\*)|gtx|geforce|nvidia|英伟达|"
+                          r"(?:gpu|显卡|card)\s*(?:is|:|：|是|为|用的是|型号是?)?\s*(?:an?\s+)?)\s*$", re.I)
+_BARE_AFTER = re.compile(r"\s*(?:显卡|卡|显存|gpus?\b|cards?\b|graphics\b|[x×*]\s*\d{1,2}(?![\d]))|"
+                         r"[-_ ]{0,3}\d{1,2}\s?(?:gb|gib|g)(?![a-z])", re.I | re.A)
+_BARE_NOT_CARD = re.compile(r"(?:\d{3,4}\s*[x×*]\s*$)|(?:分辨率|resolution|seq|length|长度|len|tokens?|像素|pixels?|size|尺寸)"
+                            r"[\s_=:：a-z]{0,8}$", re.I | re.A)
+_BARE_NOT_AFTER = re.compile(r"[pPiI](?![A-Za-z])|\s*[x×*]\s*\d{3,4}|\s*(?:tokens?|px|pixels?|像素|分辨率)", re.A)
+
+
+def _bare_number_cards(text: str, known: list[NameMention]) -> list[NameMention]:
+    """Bare card numbers (``BARE_NUMBER_NAMES``) read as the card where the text around says card."""
+    out: list[NameMention] = []
+    for m in _BARE_NUMBER.finditer(text):
+        if any(k.start < m.end() and m.start() < k.end for k in known):
+            continue
+        before, rest = text[max(0, m.start() - 12): m.start()], text[m.end():]
+        if _BARE_NOT_CARD.search(before) or _BARE_NOT_AFTER.match(rest):
+            continue
+        after = _BARE_AFTER.match(rest)
+        if not (after or _BARE_BEFORE.search(before)):
+            continue
+        size = re.search(r"(\d{1,2})\s?(?:gb|gib|g)$", after.group(0), re.I | re.A) if after else None
+        name = BARE_NUMBER_NAMES[m.group(1)]
+        if size:  # "1060 3G": the size picks the variant
+            name = _resolve_gpu(f"gtx {m.group(1)} {size.group(1)}g", float(size.group(1)), "") or name
+        end = m.end() + (after.end() if size and after else 0)
+        out.append(NameMention(m.start(), end, text[m.start(): end], name, float(size.group(1)) if size else None))
     return out
+
+
+# Letters O typed for zeros after a card's digits, then at most a two-letter suffix ("L4OS", "A1OO")
+_O_RUN = re.compile(r"([Oo]+)([A-Za-z]{0,2})(?![A-Za-z0-9])", re.A)
+
+
+def _o_typo_ahead(text: str, start: int, end: int) -> bool:
+    """True when the card matched at text[start:end] continues with letter O's that, read as zeros, make
+    another name: bare O's as before ("A10O"), or O's and a suffix that name a catalog card ("L4OS" ->
+    L40S); "L4 OK" and "L4os" that name nothing stay the card as written."""
+    m = _O_RUN.match(text, end)
+    if not m:
+        return False
+    if not m.group(2):
+        return True
+    typed = text[start:end] + "0" * len(m.group(1)) + m.group(2)
+    try:
+        lookup_gpu(typed)
+    except UnknownNameError:
+        return False
+    return True
 
 
 @lru_cache(maxsize=512)
@@ -258,7 +314,8 @@ def find_unknown_cards(text: str, known: list[NameMention]) -> list[NameMention]
 
 # A card name typed with one slip: a letter O for a zero ("A10O", "H1OO") or one digit left out
 # ("A00 40G", "H10 80G"). Token shape: a few letters, then digits (or O's) only.
-_TYPO_TOKEN = re.compile(r"(?<![A-Za-z0-9_.\-/])((?:rtx\s?)?[A-Za-z]{1,3})([0-9Oo]{2,4})(?![A-Za-z0-9_\-])", re.I | re.A)
+_TYPO_TOKEN = re.compile(r"(?<![A-Za-z0-9_.\-/])((?:rtx\s?)?[A-Za-z]{1,3})([0-9Oo]{2,4})([A-Za-z]{0,2})(?![A-Za-z0-9_\-])",
+                         re.I | re.A)
 # what makes a token a card and not a version or a code: a memory size after it, a count before it
 # ("8 x", "4张"), or a card word after it
 _TYPO_AFTER = re.compile(r"[-_ ]{0,3}(\d{1,3})\s?(?:gb|gib|g)(?![a-z])|\s*(?:gpus?|cards?|显卡|卡)", re.I | re.A)
@@ -273,7 +330,7 @@ def _card_bases(signature: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     for g in list_gpus():
         for key in (card_family(g.name), *g.aliases):
             k = re.sub(r"[^a-z0-9]", "", key.lower())
-            if re.fullmatch(r"[a-z]{1,6}\d{2,4}", k) and not re.search(r"\d(?:g|gb)$", key.lower()):
+            if re.fullmatch(r"[a-z]{1,6}\d{2,4}(?:[a-z]{1,2})?", k) and not re.search(r"\d(?:g|gb)$", key.lower()):
                 out.setdefault(k, set()).add(g.name)
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
@@ -296,16 +353,18 @@ def find_card_typos(text: str, known: list[NameMention]) -> list[CardTypo]:
     for m in _TYPO_TOKEN.finditer(text):
         if any(k.start < m.end() and m.start() < k.end for k in known):
             continue
-        letters, digits = re.sub(r"\s", "", m.group(1)).lower(), m.group(2).lower()
+        letters, digits, tail = re.sub(r"\s", "", m.group(1)).lower(), m.group(2).lower(), m.group(3).lower()
         after = _TYPO_AFTER.match(text, m.end())
         o_typo = "o" in digits and any(ch.isdigit() for ch in digits)  # "A10O": a card only a slip away
         if not (o_typo or after or _TYPO_BEFORE.search(text[max(0, m.start() - 8): m.start()])):
             continue
-        if letters + digits in bases:
+        if letters + digits + tail in bases:
             continue  # a card as written
         keys: set[str] = set()
         if "o" in digits and digits.replace("o", "0") != digits:
-            keys.add(letters + digits.replace("o", "0"))  # "A10O" -> a100
+            keys.add(letters + digits.replace("o", "0") + tail)  # "A10O" -> a100, "L4OS" -> l40s
+        elif tail:
+            continue  # a missing digit is guessed only on a bare letters+digits token ("A00 40G")
         elif digits.isdigit():
             keys |= {letters + digits[:i] + d + digits[i:] for i in range(len(digits) + 1) for d in "0123456789"}
         names = sorted({n for k in keys for n in bases.get(k, ())})
