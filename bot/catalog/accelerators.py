@@ -304,8 +304,9 @@ _GPUS: list[GPUSpec] = [
             notes="tensor peak derived: 8 x 16.31 TFLOPS fp32; a 2-way NVLink bridge (100 GB/s total) is optional",
             aliases=("quadro rtx 6000", "quadro rtx6000", "quadrortx6000")),
     GPUSpec("Quadro RTX 5000 16GB", 16, 89.2, 0.448, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
-            source_url=f"{_TPU}quadro-rtx-5000.c3308",
-            notes="tensor peak derived: 8 x 11.15 TFLOPS fp32; a 2-way NVLink bridge (50 GB/s total) is optional",
+            source_url="https://cvw.cac.cornell.edu/gpu-architecture/gpus-frontera-rtx-5000/rtx_5000",
+            notes="fp32 11.2 TFLOPS (3,072 cores x 2 x 1.815 GHz, the source); NVIDIA's sheet gives 89.2 TFLOPS "
+                  "tensor and 448 GB/s; a 2-way NVLink bridge (50 GB/s total) is optional",
             aliases=("quadro rtx 5000", "quadro rtx5000", "quadrortx5000")),
     GPUSpec("Quadro RTX 4000 8GB", 8, 57.0, 0.416, **_pcie(_PCIE3), supports_bf16=False, approximate=True,
             source_url=f"{_TPU}quadro-rtx-4000.c3336",
