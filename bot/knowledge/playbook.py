@@ -30,8 +30,9 @@ API (what the answer layer calls)::
   :data:`MAX_CONTEXT_SCORE`); a known fact that contradicts an entry's ``requires`` or a text
   matching its ``excludes`` drops it. An entry is returned when at least one symptom matched or
   its triggers alone reach :data:`TRIGGERS_ALONE`: context alone never surfaces an entry, so a
-  lead matched only on words said in passing never leads. Ranked by score, then symptom count,
-  then id.
+  lead matched only on words said in passing never leads. A pattern matched only inside a file
+  name, a path or a URL counts for nothing (a config called ``ddp_hang.yaml`` is no hang). Ranked
+  by score, then symptom count, then id.
 - :class:`PlaybookMatch` carries the entry, the score and which symptoms (pattern and the text it
   matched) and triggers fired, so an answer can say why it leads with a cause.
 """
@@ -515,7 +516,24 @@ def _meets(key: str, wanted: Any, q: PlaybookQuery) -> bool | None:
     return value == wanted
 
 
-def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery, context=()) -> PlaybookMatch | None:
+# A file name, a path or a URL in the text ("configs/ddp_hang_fix.yaml", "dataparallel_train.py") names
+# the asker's files, not what went wrong: a pattern matched only inside one is no symptom (nor context).
+_FILE_OR_URL = re.compile(r"https?://\S+|(?:[\w.-]+/)*[\w.-]+\.(?:py|ya?ml|json|sh|cfg|conf|toml|txt|ini|ipynb|log|ckpt|pt|pth|bin|"
+                          r"safetensors)\b", re.I)
+
+
+def _outside_names(pattern: re.Pattern[str], text: str, names: Sequence[tuple[int, int]]) -> re.Match[str] | None:
+    """The first match of ``pattern`` not wholly inside a file name or URL of ``text``."""
+    if not names:
+        return pattern.search(text)
+    for found in pattern.finditer(text):
+        if not any(a <= found.start() and found.end() <= b for a, b in names):
+            return found
+    return None
+
+
+def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery, context=(),
+           names: Sequence[tuple[int, int]] = ()) -> PlaybookMatch | None:
     text = q.text or ""
     if excludes is not None and excludes.search(text):
         return None
@@ -524,14 +542,14 @@ def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery, context=(
             return None
     symptoms = []
     for pattern in patterns:
-        found = pattern.search(text)
+        found = _outside_names(pattern, text, names)
         if found:
             symptoms.append((pattern.pattern, found.group(0)))
     triggers = [key for key, wanted in entry.triggers.items() if _meets(key, wanted, q)]
     trigger_score = sum(TRIGGER_WEIGHTS[k] for k in triggers)
     if not symptoms and trigger_score < TRIGGERS_ALONE:
         return None  # context words never surface an entry on their own
-    said = [(p.pattern, found.group(0)) for p in context if (found := p.search(text))]
+    said = [(p.pattern, found.group(0)) for p in context if (found := _outside_names(p, text, names))]
     score = (min(float(len(symptoms)), MAX_SYMPTOM_SCORE) + trigger_score
              + min(CONTEXT_WEIGHT * len(said), MAX_CONTEXT_SCORE))
     return PlaybookMatch(entry, round(score, 3), tuple(symptoms), tuple(triggers), tuple(said))
@@ -552,8 +570,9 @@ def match_playbook(query: Any, text: str | None = None, *, limit: int = 3,
         q = replace(q, text="")
     folder = str(Path(root) if root else default_root())
     q = derive_facts(q, folder)
+    names = [m.span() for m in _FILE_OR_URL.finditer(q.text)]
     matches = [m for entry, patterns, excludes, context in _compiled(folder)
-               if (m := _score(entry, patterns, excludes, q, context)) is not None]
+               if (m := _score(entry, patterns, excludes, q, context, names)) is not None]
     matches.sort(key=lambda m: (-m.score, -len(m.matched_symptoms), m.id))
     return matches[:limit] if limit > 0 else matches
 

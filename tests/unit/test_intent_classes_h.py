@@ -226,3 +226,25 @@ def test_every_class_has_three_phrasings_in_each_language():
     for group in (ONE_GPU_BUSY, HANGS_ZH + HANGS_EN, MEMORY_SWINGS):
         zh = [t for t in group if _zh(t)]
         assert len(zh) >= 3 and len(group) - len(zh) >= 3
+
+
+# 9b. words inside a file name, a path or a URL are the asker's files, not a symptom
+@pytest.mark.parametrize("text", [
+    "Running scripts/dataparallel_train.sh on 4 GPUs, every rank is killed with exit code -9 while loading checkpoint shards.",
+    "With configs/nn_dataparallel.yaml on 4 GPUs the processes get SIGKILL while the model loads, before any step.",
+    "I launch https://example.com/repo/blob/main/dataparallel_demo.py on 4 GPUs and the oom-killer kills python while loading the checkpoint.",
+    "用 scripts/dataparallel_train.sh 在4张卡上训练，加载checkpoint shards的时候进程被杀，exit code -9",
+    "用 configs/nn_dataparallel.yaml 跑四张卡，加载模型时被系统kill了，还没开始训练",
+    "我用 tools/dataparallel_demo.py 在四张卡上训练，加载模型权重时进程被杀，dmesg显示oom-killer",
+])
+def test_a_symptom_word_inside_a_file_name_matches_nothing(text):
+    ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot", gpu_count=4), limit=0)]
+    assert not {"pb-dataparallel-gather-gpu0", "pb-dataparallel-slow-use-ddp"} & set(ids), ids
+    got, sentence = lead_of(text)
+    assert got == "pb-host-ram-loading-every-rank", sentence
+
+
+def test_the_same_word_outside_a_file_name_still_matches():
+    text = "Training with nn.DataParallel on 4 GPUs is hardly faster than one GPU; I launch it from scripts/train.sh."
+    ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot", gpu_count=4), limit=0)]
+    assert "pb-dataparallel-slow-use-ddp" in ids
