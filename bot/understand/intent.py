@@ -206,8 +206,10 @@ def asked_strategy(text: str) -> str | None:
 
 
 # --- question sentences --------------------------------------------------------------------------
+# "另外几张卡" / "其他几块" / "剩下几台" say "the other few", never "how many"
+_NOT_OTHERS = r"(?<!另外)(?<!其他)(?<!其余)(?<!剩下)(?<!别的)"
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)(?=\s|$)")
-_QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|几张|几台|几块|几个|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
+_QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|" + _NOT_OTHERS + r"(?:几张|几台|几块|几个)|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
                        r"有没有|什么|请问|求教|想问|想了解|想知道|问一下|"
                        r"^\s*(?:how|what|which|why|can|could|should|is|are|does|do|did|would|will|any)\b|"
                        r"\bi (?:would like|want|'d like) to (?:know|ask)|\bi(?:'m| am)? wonder(?:ing)?|could you|please (?:share|tell|advise)|"
@@ -231,7 +233,7 @@ _FIX_Q = re.compile(r"为什么|为啥|是什么原因|什么原因|原因是|\b
 # "why" asked about how things behave in general (no run, setup or symptom of the person's) is a concept
 _WHY = re.compile(r"为什么|为啥|\bwhy\b|是什么原因|什么原因|原因是", _I)
 # a quantity asked for: GPUs, memory, resources
-_CAPACITY_Q = re.compile(r"how many|how much|(?:what|which) amount of|多少|几张|几台|几块|几个(?:gpu|卡|节点|机器)|要几|多大|最低|至少需要|最少需要|最少要|至少要|"
+_CAPACITY_Q = re.compile(r"how many|how much|(?:what|which) amount of|多少|" + _NOT_OTHERS + r"(?:几张|几台|几块)|几个(?:gpu|卡|节点|机器)|要几|多大|最低|至少需要|最少需要|最少要|至少要|"
                          r"minimum|requirements?\b|硬件(?:条件|要求|需求)|配置要求|(?:需要|要)什么(?:样的)?(?:硬件|显卡)|"
                          r"怎样的(?:配置|资源)|什么(?:样的)?配置|哪些资源|怎么算|how (?:to|do i) (?:calculate|estimate)|"
                          r"which size|what size|how (?:big|large) (?:a|of a)? ?model|"
@@ -402,7 +404,7 @@ _PER_PROCESS_COPY = re.compile(
 # cards?", "how to enable multi-GPU training?", "怎样开启多卡训练", "单机多卡训练怎么配置"
 _MULTI_GPU = (r"(?:multi-?gpu|multiple (?:gpus|cards|devices)|several (?:gpus|cards|devices)|many (?:gpus|cards)|"
               r"more than one (?:gpu|card)|all (?:the |my )?(?:gpus|cards)|(?:two|four|eight|\d+) (?:gpus|cards))")
-_MULTI_GPU_ZH = r"(?:多卡|多张卡|多块卡|多个?gpu|多显卡|多张显卡|多块显卡|单机多卡|多机多卡)"
+_MULTI_GPU_ZH = r"(?:多(?:张|块|个)?\s*(?:卡|显卡|gpu)|单机多卡|多机多卡)"
 _MULTI_GPU_HOW = re.compile(
     r"(?:how (?:do|can|should|could|would) (?:i|we|you|one)|how to|what(?:'s| is) the (?:\w+ )?way to)\b[^.?!\n]{0,40}?" + _MULTI_GPU + "|"
     r"(?:如何|怎么|怎样|怎么样)(?:才能|才可以|能|可以)?(?:进行|开启|实现|配置|设置|使用|用|做|跑)?[^。？?！\n]{0,10}?" + _MULTI_GPU_ZH + "|"

@@ -41,6 +41,9 @@ ONE_GPU_BUSY = [
     "服务器上有4张卡，训练时只有0号卡在跑，其余的卡利用率为0，怎么办？",
     "我有两块3090，训练时只用到了第一张卡，另一张一直空着，这是为什么？",
     "8卡机器上跑训练，nvidia-smi 里只有卡0有负载，其他卡利用率都是0%，要怎么改？",
+    "4张卡只有0号卡的利用率是100%，其余都是0",
+    "训练只用到了GPU0，另外几张显卡完全没动",  # "另外几张" is "the other few", not "how many"
+    "Only GPU 0 shows utilization; GPUs 1, 2 and 3 stay at 0%.",
 ]
 
 
@@ -57,6 +60,7 @@ HANGS_ZH = [
     "双卡训练到验证那一步就不动了，单卡没有这个问题",
     "用8张卡训练，跑着跑着就没反应了，GPU利用率还是满的",
     "两张卡分布式训练时卡在这一步，不继续往下走了，请问怎么回事？",
+    "用4块3090训练，第一个epoch结束后就没反应了",
 ]
 HANGS_EN = [
     "My 4-GPU DDP run freezes after a few hundred steps with no error at all. What could cause it?",
@@ -79,6 +83,7 @@ MEMORY_SWINGS = [
     "训练时显存忽高忽低，每一步都不一样，怎么让它稳定下来？",
     "每个step显存都在变，从30G跳到70G，这是为什么？",
     "微调过程中显存占用波动很大，有时候快满了，有什么办法固定住？",
+    "GPU memory jumps up and down between iterations, sometimes close to OOM.",
 ]
 
 
@@ -96,6 +101,7 @@ def test_memory_swinging_between_steps_is_a_symptom_with_its_lead(text):
     "请问怎样开启多卡训练？",
     "想用多张显卡一起训练，应该怎么做？",
     "多GPU训练要怎么开启？",
+    "怎么使用多张GPU训练模型？",
 ])
 def test_how_to_train_on_several_cards_is_a_how_to(text):
     assert intent(text) == "concept"
