@@ -446,6 +446,8 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"gpu[- ]?(?:util\w*|usage|load)\b.{0,24}?(?:\b(?:low|poor|fluctuat\w*|unstable)\b|(?<![\d.])[1-5]?\d ?%)|"
                           r"\b(?:low|poor|fluctuating|unstable) (?:gpu[- ]?)?(?:util\w*|usage)\b|"
                           r"利用率.{0,10}(?:低|不高|只有|上不去|波动|忽高忽低|很差|跳|不稳定|(?<![\d.])[1-5]?\d ?%)|"
+                          r"(?:gpu|显卡)\s*占用率.{0,10}(?:低|不高|只有|上不去|很差|(?<![\d.])[1-5]?\d ?%)|"
+                          r"(?:数据加载|数据读取|读数据|数据预处理|dataloader)[^。？?\n]{0,10}(?:慢|瓶颈|跟不上)|"
                           r"(?:multi-?gpu|more gpus|the (?:extra|other) gpus|more cards).{0,20}(?:do(?:es)? nothing|did nothing|"
                           r"(?:doesn.t|does not|didn.t|did not) help)|多卡.{0,6}(?:没有?用|没效果|无效)|"
                           r"worker.{0,30}(?:exited unexpectedly|killed by signal)|"

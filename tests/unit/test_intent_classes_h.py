@@ -254,3 +254,18 @@ def test_the_same_word_outside_a_file_name_still_matches():
     text = "Training with nn.DataParallel on 4 GPUs is hardly faster than one GPU; I launch it from scripts/train.sh."
     ids = [m.id for m in match_playbook(PlaybookQuery(text=text, intent="troubleshoot", gpu_count=4), limit=0)]
     assert "pb-dataparallel-slow-use-ddp" in ids
+
+
+# 9c. low GPU utilisation, also written "GPU占用率" in Chinese, is the data pipeline's symptom
+@pytest.mark.parametrize("text", [
+    "四张卡训练时GPU占用率只有20%，数据读取好像跟不上",
+    "8卡训练，显卡占用率一直很低，大部分时间在等数据",
+    "用两张卡训练，GPU占用率只有30%左右，怎么提高？",
+    "My 4-GPU run shows GPU utilization around 25%, is the data loader the bottleneck?",
+    "On 8 cards the GPU utilization stays low, around 30%, and the GPUs wait for data.",
+    "Two GPUs, utilization is poor and the data loading is slow; how do I speed it up?",
+])
+def test_low_gpu_utilisation_is_led_by_the_data_pipeline(text):
+    assert intent(text) == "troubleshoot"
+    got, sentence = lead_of(text)
+    assert got == "pb-dataloader-starves-gpu", sentence
