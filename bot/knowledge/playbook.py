@@ -25,9 +25,14 @@ API (what the answer layer calls)::
   ``observed``), reading attributes with ``getattr`` so partial objects work too.
 - :func:`match_playbook` scores every entry: each distinct symptom pattern that matches the text
   adds 1 (at most 3), each structured trigger the query meets adds its weight
-  (:data:`TRIGGER_WEIGHTS`); a known fact that contradicts an entry's ``requires`` or a text
+  (:data:`TRIGGER_WEIGHTS`), each ``context`` pattern (a word naming where the job runs, such as
+  the scheduler, rather than what went wrong) adds :data:`CONTEXT_WEIGHT` (at most
+  :data:`MAX_CONTEXT_SCORE`); a known fact that contradicts an entry's ``requires`` or a text
   matching its ``excludes`` drops it. An entry is returned when at least one symptom matched or
-  its triggers alone reach :data:`TRIGGERS_ALONE`. Ranked by score, then symptom count, then id.
+  its triggers alone reach :data:`TRIGGERS_ALONE`: context alone never surfaces an entry, so a
+  lead matched only on words said in passing never leads. A pattern matched only inside a file
+  name, a path or a URL counts for nothing (a config called ``ddp_hang.yaml`` is no hang). Ranked
+  by score, then symptom count, then id.
 - :class:`PlaybookMatch` carries the entry, the score and which symptoms (pattern and the text it
   matched) and triggers fired, so an answer can say why it leads with a cause.
 """
@@ -51,6 +56,9 @@ OOM_PHASES = ("load", "wrap", "first_step", "optimizer_step", "mid_run", "save",
 PHASE_READING_ORDER = ("save", "eval", "optimizer_step", "load", "wrap", "mid_run", "first_step")
 MAX_SYMPTOM_SCORE = 3.0  # beyond three matched phrases more wording is not more evidence
 TRIGGERS_ALONE = 1.5  # structured facts alone must be this strong to surface an entry
+# A context word ("we use SLURM", a launcher named in passing) says where the job runs, not what
+# went wrong: it adds to an entry a symptom already surfaced, always less than one symptom does.
+CONTEXT_WEIGHT, MAX_CONTEXT_SCORE = 0.25, 0.5
 # Weight of each structured trigger when the query meets it. Facts that pin a cause (a phase of
 # the run, a host-RAM kill, a card without bf16) weigh more than context (intent, GPU count).
 TRIGGER_WEIGHTS: dict[str, float] = {
@@ -93,6 +101,7 @@ class PlaybookEntry:
     requires: dict[str, Any] = field(default_factory=dict)
     excludes: tuple[str, ...] = ()
     related: dict[str, str] = field(default_factory=dict)
+    context: tuple[str, ...] = ()  # regexes naming the setting, not the symptom (both languages)
 
     def text(self, name: str, language: str = "en") -> str:
         """``title``/``cause``/``check``/``fix`` in ``language`` (zh or en)."""
@@ -137,6 +146,7 @@ class PlaybookMatch:
     score: float
     matched_symptoms: tuple[tuple[str, str], ...]  # (pattern, the text it matched)
     matched_triggers: tuple[str, ...]  # trigger keys the query met
+    matched_context: tuple[tuple[str, str], ...] = ()  # (context pattern, the text it matched)
 
     @property
     def id(self) -> str:
@@ -211,7 +221,10 @@ def _entry(raw: Any, where: str) -> PlaybookEntry:
     if not isinstance(symptoms, dict) or any(not symptoms.get(lang) for lang in LANGS):
         raise PlaybookError(f"{where}: symptoms need en and zh patterns")
     patterns = {lang: tuple(str(p) for p in symptoms[lang]) for lang in LANGS}
-    for pattern in (*patterns["en"], *patterns["zh"], *(raw.get("excludes") or ())):
+    context = raw.get("context") or ()
+    if not isinstance(context, list | tuple):
+        raise PlaybookError(f"{where}: context must be a list of regexes")
+    for pattern in (*patterns["en"], *patterns["zh"], *(raw.get("excludes") or ()), *context):
         try:
             re.compile(pattern, re.I)
         except re.error as err:
@@ -229,7 +242,7 @@ def _entry(raw: Any, where: str) -> PlaybookEntry:
     return PlaybookEntry(id=entry_id, symptoms=patterns, sources=sources,
                          topics=tuple(str(t) for t in raw.get("topics") or ()), triggers=triggers,
                          requires=requires, excludes=tuple(str(p) for p in raw.get("excludes") or ()),
-                         related=related, **texts)
+                         related=related, context=tuple(str(p) for p in context), **texts)
 
 
 def _check_facts(facts: dict[str, Any], where: str) -> None:
@@ -275,12 +288,14 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4)
-def _compiled(root: str) -> tuple[tuple[PlaybookEntry, tuple[re.Pattern[str], ...], re.Pattern[str] | None], ...]:
+def _compiled(root: str) -> tuple[tuple[PlaybookEntry, tuple[re.Pattern[str], ...], re.Pattern[str] | None,
+                                        tuple[re.Pattern[str], ...]], ...]:
     out = []
     for entry in _load(root)[0]:
         patterns = tuple(re.compile(p, re.I) for p in dict.fromkeys((*entry.symptoms["en"], *entry.symptoms["zh"])))
         excludes = re.compile("|".join(f"(?:{p})" for p in entry.excludes), re.I) if entry.excludes else None
-        out.append((entry, patterns, excludes))
+        context = tuple(re.compile(p, re.I) for p in dict.fromkeys(entry.context))
+        out.append((entry, patterns, excludes, context))
     return tuple(out)
 
 
@@ -501,7 +516,24 @@ def _meets(key: str, wanted: Any, q: PlaybookQuery) -> bool | None:
     return value == wanted
 
 
-def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery) -> PlaybookMatch | None:
+# A file name, a path or a URL in the text ("configs/ddp_hang_fix.yaml", "dataparallel_train.py") names
+# the asker's files, not what went wrong: a pattern matched only inside one is no symptom (nor context).
+_FILE_OR_URL = re.compile(r"https?://\S+|(?:[\w.-]+/)*[\w.-]+\.(?:py|ya?ml|json|sh|cfg|conf|toml|txt|ini|ipynb|log|ckpt|pt|pth|bin|"
+                          r"safetensors)\b", re.I)
+
+
+def _outside_names(pattern: re.Pattern[str], text: str, names: Sequence[tuple[int, int]]) -> re.Match[str] | None:
+    """The first match of ``pattern`` not wholly inside a file name or URL of ``text``."""
+    if not names:
+        return pattern.search(text)
+    for found in pattern.finditer(text):
+        if not any(a <= found.start() and found.end() <= b for a, b in names):
+            return found
+    return None
+
+
+def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery, context=(),
+           names: Sequence[tuple[int, int]] = ()) -> PlaybookMatch | None:
     text = q.text or ""
     if excludes is not None and excludes.search(text):
         return None
@@ -510,15 +542,17 @@ def _score(entry: PlaybookEntry, patterns, excludes, q: PlaybookQuery) -> Playbo
             return None
     symptoms = []
     for pattern in patterns:
-        found = pattern.search(text)
+        found = _outside_names(pattern, text, names)
         if found:
             symptoms.append((pattern.pattern, found.group(0)))
     triggers = [key for key, wanted in entry.triggers.items() if _meets(key, wanted, q)]
     trigger_score = sum(TRIGGER_WEIGHTS[k] for k in triggers)
     if not symptoms and trigger_score < TRIGGERS_ALONE:
-        return None
-    score = min(float(len(symptoms)), MAX_SYMPTOM_SCORE) + trigger_score
-    return PlaybookMatch(entry, round(score, 3), tuple(symptoms), tuple(triggers))
+        return None  # context words never surface an entry on their own
+    said = [(p.pattern, found.group(0)) for p in context if (found := _outside_names(p, text, names))]
+    score = (min(float(len(symptoms)), MAX_SYMPTOM_SCORE) + trigger_score
+             + min(CONTEXT_WEIGHT * len(said), MAX_CONTEXT_SCORE))
+    return PlaybookMatch(entry, round(score, 3), tuple(symptoms), tuple(triggers), tuple(said))
 
 
 def match_playbook(query: Any, text: str | None = None, *, limit: int = 3,
@@ -536,8 +570,9 @@ def match_playbook(query: Any, text: str | None = None, *, limit: int = 3,
         q = replace(q, text="")
     folder = str(Path(root) if root else default_root())
     q = derive_facts(q, folder)
-    matches = [m for entry, patterns, excludes in _compiled(folder)
-               if (m := _score(entry, patterns, excludes, q)) is not None]
+    names = [m.span() for m in _FILE_OR_URL.finditer(q.text)]
+    matches = [m for entry, patterns, excludes, context in _compiled(folder)
+               if (m := _score(entry, patterns, excludes, q, context, names)) is not None]
     matches.sort(key=lambda m: (-m.score, -len(m.matched_symptoms), m.id))
     return matches[:limit] if limit > 0 else matches
 

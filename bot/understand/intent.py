@@ -5,8 +5,9 @@ labels"): a setup plus "which / can I / should I / is it enough" is ``recommend`
 how much memory (显存/内存) do I need / 最低要求" is ``capacity``, also when the same message reports
 an OOM; an OOM, a slowdown, a hang or "why" about a run the person did, asking how to fix it, is
 ``troubleshoot``; a question that needs no setup (what is X, X vs Y in general, is there a way to
-do X in FSDP2) is ``concept``; inference/serving, TPU/JAX/XLA, other frameworks and text that merely
-contains ML words are ``out_of_scope``.
+do X in FSDP2, how to train on several cards, whether each process keeps its own copy) is
+``concept``; inference/serving (also a model's generation speed in tokens/s with no training word),
+TPU/JAX/XLA, other frameworks and text that merely contains ML words are ``out_of_scope``.
 
 **The question sentence decides; reported symptoms are context.** ``read_intent`` splits the
 person's words into sentences, classifies each question sentence (a question mark, 吗/呢, an
@@ -209,13 +210,16 @@ def asked_strategy(text: str) -> str | None:
 
 
 # --- question sentences --------------------------------------------------------------------------
+# "另外几张卡" / "其他几块" / "剩下几台" say "the other few", never "how many"
+_NOT_OTHERS = r"(?<!另外)(?<!其他)(?<!其余)(?<!剩下)(?<!别的)"
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])|(?<=\.)(?=\s|$)")
-_QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|几张|几台|几块|几个|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
+_QUESTION = re.compile(r"[?？]|[吗呢么嘛]\s*[。.!！)）]*\s*$|多少|多大|" + _NOT_OTHERS + r"(?:几张|几台|几块|几个)|为什么|为啥|怎么|如何|哪|是否|能否|可否|"
                        r"有没有|什么|请问|求教|想问|想了解|想知道|问一下|"
                        r"^\s*(?:how|what|which|why|can|could|should|is|are|does|do|did|would|will|any)\b|"
                        r"\bi (?:would like|want|'d like) to (?:know|ask)|\bi(?:'m| am)? wonder(?:ing)?|could you|please (?:share|tell|advise)|"
                        r"(?:have|got) a question about|想问一下|咨询|\bi(?:'m| am) curious|\bcurious (?:why|about|whether|if)|"
-                       r"不明白|不理解|搞不懂|想不通", _I)
+                       r"不明白|不理解|搞不懂|想不通|\b(?:help(?:ful)?|useful|great|nice|good) to know\b|"
+                       r"\b(?:would|'d) (?:love|like) to know\b|\bappreciate (?:knowing|to know)\b", _I)
 # how to fix a run, or why it failed / is slow
 _FIX_Q = re.compile(r"为什么|为啥|是什么原因|什么原因|原因是|\bwhy\b|how (?:can|do|should|could) (?:i|we) (?:fix|solve|avoid|resolve|speed|"
                     r"make it|get rid|adjust|reduce|lower)|how to (?:fix|solve|avoid|resolve|speed up|deal with|get rid)|"
@@ -233,7 +237,7 @@ _FIX_Q = re.compile(r"为什么|为啥|是什么原因|什么原因|原因是|\b
 # "why" asked about how things behave in general (no run, setup or symptom of the person's) is a concept
 _WHY = re.compile(r"为什么|为啥|\bwhy\b|是什么原因|什么原因|原因是", _I)
 # a quantity asked for: GPUs, memory, resources
-_CAPACITY_Q = re.compile(r"how many|how much|多少|几张|几台|几块|几个(?:gpu|卡|节点|机器)|要几|多大|最低|至少需要|最少需要|最少要|至少要|"
+_CAPACITY_Q = re.compile(r"how many|how much|(?:what|which) amount of|多少|" + _NOT_OTHERS + r"(?:几张|几台|几块)|几个(?:gpu|卡|节点|机器)|要几|多大|最低|至少需要|最少需要|最少要|至少要|"
                          r"minimum|requirements?\b|硬件(?:条件|要求|需求)|配置要求|(?:需要|要)什么(?:样的)?(?:硬件|显卡)|"
                          r"怎样的(?:配置|资源)|什么(?:样的)?配置|哪些资源|怎么算|how (?:to|do i) (?:calculate|estimate)|"
                          r"which size|what size|how (?:big|large) (?:a|of a)? ?model|"
@@ -346,7 +350,17 @@ _KNOB_Q = re.compile(r"should (?:i|we) (?:adjust|change|tune|set|tweak|modify|in
                      r"(?:gpus?|cards?|devices?)|"
                      r"(?:share|provide|post|send) (?:your|the|a) (?:\w+ ){0,2}(?:config\w*|settings|script|command|yaml|json|setup)|"
 
-                     r"(?:需要|要)(?:设置|修改|调整|加)(?:什么|哪些)(?:参数|配置)?|(?:分享|提供|发)(?:一下)?(?:你们?的)?(?:配置|脚本|参数)", _I)
+                     r"(?:需要|要)(?:设置|修改|调整|加)(?:什么|哪些)(?:参数|配置)?|(?:分享|提供|发)(?:一下)?(?:你们?的)?(?:配置|脚本|参数)|"
+                     # after a symptom, how to set things so it goes away ("怎么设置才能用到其他卡",
+                     # "如何设置能保持显存不变", "how do I keep it stable", "can it be held at a constant value")
+                     r"(?:如何|怎么|怎样)(?:设置|配置)(?:才能|才可以|能|可以|使得|使|让)|(?:怎么|如何|怎样)(?:才能|才可以|能)?(?:用到|用上|利用起?)"
+                     r"(?:其他|其余|别的|所有|全部|多张|多块|这些|[0-9,，、\s]+)|"
+                     r"how (?:do|can|could|should) (?:i|we) (?:keep|hold|make) (?:it|this|the memory|memory|vram|usage)\b[^.?!\n]{0,12}"
+                     r"\b(?:stable|steady|constant|fixed|flat)|\b(?:held|kept|fixed|pinned) (?:at|to) (?:a )?(?:constant|fixed|steady|stable)|"
+                     # an option asked of the project after a failure ("can you add a batch-size flag", "能不能提供一个调batch_size的参数")
+                     r"\b(?:add|provide|expose) (?:a|an) (?:\S+ ){0,3}(?:option|flag|parameter|argument|knob|setting)\b|"
+                     r"\b(?:is|are) there (?:any |some )?(?:parameters?|settings?|options?|flags?)\b[^.?!\n]{0,40}\b(?:missed|help|reduce|lower|fix)|"
+                     r"(?:提供|加|增加|添加|给)(?:一个|个)?[^。？?！\n]{0,12}(?:参数|选项|开关)", _I)
 # how to raise or improve something, after a symptom ("how can I improve the GPU utilization?",
 # "怎么提高利用率", "any way to make it faster?"): a fix for the run, not advice on a setup
 _IMPROVE_Q = re.compile(r"\bimprov(?:e|ing)\b|\bincreas(?:e|ing)\b|\braise\b|\bboost\b|make (?:it|this|training|them) faster|"
@@ -375,6 +389,42 @@ _DIAGNOSE_Q = re.compile(r"\b(?:correct|proper|right|recommended) (?:way|usage|m
                          r"what (?:should|can|do) (?:i|we) do\b|(?:any|a) (?:method|way|tool)s? to (?:find|check|see|debug|locate)|"
                          r"正确的?(?:用法|做法|方式|方法|使用方法|配置|姿势|打开方式)|定位|排查|调试|诊断|找(?:到|出)?(?:原因|问题)|"
                          r"(?:怎么|如何|怎样)(?:处理|应对|避免)|什么原因", _I)
+# "is this normal?" about a symptom the message reports: a fix asked for, before any comparison cue
+# ("is barely faster than one GPU, is that normal?", "这样算正常么", "属于正常现象吗", "supposed to be this slow")
+_NORMAL_Q = re.compile(r"\b(?:is|are) (?:this|that|these|it)\b[^.?!\n]{0,20}\b(?:normal|expected)\b|"
+                       r"(?:if|whether) (?:this|that|it) is (?:normal|expected)|supposed to be (?:this|so) \w+|"
+                       r"正常(?:现象|情况|的)?(?:吗|么|嘛)|是否正常|算正常|属于正常", _I)
+# whether each process (rank, GPU, worker) keeps its own copy of the data or the model, or whether
+# it is shared: how data parallelism works, not a quantity ("does every rank hold its own copy of the
+# dataset?", "每个进程都会加载一份数据集吗", "数据集会在进程之间共享吗")
+_PER_PROCESS_COPY = re.compile(
+    r"\b(?:each|every|all|both)\s+(?:of the\s+)?(?:(?:worker|training|gpu|ddp)\s+)?(?:process(?:es)?|ranks?|gpus?|workers?|replicas?|devices?|cards?)\b"
+    r"[^.?!\n]{0,40}\b(?:own|separate|full|whole|entire|complete|a|one) (?:copy|copies|replica|instance)\b|"
+    r"\b(?:shared?|sharing)\b[^.?!\n]{0,30}\b(?:between|across|among) (?:the )?(?:processes|ranks|gpus|workers)\b|"
+    r"(?:每个|每一个|各个|每张卡(?:上)?的?|每块卡(?:上)?的?)\s*(?:进程|rank|gpu|卡|worker)[^。？?！\n]{0,20}?"
+    r"(?:加载|保存|存取|存|保留|拷贝|复制|持有|放|读)[^。？?！\n]{0,6}?(?:一份|副本|完整的)|"
+    r"(?:进程|rank|卡)之?间[^。？?！\n]{0,6}共享|各(?:存|自保存|自存|持有|有)一份", _I)
+# how to train on several cards, asked with no setup (a how-to: concept): "how do I train on several
+# cards?", "how to enable multi-GPU training?", "怎样开启多卡训练", "单机多卡训练怎么配置"
+_MULTI_GPU = (r"(?:multi-?gpu|multiple (?:gpus|cards|devices)|several (?:gpus|cards|devices)|many (?:gpus|cards)|"
+              r"more than one (?:gpu|card)|all (?:the |my )?(?:gpus|cards)|(?:two|four|eight|\d+) (?:gpus|cards))")
+_MULTI_GPU_ZH = r"(?:多(?:张|块|个)?\s*(?:卡|显卡|gpu)|单机多卡|多机多卡)"
+_MULTI_GPU_HOW = re.compile(
+    r"(?:how (?:do|can|should|could|would) (?:i|we|you|one)|how to|what(?:'s| is) the (?:\w+ )?way to)\b[^.?!\n]{0,40}?" + _MULTI_GPU + "|"
+    r"(?:如何|怎么|怎样|怎么样)(?:才能|才可以|能|可以)?(?:进行|开启|实现|配置|设置|使用|用|做|跑)?[^。？?！\n]{0,10}?" + _MULTI_GPU_ZH + "|"
+    + _MULTI_GPU_ZH + r"[^。？?！\n]{0,16}(?:怎么|如何|怎样)(?:做|进行|开启|配置|设置|弄|实现|跑|用)|"
+    + _MULTI_GPU_ZH + r"[^。？?！\n]{0,12}(?:应该|要)怎么", _I)
+# the memory a job requires, asked beside "would N cards be enough" ("would 2 x 4090 cover the memory
+# it needs?", "or would there be a need for more VRAM?", "所需的显存"): a quantity, not a choice
+# Only the required memory set against the cards ("enough ... or a need for more VRAM", "cover the memory
+# needed", "够...所需的显存"): "can the needed memory be split over two cards?" alone stays a can-question.
+_REQ_MEM = (r"(?:\b(?:memory|vram)\b[^.?!\n]{0,12}\b(?:required|needed|necessary)\b|\b(?:required|needed|necessary) (?:gpu )?"
+            r"(?:memory|vram)\b|\b(?:memory|vram)\b[^.?!\n]{0,40}\brequires?\b|\bneed\w*\s+(?:more\s+)?(?:gpu\s+)?(?:memory|vram)\b|"
+            r"\bneed for (?:more )?(?:memory|vram)\b)")
+_ENOUGH = r"(?:\benough\b|\bsuffic\w*|\bcover\b|\bmeet\b)"
+_REQ_MEM_ZH = r"(?:所需|需要)的?(?:显存|内存|资源)"
+_REQUIRED_MEMORY = re.compile(_ENOUGH + r"[^.?!\n]{0,80}?" + _REQ_MEM + "|" + _REQ_MEM + r"[^.?!\n]{0,40}?" + _ENOUGH + "|"
+                              r"(?:够|满足|足够)[^。？?！\n]{0,30}?" + _REQ_MEM_ZH + "|" + _REQ_MEM_ZH + r"[^。？?！\n]{0,20}(?:够|满足|足够)", _I)
 _REQUIREMENTS = re.compile(r"requirements?\b|minimum (?:number|amount|count) of (?:gpus?|cards?|nodes?|machines?|(?:gpu )?memory|vram)|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
 _PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
                        r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
@@ -411,6 +461,8 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"gpu[- ]?(?:util\w*|usage|load)\b.{0,24}?(?:\b(?:low|poor|fluctuat\w*|unstable)\b|(?<![\d.])[1-5]?\d ?%)|"
                           r"\b(?:low|poor|fluctuating|unstable) (?:gpu[- ]?)?(?:util\w*|usage)\b|"
                           r"利用率.{0,10}(?:低|不高|只有|上不去|波动|忽高忽低|很差|跳|不稳定|(?<![\d.])[1-5]?\d ?%)|"
+                          r"(?:gpu|显卡)\s*占用率.{0,10}(?:低|不高|只有|上不去|很差|(?<![\d.])[1-5]?\d ?%)|"
+                          r"(?:数据加载|数据读取|读数据|数据预处理|dataloader)[^。？?\n]{0,10}(?:慢|瓶颈|跟不上)|"
                           r"(?:multi-?gpu|more gpus|the (?:extra|other) gpus|more cards).{0,20}(?:do(?:es)? nothing|did nothing|"
                           r"(?:doesn.t|does not|didn.t|did not) help)|多卡.{0,6}(?:没有?用|没效果|无效)|"
                           r"worker.{0,30}(?:exited unexpectedly|killed by signal)|"
@@ -443,7 +495,29 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           # host memory: the process killed, RAM figures of a run (host RAM, not out of scope)
                           r"\b(?:gets?|got|was|is|being) killed\b|oom[- ]?killer|被(?:系统)?(?:杀|kill)|进程被杀|"
                           r"\b(?:cpu|host|system|virtual|physical) (?:virtual )?(?:memory|ram)\b[^.?\n]{0,24}\d+\s*g|"
-                          r"(?:内存|虚拟内存)(?:占用|使用)?[^。？?\n]{0,6}\d+\s*多?\s*g", _I)
+                          r"(?:内存|虚拟内存)(?:占用|使用)?[^。？?\n]{0,6}\d+\s*多?\s*g|"
+                          # one card busy, named by its index or as the first ("only cuda:0 is busy", "only
+                          # the first GPU does any work", "只用了0", "只用到了第一张卡", "其余的卡利用率为0")
+                          r"\bonly (?:the )?(?:first|one|a single|1) (?:gpu|card|device)\b[^.?!\n]{0,16}\b(?:busy|used|utili[sz]ed|"
+                          r"working|running|active|does|did|doing)\b|\bonly (?:gpu|cuda|card|device) ?:?#?0\b|"
+                          r"\b(?:other|remaining|second|rest of the)(?: \w+)? (?:gpus?|cards?)\b[^.?!\n]{0,24}\b(?:idle|unused|empty|at 0 ?%)|"
+                          r"只(?:用|跑|占)(?:到|上)?了?\s*(?:第一张|第一块|0(?![\d.])\s*号?|卡\s*0(?![\d.])|gpu\s*0(?![\d.]))|"
+                          r"(?:其他|其余|别的|另外|剩下)的?(?:几张|几块)?(?:卡|gpu|显卡)[^。？！，,\n]{0,8}(?:利用率|占用)[^。？！，,\n]{0,4}"
+                          r"(?:为|是|都是|都为|只有)?\s*0(?![\d.])|"
+                          # a run that waits until a timeout ("hits an NCCL timeout", "sits there", "一直等待", "超时")
+                          r"\btim(?:ed|es)? ?out\b|\btimeouts?\b|\bsits? there\b|\bstops? progressing\b|超时|一直等待?|没动静|"
+                          # memory that swings between steps ("goes up and down each step", "显存忽高忽低", "每个step显存都在变")
+                          r"\b(?:memory|vram)\b[^.?!\n]{0,30}\b(?:goes|going|go|jumps?|swings?|bounces?) (?:up and down|back and forth)|"
+                          r"\b(?:memory|vram)\b[^.?!\n]{0,30}\b(?:fluctuat\w*|swing(?:s|ing)?|oscillat\w*)|\bfluctuating (?:gpu )?(?:memory|vram)\b|"
+                          r"显存[^。？！\n]{0,10}(?:忽高忽低|波动|上下浮动|跳来跳去|不稳定|时高时低|变来变去)|"
+                          r"(?:每个?|每一)\s*(?:step|步|迭代|iter|batch)[^。？！\n]{0,10}显存[^。？！\n]{0,6}(?:都)?(?:在)?(?:变|不一样|不同)|"
+                          # memory or speed against the expected ("比预想的高很多", "higher than expected", "barely faster")
+                          r"(?:显存|内存|占用)[^。？?\n]{0,12}比(?:预想|预期|想象|估计|预估)的?[^。？?\n]{0,4}(?:高|大|多)|"
+                          r"\b(?:memory|vram)\b[^.?!\n]{0,30}\b(?:higher|more|larger) than (?:i )?(?:expected|estimated)|"
+                          r"\b(?:barely|hardly|only slightly|marginally) faster\b|\b(?:this|so) slow\b|"
+                          r"\b(?:epoch|step|iteration) time\b[^.?!\n]{0,20}\b(?:barely|hardly|only slightly) (?:dropped|changed|improved|fell|went down)|"
+                          # GPU 0 fuller than the others ("GPU 0 uses much more memory than the other cards")
+                          r"\b(?:gpu|cuda|card|device|rank) ?:?#?0\b[^.?!\n]{0,40}\b(?:more|higher|larger) (?:memory|vram)\b", _I)
 
 
 @dataclass(frozen=True)
@@ -471,6 +545,8 @@ def _cue(name: str, intent: str, pattern: re.Pattern[str], needs: str = "", unle
 QUESTION_CUES: tuple[Cue, ...] = (
     _cue("two_api_versions", "concept", _API_VERSIONS),       # "FSDP1 or FSDP2?" wherever it is asked
     _cue("what_went_wrong", "troubleshoot", _PROBLEM_Q),
+    _cue("is_it_normal", "troubleshoot", _NORMAL_Q, needs="symptom"),  # before the comparison cues
+    _cue("per_process_copy", "concept", _PER_PROCESS_COPY, unless="symptom"),  # before the quantity cues
     _cue("requirements", "capacity", _REQUIREMENTS),
     _cue("best_option", "recommend", _BEST_Q, needs="setup"),
     _cue("diagnose_after_symptom", "troubleshoot", _DIAGNOSE_Q, needs="symptom"),  # "how can I locate it?"
@@ -485,6 +561,8 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("improve_after_symptom", "troubleshoot", _IMPROVE_Q, needs="symptom"),
     _cue("quantity", "capacity", _CAPACITY_Q),
     _cue("cards_needed", "capacity", _CARDS_NEEDED_Q),
+    _cue("required_memory", "capacity", _REQUIRED_MEMORY),
+    _cue("multi_gpu_how_to", "concept", _MULTI_GPU_HOW, unless="setup symptom"),
     _cue("the_projects_code", "concept", _PROJECT_Q, unless="setup first_person"),
     _cue("choice_in_general", "concept", _CHOICE, needs="can", unless="setup first_person advice"),
     _cue("can_or_which", "recommend", _CAN_Q),
@@ -616,9 +694,18 @@ _HOST_RAM_RUN = re.compile(r"(?:\b(?:cpu|host|system|virtual|physical) (?:virtua
                            r"\bkilled\b|oom[- ]?killer|被(?:系统)?(?:杀|kill)|kill掉)", _I)
 
 
+# the speed of generating text: tokens per second, decode or generation speed ("40 token/s", "每秒只出20个
+# token", "生成速度"). With no training word anywhere it is a served or run model's speed: inference.
+_DECODE_SPEED = re.compile(r"\d+(?:\.\d+)?\s*(?:tokens?|toks?)\s*(?:/|per\s*)\s*(?:s|sec|second)\b|\btok/s\b|"
+                           r"每秒[^。，,？?\n]{0,6}?(?:个)?\s*tokens?|(?:生成|输出|出字|解码)\s*速度|"
+                           r"\b(?:decod(?:e|ing)|generation|output) (?:speed|throughput|rate)\b", _I)
+
+
 def _scope(text: str, *, has_setup: bool) -> str | None:
     """``out_of_scope`` when the message is not about training with PyTorch, else None."""
     train = bool(_TRAIN.search(text))
+    if _DECODE_SPEED.search(text) and not _TRAINING_RUN.search(text):
+        return "out_of_scope"  # how fast a model generates, no training run named: inference
     beside = (_INFERENCE.search(text) or _INFERENCE_RUN.search(text)) and asks_training_beside_inference(text)
     if _INFERENCE_RUN.search(text) and not beside and (_INFERENCE_OWN_RUN.search(text) or serving_subject(text)):
         # the person's own run is inference ("目前测试的是推理"); "推理时" alone only when the
