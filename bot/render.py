@@ -231,7 +231,7 @@ def _setup_line(answer: Answer, out: _Out) -> str:
                      (_w(lang, "setup.per_node", v=s.get("gpus_per_node")), "gpus_per_node"),
                      (gpu, gpu_field)]
         else:
-            bits += [(f"{s['gpu_count']} x", "gpu_count"), (gpu, gpu_field)]
+            bits += [(_w(lang, "setup.count", v=s["gpu_count"]), "gpu_count"), (gpu, gpu_field)]
     if s.get("precision"):
         bits.append((str(s["precision"]), "precision"))
     if s.get("optimizer"):
@@ -242,7 +242,7 @@ def _setup_line(answer: Answer, out: _Out) -> str:
     if s.get("seq_len"):
         bits.append((_w(lang, "setup.seq_len", v=s["seq_len"]), "seq_len"))
     if s.get("micro_batch"):
-        bits.append((f"micro-batch {s['micro_batch']}", "micro_batch"))
+        bits.append((_w(lang, "setup.micro_batch", v=s["micro_batch"]), "micro_batch"))
     if s.get("activation_checkpointing"):
         bits.append((_w(lang, "setup.checkpointing"), "activation_checkpointing"))
     for axis, field in (("TP", "tensor_parallel"), ("CP", "context_parallel"), ("PP", "pipeline_parallel")):
