@@ -29,8 +29,8 @@ def note_text(note: ReadNote, lang: str) -> str:
     lang = "zh" if lang == "zh" else "en"
     if note.code == "contradiction_computed":
         which = render(lang, _key(lang, "which", str(note.values.get("field"))), {})
-        values = {k: ("-" if v in ("", None) else v) for k, v in {**note.values, "which": which}.items()}
-        return render(lang, "read_note.computed", values)
+        computed = {k: ("-" if v in ("", None) else v) for k, v in {**note.values, "which": which}.items()}
+        return render(lang, "read_note.computed", computed)
     if f"read_note.{note.code}" not in catalog(lang):
         return note.code
     values: dict[str, Any] = {k: (", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v)
