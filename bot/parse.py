@@ -140,7 +140,7 @@ def parse_turn(text: str) -> tuple[dict, Parsed]:
                     observed=replace(reading.observed), compare=tuple(reading.compare),
                     unknown_model=reading.unknown_model,
                     unknown_gpu=reading.unknown_gpu)
-    parsed.problems = [p if isinstance(p, Problem) else Problem(p[0] or "question", p[1]) for p in reading.problems]
+    parsed.problems = list(reading.problems)
     cleaned = reading.text
     parsed.injection = _is_injection(cleaned)
     parsed.on_topic = (bool(reading.fields) or bool(_TOPIC.search(reading.own_words or cleaned))) and \

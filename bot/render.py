@@ -14,7 +14,7 @@ Also here: ``fmt`` (how every figure is printed), the question/notice/problem wo
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from bot.answer import Answer, Citation, FigureRef, TableRow
 from bot.answer.catalog import render
@@ -77,10 +77,6 @@ def dangling_markers(text: str, citations: list[Citation]) -> list[int]:
     return sorted({n for n in found if n not in known})
 
 
-def _t(lang: str, zh: str, en: str) -> str:
-    return zh if lang == "zh" else en
-
-
 def _w(lang: str, key: str, /, **context) -> str:
     """One of the renderer's labels (``render.<key>`` in the message catalogs)."""
     return render(lang, f"render.{key}", context)
@@ -100,70 +96,61 @@ def question_text(field_name: str, lang: str) -> str:
     return _label(lang, f"question.{field_name}", _w(lang, "question_default", words=field_name.replace("_", " ")))
 
 
-_VERDICTS = {
-    "supported": ("成立", "holds"),
-    "contradicted": ("不成立", "does not hold"),
-    "unverifiable": ("无法核实", "cannot be checked"),
-    "misleading": ("有误导", "misleading"),
-}
-
 def field_name_text(field_name: str, lang: str) -> str:
     """A setup field's name as the answer says it ("序列长度" / "sequence length")."""
     return _label(lang, f"field.{field_name}", field_name)
 
 
-def _given_words(message: str, lang: str) -> str:
-    """", not minus 8" / "（问题里是负 8）" from a ``bot.core.setup`` message ending "got <value in words>"."""
-    from bot.figures import read_value_words, value_words
+class Problem(Protocol):
+    """A ``bot.core.setup.Problem`` as the renderer sees it (renderers do not import the setup)."""
 
-    found = re.search(r"got (.+)$", message)
-    value = read_value_words(found.group(1)) if found else None
-    if value is None:
-        return ""
-    return _t(lang, f"（问题里是{value_words(value, 'zh')}）", f"; the question gives {value_words(value, 'en')}")
+    field: str
+    code: str
 
+    def worded(self, lang: str) -> str: ...
 
-def problem_text(field_name: str, message: str, lang: str, key: str = "",
-                 values: tuple[tuple[str, Any], ...] = ()) -> str:
-    zh = en = field_name_text(field_name, lang)
-    if key:  # worded by the message catalogs (bot.core.setup.Problem.worded): said in the answer's language
-        message = render(lang, f"problem.{key}", dict(values))
-    given = _given_words(message, lang)  # the bad value in words ("minus 8", "infinity"), as bot.core.setup wrote it
-    if "must be positive" in message or "must be a finite number" in message:
-        return _t(lang, f"{zh}必须是正数{given}。", f"The {en} must be positive{given}.")
-    if message == "is not a number":
-        return _t(lang, f"{zh}必须是一个数（问题里写的不是数）。", f"The {en} must be a number (the question's is not).")
-    if "outside the plausible range" in message:
-        return _t(lang, f"{zh}超出了合理范围，请确认一下。", f"The {en} is outside any plausible range; please check it.")
-    # Drop figures the user did not write (a catalog size, a product) so the text stays traceable.
-    message = re.sub(r"\s*\([^)]*\d[^)]*\)|\s*=\s*\d+(?:\.\d+)?", "", message)
-    return _t(lang, f"{zh}：{message}", f"{en}: {message}")
+    def value(self, slot: str) -> Any: ...
 
 
-_ROLES = {"actor": ("actor（策略模型，训练）", "the actor (the policy, trained)"),
-          "critic": ("critic（价值模型，训练）", "the critic (the value model, trained)"),
-          "reference": ("reference（参考模型，冻结）", "the reference model (frozen)"),
-          "reward": ("reward（奖励模型，冻结）", "the reward model (frozen)")}
+def _given_words(problem: Problem, lang: str) -> str:
+    """", the question gives minus 8" / "（问题里是负 8）": the bad value in words (``problem_line.given``)."""
+    from bot.figures import value_words
+
+    return render(lang, "problem_line.given", {"value": value_words(problem.value("value"), lang)})
+
+
+# Figures the user did not write (a catalog size, a product) are dropped from a problem's line so
+# the text stays traceable: a parenthesis holding a digit, "= 8".
+_UNWRITTEN_FIGURES = re.compile(r"\s*\([^)]*\d[^)]*\)|\s*（[^）]*\d[^）]*）|\s*=\s*\d+(?:\.\d+)?")
+# a number no computation can use (bot.core.setup LIMITS) is said in words of its own, not the
+# problem's sentence: problem_line.<line>
+_NUMBER_LINES = {"not_positive": "positive", "not_finite": "positive", "not_a_number": "not_a_number",
+                 "out_of_range": "out_of_range"}
+
+
+def problem_text(problem: Problem, lang: str) -> str:
+    """A problem as an answer's line in the answer's language (``problem_line.*``): the field's
+    name, then what is wrong (``problem.<code>``, ``Problem.worded``)."""
+    name = field_name_text(problem.field, lang)
+    line = _NUMBER_LINES.get(problem.code)
+    if line == "positive":
+        return render(lang, "problem_line.positive", {"field": name, "given": _given_words(problem, lang)})
+    if line:
+        return render(lang, f"problem_line.{line}", {"field": name})
+    message = _UNWRITTEN_FIGURES.sub("", problem.worded(lang))
+    return render(lang, "problem_line.other", {"field": name, "message": message})
+
+
+_ROLES = ("actor", "critic", "reference", "reward")
 
 
 def multi_model_text(roles: tuple[str, ...], lang: str) -> str:
     """What a multi-model job's answer computed and what it did not (PPO/GRPO/DPO): only the
     roles the job has are named (DPO has a policy and a frozen reference, no critic)."""
     named: list[str] = [r for r in _ROLES if r in roles] or list(_ROLES)
-    listed = ("、" if lang == "zh" else ", ").join(_ROLES[r][0 if lang == "zh" else 1] for r in named)
+    listed = render(lang, "multi_model.role_sep", {}).join(render(lang, f"multi_model.role.{r}", {}) for r in named)
     frozen = [r for r in ("reference", "reward") if r in named]
-    zh, en = [f"这是多模型的 RL 任务（{listed}）。上面的数字只算了一个被训练的模型（actor）"], \
-        [f"This is a multi-model RL job ({listed}). The figures above cover one trained model (the actor)"]
-    if "critic" in named:
-        zh.append("；critic 也要训练，也需要自己的参数、梯度和优化器状态")
-        en.append("; the critic is trained too and needs its own parameters, gradients and optimizer state")
-    if frozen:
-        zh.append("；" + " 和 ".join(frozen) + " 模型是冻结的，只占权重（和前向的激活）")
-        en.append("; the frozen " + " and ".join(frozen) + " model" + ("s hold" if len(frozen) > 1 else " holds")
-                  + " only weights (and forward activations)")
-    zh.append("。这些都没有算进上面的表；它们放在同一批卡上时，显存要把这几个模型加起来算。")
-    en.append(". None of them is in the table: when they share the GPUs, add them up.")
-    return _t(lang, "".join(zh), "".join(en))
+    return render(lang, "multi_model.note", {"listed": listed, "critic": "critic" in named, "frozen": frozen})
 
 
 def notice_text(notice: str, lang: str) -> str:
@@ -244,7 +231,7 @@ def _setup_line(answer: Answer, out: _Out) -> str:
                      (_w(lang, "setup.per_node", v=s.get("gpus_per_node")), "gpus_per_node"),
                      (gpu, gpu_field)]
         else:
-            bits += [(f"{s['gpu_count']} x", "gpu_count"), (gpu, gpu_field)]
+            bits += [(_w(lang, "setup.count", v=s["gpu_count"]), "gpu_count"), (gpu, gpu_field)]
     if s.get("precision"):
         bits.append((str(s["precision"]), "precision"))
     if s.get("optimizer"):
@@ -255,7 +242,7 @@ def _setup_line(answer: Answer, out: _Out) -> str:
     if s.get("seq_len"):
         bits.append((_w(lang, "setup.seq_len", v=s["seq_len"]), "seq_len"))
     if s.get("micro_batch"):
-        bits.append((f"micro-batch {s['micro_batch']}", "micro_batch"))
+        bits.append((_w(lang, "setup.micro_batch", v=s["micro_batch"]), "micro_batch"))
     if s.get("activation_checkpointing"):
         bits.append((_w(lang, "setup.checkpointing"), "activation_checkpointing"))
     for axis, field in (("TP", "tensor_parallel"), ("CP", "context_parallel"), ("PP", "pipeline_parallel")):

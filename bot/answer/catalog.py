@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
 import yaml
 
 LANGUAGES = ("en", "zh")
@@ -70,6 +71,9 @@ def catalog(lang: str) -> dict[str, str]:
 
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+# ``{{ name | repr }}``: a name or option quoted as Python quotes it ('every_k'), as the setup's
+# problems always printed the user's text
+_ENV.filters["repr"] = repr
 
 
 @functools.cache
@@ -147,6 +151,11 @@ class SetupView:
 def render(lang: str, key: str, context: dict[str, Any]) -> str:
     """The message ``key`` in ``lang`` with ``context``; raises MissingFigure / UndefinedError."""
     return template(lang, key).render(**context)
+
+
+def slots(lang: str, key: str) -> set[str]:
+    """The names the message ``key`` reads from its context (its placeholders), in ``lang``."""
+    return set(jinja2.meta.find_undeclared_variables(_ENV.parse(catalog(lang)[key])))
 
 
 def check_catalogs() -> list[str]:

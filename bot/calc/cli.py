@@ -33,14 +33,13 @@ def parse_inter_node(text: str) -> tuple[str | None, float | None, list[Problem]
     kind, _, speed = text.strip().lower().partition(":")
     link = _INTER_ALIASES.get(kind.strip())
     if link is None:
-        return None, None, [Problem("inter_node_link", f"{text!r} is not a link; use infiniband[:Gbps], "
-                                                       "ethernet[:Gbps] or none (e.g. ethernet:25)")]
+        return None, None, [Problem.of("inter_node_link", "cli_not_a_link", text=text)]
     if not speed.strip():
         return link, None, []
     try:
         gbps = float(speed.strip().removesuffix("gbps").removesuffix("g"))
     except ValueError:
-        return link, None, [Problem("inter_node_gbps", f"{speed!r} is not a speed in Gb/s (e.g. ethernet:25)")]
+        return link, None, [Problem.of("inter_node_gbps", "cli_not_a_speed", text=speed)]
     return link, gbps, []
 
 
@@ -139,7 +138,7 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
     spec = None
     if config_source is not None:
         if model or params_b:
-            _fail([Problem("config", "pass either --config or --model/--params-b, not both")])
+            _fail([Problem.of("config", "cli_config_and_model")])
         spec, config_attn = model_from_config(config_source)
         attn_implementation = attn_implementation or config_attn
     inter_link = inter_gbps = None
@@ -153,7 +152,7 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         elif text.isdigit():
             reshard = int(text)
         else:
-            problems.append(Problem("reshard_after_forward", f"say true, false or a group size, not {text!r}"))
+            problems.append(Problem.of("reshard_after_forward", "cli_reshard_value", text=text))
     setup = TrainingSetup(
         model=model, params_b=params_b, gpu=gpu, gpu_memory_gb=gpu_memory_gb, gpu_count=gpu_count,
         nodes=nodes, gpus_per_node=gpus_per_node, seq_len=seq_len, micro_batch=micro_batch,
@@ -179,7 +178,7 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
     except SetupError as err:
         _fail(err.problems)
     except (ValueError, LookupError) as err:  # a catalog or formula refusing a value
-        _fail([Problem("setup", str(err))])
+        _fail([Problem.of("setup", "cli_setup", detail=str(err))])
 
     plan = _parallel_plan(est.resolved) if any(x and x > 1 for x in (tensor_parallel, pipeline_parallel,
                                                                        context_parallel)) else None
@@ -216,9 +215,9 @@ def _parallel_plan(resolved: Any) -> dict[str, Any]:
         suggestion = stated_plan(resolved)
         if suggestion is None:  # stated_plan hides why; plan_memory says it
             plan_memory(resolved, plan)
-            _fail([Problem("parallelism", "the plan cannot be computed for this setup")])
+            _fail([Problem.of("parallelism", "cli_plan_impossible")])
     except PlanError as err:
-        _fail([Problem("parallelism", str(err))])
+        _fail([Problem.of("parallelism", "cli_plan", detail=str(err))])
     step = suggestion.steps[0]
     local = resolved
     if step.figure == "local_batch" and step.value is not None:  # an unstated batch filling the pipeline
@@ -351,9 +350,9 @@ def model_from_config(source: str) -> tuple[ModelSpec, str | None]:
         named = cfg.get("attn_implementation") or cfg.get("_attn_implementation")
         return spec, named if named in ("eager", "sdpa", "flash_attention_2") else None
     except ConfigError as err:
-        _fail([Problem("config", str(err))])
+        _fail([Problem.of("config", "cli_config", detail=str(err))])
     except (ValueError, OSError) as err:  # unreadable file, a config of an unknown shape
-        _fail([Problem("config", f"cannot read {source!r}: {err}")])
+        _fail([Problem.of("config", "cli_config_unreadable", source=source, detail=str(err))])
 
 
 def _gib(value: float) -> str:

@@ -122,7 +122,7 @@ def compose(ev: Evidence, d: Decision) -> Answer:
         sec.headline = say.word("headline.invalid")
         asked = [contradiction_question(c, lang) for c in getattr(parsed, "contradictions", [])]
         contradicted = {c.field for c in getattr(parsed, "contradictions", [])}
-        sec.reasons = asked + [problem_text(p.field, p.message, lang, p.key, p.values) for p in ev.problems
+        sec.reasons = asked + [problem_text(p, lang) for p in ev.problems
                                if p.field not in contradicted]  # a contradiction is asked once
     elif ev.resolved is None:
         _without_setup(ev, d, say, sec, cites)

@@ -151,41 +151,122 @@ class TrainingSetup(BaseModel):
         return TrainingSetup(**data)
 
 
+# Every problem ``check_setup`` and ``resolve_setup`` (and the readers and the calculator's CLI) report:
+# its code -> the figures and names it carries. The wording is data: ``problem.<code>`` in
+# bot/answer/messages/{en,zh}.yaml, whose placeholders are exactly these slots (and ``words``, the
+# value-in-words helper), so a missing figure fails where the Problem is built, not in an answer.
+PROBLEM_SLOTS: dict[str, tuple[str, ...]] = {
+    # a number the computation cannot use (LIMITS)
+    "not_a_number": (),
+    "not_finite": ("value",),
+    "not_positive": ("value",),
+    "out_of_range": ("value", "low", "high"),
+    # names the catalogs do not have
+    "unknown_model": ("name", "suggestions", "family", "sizes"),
+    "unknown_gpu": ("name", "suggestions"),
+    # contradictions within the setup
+    "sdpa_unsupported": ("model",),
+    "params_contradict": ("stated", "model", "catalog"),
+    "memory_contradict": ("stated", "gpu", "catalog"),
+    "no_bf16": ("gpu",),
+    "count_contradict": ("count", "nodes", "per_node", "product"),
+    "nodes_over_count": ("nodes", "count"),
+    "no_inter_link": ("nodes",),
+    # run options (issue 14)
+    "policy_without_checkpointing": ("policy",),
+    "every_not_every_k": ("every", "policy"),
+    "every_without_checkpointing": (),
+    "impl_with_8bit": ("impl",),
+    "torch_version": ("version",),
+    "lora_dropout": ("value",),
+    "lora_option_full": ("option",),
+    "qlora_base": ("base",),
+    "in_backward_accum": (),
+    "paged_impl": ("impl",),
+    "reshard_group_small": ("group",),
+    "reshard_not_divisor": ("group", "gpus"),
+    "float8_fp32": (),
+    "float8_gpu": ("gpu",),
+    # what a computation cannot do without (resolve_setup)
+    "size_unknown": (),
+    "memory_unknown": (),
+    "count_unknown": (),
+    "uneven_per_node": ("count", "per_node"),
+    "uneven_nodes": ("count", "nodes"),
+    # a value the setup's own validation refused (pydantic's sentence, the figure's type)
+    "invalid_value": ("detail",),
+    # the reader and the question
+    "said_both": ("shown",),
+    "long_number": ("digits",),
+    # the calculator's command line (bot/calc/cli.py)
+    "cli_not_a_link": ("text",),
+    "cli_not_a_speed": ("text",),
+    "cli_config_and_model": (),
+    "cli_reshard_value": ("text",),
+    "cli_setup": ("detail",),
+    "cli_plan_impossible": (),
+    "cli_plan": ("detail",),
+    "cli_config": ("detail",),
+    "cli_config_unreadable": ("source", "detail"),
+}
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One invalid or contradictory field, with a message a user can act on."""
+    """One invalid or contradictory field: its code (``PROBLEM_SLOTS``) and the figures and names
+    the code carries. Its sentence is the message catalogs' ``problem.<code>``: ``worded(lang)``
+    says it in an answer's language, ``message`` in English (errors, logs, the CLI)."""
 
     field: str
-    message: str
-    # a problem worded by the message catalogs (``problem.<key>`` filled with ``values``): an answer
-    # says it in its own language (bot.render.problem_text); ``message`` is its English sentence,
-    # the one errors and logs print
-    key: str = ""
+    code: str
     values: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        slots = PROBLEM_SLOTS.get(self.code)
+        if slots is None:
+            raise ValueError(f"no problem code {self.code!r}")
+        given = tuple(k for k, _ in self.values)
+        if sorted(given) != sorted(slots):
+            raise ValueError(f"problem {self.code!r} carries {slots}, got {given}")
+
+    @classmethod
+    def of(cls, field_name: str, code: str, **values: Any) -> Problem:
+        """The problem ``code`` about ``field_name``, carrying ``values`` (its slots)."""
+        return cls(field_name, code, tuple(values.items()))
+
+    def worded(self, lang: str) -> str:
+        """The sentence ``problem.<code>`` in ``lang``, its figures filled in (numbers in words)."""
+        from bot.answer.catalog import render  # a leaf: the wording is data (YAML + Jinja), both languages
+        from bot.figures import value_words
+
+        return render(lang, f"problem.{self.code}",
+                      {**dict(self.values), "words": lambda v: value_words(v, "zh" if lang == "zh" else "en")})
+
+    @property
+    def message(self) -> str:
+        """The English sentence (errors, logs, the CLI)."""
+        return self.worded("en")
+
+    def value(self, slot: str) -> Any:
+        return dict(self.values)[slot]
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
 
-    @classmethod
-    def worded(cls, field_name: str, key: str, **values: Any) -> Problem:
-        """The problem ``problem.<key>`` of the message catalogs, about ``field_name``."""
-        from bot.answer.catalog import render  # a leaf: the wording is data (YAML + Jinja), both languages
 
-        return cls(field_name, render("en", f"problem.{key}", values), key, tuple(values.items()))
+def unknown_name_problem(field_name: str, err: UnknownNameError) -> Problem:
+    """An unknown model or GPU name, with the closest catalog names (and a family's sizes)."""
+    if err.kind == "model":
+        family = err.family
+        return Problem.of(field_name, "unknown_model", name=err.name, suggestions=tuple(err.suggestions),
+                          family=family.name if family else "", sizes=tuple(family.sizes) if family else ())
+    return Problem.of(field_name, "unknown_gpu", name=err.name, suggestions=tuple(err.suggestions))
 
 
 class SetupError(UserError, ValueError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("; ".join(str(p) for p in problems))
-
-
-def _show(value: float) -> str:
-    """A figure as people write it: 10,000,000 rather than 1e+07, "minus 8", "infinity", "an
-    impossibly large number" (``bot.figures.value_words``): never inf, nan or an exponent."""
-    from bot.figures import value_words
-
-    return value_words(value, "en")
 
 
 def bad_values(setup: TrainingSetup) -> dict[str, float]:
@@ -214,14 +295,13 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         if value is None:
             continue
         if value != value:  # NaN compares false with everything, so it would slip past the range check
-            problems.append(Problem(name, "is not a number"))
+            problems.append(Problem.of(name, "not_a_number"))
         elif value in (math.inf, -math.inf):
-            problems.append(Problem(name, f"must be a finite number, got {_show(value)}"))
+            problems.append(Problem.of(name, "not_finite", value=value))
         elif value <= 0:
-            problems.append(Problem(name, f"must be positive, got {_show(value)}"))
+            problems.append(Problem.of(name, "not_positive", value=value))
         elif value < low or value > high:
-            problems.append(Problem(
-                name, f"{_show(value)} is outside the plausible range {_show(low)}..{_show(high)}"))
+            problems.append(Problem.of(name, "out_of_range", value=value, low=low, high=high))
     # The checks below compare and print values: only with the ones that passed the range check
     # (a model size of 10^30 is out of range, not "1e+30B contradicts Llama-2-7B").
     setup = setup.model_copy(update={p.field: None for p in problems if p.field in LIMITS})
@@ -231,40 +311,38 @@ def check_setup(setup: TrainingSetup) -> list[Problem]:
         try:
             model = lookup_model(setup.model)
         except UnknownNameError as err:
-            problems.append(Problem("model", str(err)))
+            problems.append(unknown_name_problem("model", err))
     if setup.gpu:
         try:
             gpu = lookup_gpu(setup.gpu)
         except UnknownNameError as err:
             if not setup.gpu_memory_gb:  # a card the catalog lacks is fine when its memory is stated
-                problems.append(Problem("gpu", str(err)))
+                problems.append(unknown_name_problem("gpu", err))
 
     if model and setup.attn_implementation == "sdpa" and not sdpa_supported(model):
-        problems.append(Problem("attn_implementation", f"transformers has no SDPA attention for {model.name}; "
-                                                       "say eager or flash_attention_2"))
+        problems.append(Problem.of("attn_implementation", "sdpa_unsupported", model=model.name))
     if model and setup.params_b and not model.approximate:
         if abs(model.params_b - setup.params_b) / model.params_b > 0.25:
-            problems.append(Problem(
-                "params_b", f"{setup.params_b:g}B contradicts {model.name} ({model.params_b:.2f}B)"))
+            problems.append(Problem.of("params_b", "params_contradict", stated=setup.params_b, model=model.name,
+                                       catalog=model.params_b))
     if (gpu and setup.gpu_memory_gb and abs(gpu.memory_gb - setup.gpu_memory_gb) > 1
             and memory_variant(gpu, setup.gpu_memory_gb) is None):  # H100 94/96 GB are H100s
-        problems.append(Problem(
-            "gpu_memory_gb", f"{setup.gpu_memory_gb:g} GB contradicts {gpu.name} ({gpu.memory_gb:g} GB)"))
+        problems.append(Problem.of("gpu_memory_gb", "memory_contradict", stated=setup.gpu_memory_gb, gpu=gpu.name,
+                                   catalog=gpu.memory_gb))
     if gpu and setup.precision in ("bf16-mixed", "bf16") and not gpu.supports_bf16:
-        problems.append(Problem.worded("precision", "no_bf16", gpu=gpu.name))
+        problems.append(Problem.of("precision", "no_bf16", gpu=gpu.name))
 
     n, g, c = setup.nodes, setup.gpus_per_node, setup.gpu_count
     if n and g and c and n * g != c and all(p.field not in ("nodes", "gpus_per_node", "gpu_count")
                                             for p in problems):
-        problems.append(Problem("gpu_count", f"{c} GPUs contradicts {n} nodes x {g} GPUs per node = {n * g}"))
+        problems.append(Problem.of("gpu_count", "count_contradict", count=c, nodes=n, per_node=g, product=n * g))
     if n and c and c < n and n > 0:
-        problems.append(Problem("nodes", f"{n} nodes cannot hold only {c} GPUs"))
+        problems.append(Problem.of("nodes", "nodes_over_count", nodes=n, count=c))
     if n == 1 and setup.inter_node_link not in (None, "none"):
         pass  # a single node ignores the inter-node link; not an error
     m = n or ((c // g) if c and g else None)
     if m and m > 1 and setup.inter_node_link == "none":
-        problems.append(Problem("inter_node_link", f"{m} nodes need a link between them; "
-                                                   "say infiniband or ethernet (with its speed in Gb/s)"))
+        problems.append(Problem.of("inter_node_link", "no_inter_link", nodes=m))
     problems += _check_run_options(setup, gpu)
     return problems
 
@@ -280,49 +358,41 @@ def _check_run_options(setup: TrainingSetup, gpu: GPUSpec | None) -> list[Proble
     problems: list[Problem] = []
     policy, every = setup.checkpointing_policy, setup.checkpoint_every
     if setup.activation_checkpointing is False and policy is not None:
-        problems.append(Problem("checkpointing_policy", f"{policy!r} checkpointing contradicts "
-                                                        "activation checkpointing switched off"))
+        problems.append(Problem.of("checkpointing_policy", "policy_without_checkpointing", policy=policy))
     if every is not None and policy not in (None, "every_k"):
-        problems.append(Problem("checkpoint_every", f"checkpoint_every={every} only applies to the 'every_k' "
-                                                    f"policy, not {policy!r}"))
+        problems.append(Problem.of("checkpoint_every", "every_not_every_k", every=every, policy=policy))
     if every is not None and setup.activation_checkpointing is False:
-        problems.append(Problem("checkpoint_every", "checkpoint_every needs activation checkpointing on"))
+        problems.append(Problem.of("checkpoint_every", "every_without_checkpointing"))
     if setup.optimizer == "adam8bit" and setup.optimizer_impl in ("fused", "forloop"):
-        problems.append(Problem("optimizer_impl", f"{setup.optimizer_impl!r} is a torch.optim implementation; "
-                                                  "8-bit Adam (bitsandbytes) has its own kernel"))
+        problems.append(Problem.of("optimizer_impl", "impl_with_8bit", impl=setup.optimizer_impl))
     if setup.torch_version is not None and not re.match(r"\d+\.\d+", str(setup.torch_version)):
-        problems.append(Problem("torch_version", f"a PyTorch release reads like 2.5 or 2.13.0, got {setup.torch_version!r}"))
+        problems.append(Problem.of("torch_version", "torch_version", version=setup.torch_version))
     dropout = setup.lora_dropout
     if dropout is not None and (dropout != dropout or not 0 <= dropout < 1):
-        problems.append(Problem("lora_dropout", f"a dropout probability is at least 0 and below 1, got {_show(dropout)}"))
+        problems.append(Problem.of("lora_dropout", "lora_dropout", value=dropout))
     lora_only = [name for name in ("lora_targets", "base_dtype", "lora_dropout") if getattr(setup, name) is not None]
     if setup.finetune == "full" and lora_only:
-        problems.append(Problem(lora_only[0], f"{lora_only[0]} applies to LoRA/QLoRA, not a full fine-tune"))
+        problems.append(Problem.of(lora_only[0], "lora_option_full", option=lora_only[0]))
     if setup.finetune == "qlora" and setup.base_dtype not in (None, "nf4"):
-        problems.append(Problem("base_dtype", f"QLoRA stores the frozen base in 4 bit (nf4), not {setup.base_dtype}"))
+        problems.append(Problem.of("base_dtype", "qlora_base", base=setup.base_dtype))
     if setup.optimizer_in_backward and (setup.grad_accum_steps or 1) > 1:
-        problems.append(Problem("optimizer_in_backward", "stepping in backward needs each gradient complete: "
-                                                         "it cannot accumulate over micro-batches"))
+        problems.append(Problem.of("optimizer_in_backward", "in_backward_accum"))
     if setup.paged_optimizer and setup.optimizer_impl in ("fused", "forloop"):
-        problems.append(Problem("paged_optimizer", "paged optimizers are bitsandbytes kernels, not torch.optim's "
-                                                   f"{setup.optimizer_impl!r} implementation"))
+        problems.append(Problem.of("paged_optimizer", "paged_impl", impl=setup.optimizer_impl))
     rak = setup.reshard_after_forward
     if isinstance(rak, int) and not isinstance(rak, bool):
         # FSDP2: "a non-trivial divisor of the mesh shard dim size (excluding 1 and the dim size)"
         # (https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html)
         group = setup.gpu_count
         if rak < 2:
-            problems.append(Problem("reshard_after_forward", f"a group size must be at least 2, got {rak} "
-                                                             "(say true or false for all or nothing)"))
+            problems.append(Problem.of("reshard_after_forward", "reshard_group_small", group=rak))
         elif group is not None and (group % rak or rak >= group):
-            problems.append(Problem("reshard_after_forward", f"{rak} must divide the {group} GPUs and be "
-                                                             "smaller than their number"))
+            problems.append(Problem.of("reshard_after_forward", "reshard_not_divisor", group=rak, gpus=group))
     if setup.float8:
         if setup.precision == "fp32":
-            problems.append(Problem("float8", "float8 linears need bf16 (mixed) training, not fp32"))
+            problems.append(Problem.of("float8", "float8_fp32"))
         if gpu is not None and not gpu.name.startswith(FLOAT8_GPU_PREFIXES):
-            problems.append(Problem("float8", f"{gpu.name} has no float8 tensor cores (needs Ada, Hopper or later: "
-                                              "H100, H200, L40S, RTX 4090, B200, MI300X)"))
+            problems.append(Problem.of("float8", "float8_gpu", gpu=gpu.name))
     return problems
 
 
@@ -333,7 +403,8 @@ def validate_setup(data: dict[str, Any]) -> TrainingSetup:
     try:
         setup = TrainingSetup(**data)
     except ValidationError as err:
-        problems = [Problem(".".join(str(x) for x in e["loc"]) or "setup", e["msg"]) for e in err.errors()]
+        problems = [Problem.of(".".join(str(x) for x in e["loc"]) or "setup", "invalid_value", detail=e["msg"])
+                    for e in err.errors()]
         raise SetupError(problems) from None
     problems = check_setup(setup)
     if problems:
@@ -498,7 +569,7 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
 
         model = generic_model(setup.params_b)
     else:
-        raise SetupError([Problem("params_b", "model size unknown: name a model or a parameter count")])
+        raise SetupError([Problem.of("params_b", "size_unknown")])
     data["params_b"] = round(model.params_b, 3) if data["params_b"] is None else data["params_b"]
     if data["attn_implementation"] is None and default_attn_implementation(model) == "eager":
         assumed.append("attn_implementation")  # transformers runs this architecture eagerly
@@ -530,7 +601,7 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
         data["gpu"] = gpu.name
     memory = setup.gpu_memory_gb or (gpu.memory_gb if gpu else None)
     if memory is None:
-        raise SetupError([Problem("gpu_memory_gb", "GPU memory unknown: name a GPU or its memory size")])
+        raise SetupError([Problem.of("gpu_memory_gb", "memory_unknown")])
     if setup.gpu_memory_gb is None and gpu is not None:
         data["gpu_memory_gb"] = gpu.memory_gb
 
@@ -542,7 +613,7 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
             count = default_gpu_count * (nodes or 1) if nodes and not per_node else default_gpu_count
             assumed.append("gpu_count")
         else:
-            raise SetupError([Problem("gpu_count", "number of GPUs unknown")])
+            raise SetupError([Problem.of("gpu_count", "count_unknown")])
     if nodes is None and per_node is None and count > MAX_GPUS_PER_NODE_ASSUMED:
         # "64 GPUs" means several nodes: a single node holds at most 8 data-center GPUs (DGX/HGX).
         per_node = max(d for d in range(1, MAX_GPUS_PER_NODE_ASSUMED + 1) if count % d == 0)
@@ -552,8 +623,8 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     if per_node is None:
         per_node = max(1, count // nodes)
     if nodes * per_node != count:
-        split = f"nodes of {per_node} GPUs" if setup.gpus_per_node else f"{nodes} nodes"
-        raise SetupError([Problem("gpu_count", f"{count} GPUs do not split evenly over {split}")])
+        raise SetupError([Problem.of("gpu_count", "uneven_per_node", count=count, per_node=per_node)
+                          if setup.gpus_per_node else Problem.of("gpu_count", "uneven_nodes", count=count, nodes=nodes)])
     data.update(gpu_count=count, nodes=nodes, gpus_per_node=per_node)
 
     intra = setup.intra_node_link or (gpu.intra_link if gpu else "pcie")
@@ -562,8 +633,7 @@ def resolve_setup(setup: TrainingSetup, *, default_gpu: str | None = None,
     inter = setup.inter_node_link or ("none" if nodes == 1 else "infiniband")
     if nodes > 1 and inter == "none":
         # e.g. "16 GPUs, no inter-node link": 16 GPUs span 2 nodes of 8, which need a link
-        raise SetupError([Problem("inter_node_link", f"{nodes} nodes need a link between them; say "
-                                                     "infiniband or ethernet (with its speed in Gb/s)")])
+        raise SetupError([Problem.of("inter_node_link", "no_inter_link", nodes=nodes)])
     if setup.inter_node_link is None and nodes > 1:
         assumed.append("inter_node_link")
     default_gbps = DEFAULT_INTER_NODE_GBPS[inter]

@@ -187,70 +187,51 @@ def _evaluate(condition: dict[str, Any], known: dict[str, Any], assumed: set[str
 # Wording
 # --------------------------------------------------------------------------------------------
 
-_FINETUNE = {"full": ("full fine-tuning", "全参微调"), "lora": ("LoRA", "LoRA"), "qlora": ("QLoRA", "QLoRA")}
-_STATE = {"fp32_adam": ("AdamW keeping fp32 master weights and fp32 moments",
-                        "AdamW 保存 fp32 主权重和 fp32 动量"),
-          "reduced": ("smaller optimizer states (pure bf16, 8-bit or paged AdamW, SGD)",
-                      "更小的优化器状态（纯 bf16、8-bit 或 paged AdamW、SGD）")}
-_LINK = {"infiniband": ("InfiniBand", "InfiniBand"), "ethernet": ("Ethernet", "以太网"), "none": ("none", "无"),
-         "nvlink": ("NVLink", "NVLink"), "pcie": ("PCIe", "PCIe")}
-_BOOL_TEXT = {
-    "multi_node": (("several nodes", "多机（跨节点）"), ("one node", "单机")),
-    "grad_accum": (("gradient accumulation", "梯度累积"), ("no gradient accumulation", "不做梯度累积")),
-    "activation_checkpointing": (("activation checkpointing on", "开启激活检查点"),
-                                 ("activation checkpointing off", "不开激活检查点")),
-    "ddp_bucket_view": (("DDP gradient_as_bucket_view=True", "DDP gradient_as_bucket_view=True"),
-                        ("DDP's default gradient_as_bucket_view=False", "DDP 默认的 gradient_as_bucket_view=False")),
-}
+# The words are data: ``forum.claim_*`` in bot/answer/messages/{en,zh}.yaml (one key per condition
+# kind; a list of values is joined by the catalog's separators).
+_BOOLS = ("multi_node", "grad_accum", "activation_checkpointing", "ddp_bucket_view")
+_BOUNDS = ("min_params_b", "max_params_b", "min_gpu_count", "max_gpu_count", "min_gpu_memory_gb", "max_gpu_memory_gb")
 
 
 def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def _one(key: str, value: Any, zh: bool) -> str:
-    i = 1 if zh else 0
+def _w(lang: str, key: str, /, **context: Any) -> str:
+    from bot.answer.catalog import render  # a leaf (YAML + Jinja): the wording is data
+
+    return render(lang, f"forum.claim_{key}", context)
+
+
+def _one(key: str, value: Any, lang: str) -> str:
     values = value if isinstance(value, list) else [value]
     if key == "finetune":
-        return ("或" if zh else " or ").join(_FINETUNE[v][i] for v in values)
+        return _w(lang, "or").join(_w(lang, f"finetune.{v}") for v in values)
     if key == "optimizer_state":
-        return _STATE[value][i]
-    if key == "precision":
-        return ("精度 " if zh else "precision ") + "/".join(values)
+        return _w(lang, f"state.{value}")
+    if key in ("precision", "optimizer_impl"):
+        return _w(lang, key, values="/".join(values))
     if key in ("inter_node_link", "intra_node_link"):
-        names = "/".join(_LINK[v][i] for v in values)
-        if key == "inter_node_link":
-            return f"节点间用 {names}" if zh else f"nodes joined by {names}"
-        return f"节点内用 {names}" if zh else f"{names} inside a node"
-    if key == "optimizer_impl":
-        return ("AdamW 实现为 " if zh else "AdamW implementation ") + "/".join(values)
-    if key in _BOOL_TEXT:
-        return _BOOL_TEXT[key][0 if value else 1][i]
-    n = _num(float(value))
-    return {
-        "min_params_b": (f"at least {n}B parameters", f"参数量不少于 {n}B"),
-        "max_params_b": (f"at most {n}B parameters", f"参数量不超过 {n}B"),
-        "min_gpu_count": (f"at least {n} GPUs", f"至少 {n} 张卡"),
-        "max_gpu_count": (f"at most {n} GPUs", f"不超过 {n} 张卡"),
-        "min_gpu_memory_gb": (f"GPUs with at least {n} GB", f"单卡显存不少于 {n} GB"),
-        "max_gpu_memory_gb": (f"GPUs with at most {n} GB", f"单卡显存不超过 {n} GB"),
-    }[key][i]
+        return _w(lang, key, names="/".join(_w(lang, f"link.{v}") for v in values))
+    if key in _BOOLS:
+        return _w(lang, f"flag.{key}.{'on' if value else 'off'}")
+    if key in _BOUNDS:
+        return _w(lang, f"bound.{key}", n=_num(float(value)))
+    raise KeyError(key)
 
 
 def describe(condition: dict[str, Any] | None, language: str = "en") -> str:
     """The condition in words ("" for an empty condition)."""
-    zh = language == "zh"
+    lang = "zh" if language == "zh" else "en"
     parts = []
     for key, value in (condition or {}).items():
         if key == "any_of":
-            alts = [describe(sub, language) for sub in value]
-            parts.append(("，或".join(alts)) if zh else "either " + " or ".join(f"({a})" for a in alts))
+            parts.append(_w(lang, "any_of", alts=[describe(sub, language) for sub in value]))
         else:
-            parts.append(_one(key, value, zh))
-    return ("，且" if zh else ", and ").join(parts) if len(parts) > 1 else (parts[0] if parts else "")
+            parts.append(_one(key, value, lang))
+    return _w(lang, "and").join(parts) if len(parts) > 1 else (parts[0] if parts else "")
 
 
 def depends_text(condition: dict[str, Any] | None, language: str = "en") -> str:
     """"depends on X" for an answer with no (or too little) setup to judge the claim."""
-    what = describe(condition, language)
-    return f"取决于：{what}" if language == "zh" else f"depends on: {what}"
+    return _w("zh" if language == "zh" else "en", "depends", what=describe(condition, language))

@@ -162,6 +162,19 @@ def _as_bool(value: str | None) -> bool | None:
     return None
 
 
+# Precision switches (``bf16: true``, ``"fp16": {"enabled": true}``). Written ``key: value`` with a
+# word that is no boolean ("bf16: DDP", "fp16: FSDP or DDP?") the line is prose naming a precision
+# and a strategy: it is left to the prose rules, which read both, instead of being consumed as a
+# switch that is neither on nor off (and the strategy with it).
+_PRECISION_SWITCHES = ("bf16", "fp16", "pure_bf16")
+
+
+def _names_a_word(value: str | None) -> bool:
+    """``value`` is a word that is no boolean ("DDP", "FSDP"): not a switch's setting."""
+    v = _unquote(value)
+    return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_\-]*", v)) and _as_bool(v) is None
+
+
 def _zero_stage(text: str) -> int | None:
     m = re.search(r"(?:zero|z|stage)[_\-]?([0-3])(?!\d)", text, re.I | re.A)
     return int(m.group(1)) if m else None
@@ -171,8 +184,10 @@ def read_config(text: str) -> ConfigReading:
     out = ConfigReading()
     raw: dict[str, tuple[str, str | None, str, tuple[int, int]]] = {}  # role key -> (key, value, span text, span)
 
-    def note(key: str, value: str | None, m: re.Match, vgroup: int) -> None:
+    def note(key: str, value: str | None, m: re.Match, vgroup: int, flag: bool = False) -> None:
         nk = _norm_key(key)
+        if not flag and _BOOL_KEYS.get(nk) in _PRECISION_SWITCHES and _names_a_word(value):
+            return  # "bf16: DDP", "fp16: FSDP or DDP?": prose naming a precision and a strategy, not a switch
         if nk not in _ALL:
             if value and _PATHISH.search(_unquote(value)):
                 out.consumed.append(m.span())  # --output_dir saves/Qwen-72B: never a model size
@@ -191,7 +206,7 @@ def read_config(text: str) -> ConfigReading:
         out.consumed.append(span)
 
     for m in _FLAG.finditer(text):
-        note(m.group(1), m.group(2), m, 2)
+        note(m.group(1), m.group(2), m, 2, flag=True)
     for m in _KV.finditer(text):
         if text[max(0, m.start() - 2): m.start()].endswith("--"):
             continue

@@ -70,7 +70,7 @@ def roles_and_contradictions(out: Reading, prose, aside_notes: list, cfg, gpus: 
         read = out.fields.get(c.field)
         if read is None:
             shown = tuple(f"{v:g}" if isinstance(v, float) else str(v) for v in c.values)
-            out.problems.append(Problem.worded(c.field, "said_both", shown=shown))
+            out.problems.append(Problem.of(c.field, "said_both", shown=shown))
             continue
         spans = [str(x).strip() for x in (c.spans or c.values)][:2]
         out.notes.append(ReadNote("contradiction_computed", {

@@ -86,7 +86,7 @@ class Reading:
     fields: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     observed: Observed = field(default_factory=Observed)
-    problems: list = field(default_factory=list)  # (field or "", message), or a worded bot.core.setup.Problem
+    problems: list = field(default_factory=list)  # bot.core.setup.Problem, worded by the message catalogs
     notices: list = field(default_factory=list)
     unknown_model: str | None = None
     unknown_gpu: str | None = None

@@ -13,6 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from bot.core.setup import Problem
+
 # Per turn: the reader's cost is linear in what it reads, so what it reads is capped (with a
 # "truncated" notice). A setup, its config and the OOM line fit well within 4,000 characters;
 # the longest question in evals/parse_corpus.jsonl is 549.
@@ -46,7 +48,7 @@ UNSIGNED = r"(?<![A-Za-z0-9_.\-ǤḾ])(\d+(?:\.\d+)?)"
 class Prepared:
     text: str
     notices: list[str] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (field or "", message)
+    problems: list[Problem] = field(default_factory=list)  # worded by the message catalogs
 
 
 def _char(ch: str) -> str:
@@ -87,8 +89,7 @@ def prepare(text: object, limit: int = MAX_CHARS) -> Prepared:
     cleaned = clean(raw)
     if runs := list(_LONG_DIGITS.finditer(cleaned)):
         if any(_stands_as_value(cleaned, m) for m in runs):
-            out.problems.append(("", f"a number with more than {MAX_DIGITS} digits is not a usable value; "
-                                     "it was ignored"))
+            out.problems.append(Problem.of("question", "long_number", digits=MAX_DIGITS))
         # a job id, a timestamp, a hash: ignored, and the question stays answerable
         out.notices.append("long_number_ignored")
         cleaned = _LONG_DIGITS.sub(lambda m: GAP * len(m.group(0)), cleaned)
