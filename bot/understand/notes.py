@@ -22,6 +22,16 @@ _NOTES: dict[str, tuple[str, str]] = {
     "model_unsized": ("`{name}` 不在目录里，名字里也没有参数量：它有多少参数？",
                       "`{name}` is not in the catalog and its name carries no size: how many parameters does it have?"),
     "count_implied": ("卡数按 `{span}` 读作 {count}。", "The GPU count is read as {count} from `{span}`."),
+    "count_superseded": ("卡数按后来写的 `{later_span}`（{later}）计算；前面的 `{earlier_span}`（{earlier}）是之前的配置。",
+                         "The GPU count is the later one, `{later_span}` ({later}); the earlier `{earlier_span}` ({earlier}) "
+                         "is taken as the previous setup."),
+    "count_baseline": ("`{span}` 是拿来比较的单卡，不是你这次用的卡数。",
+                       "`{span}` is the single GPU the run is compared with, not the GPU count of your run."),
+    "count_per_process": ("`{span}` 说的是每个进程一张卡，不是一共几张卡。",
+                          "`{span}` says each process has one GPU, not how many GPUs there are."),
+    "count_from_device_list": ("卡数 {count} 是按设备编号 `{span}` 数出来的；不是的话请告诉我用几张卡。",
+                               "The GPU count {count} is counted from the device list `{span}`; if the run uses "
+                               "another number of GPUs, say how many."),
     "used_not_capacity": ("`{span}` 是运行时用掉的显存，不是卡的容量。",
                           "`{span}` is what the run used, not the card's memory."),
     "aside_hardware": ("`{span}` 是另外的硬件，没有算进这次训练。",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from bot.understand.count_mentions import restated_count, settle_counts
 from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
 from bot.understand.prose_reading import ProseReading
 from bot.understand.prose_reading import search as _search
@@ -432,6 +433,12 @@ def _per_card_phrases_blanked(text: str) -> str:
 
 def read_counts(text: str, out: ProseReading) -> None:
     text = _per_card_phrases_blanked(text)
+    # device indices ("GPU 0", "0号卡") and one card as a comparison's baseline ("比单卡还慢") are no count
+    text, settled, device_list = settle_counts(text)
+    indexed = any(code == "device_index" for code, _ in settled)  # several cards, one of them named by index
+    out.notes.extend(n for n in settled if n[0] != "device_index")
+    if device_list is not None:
+        out.observed["device_list_count"] = device_list
     if roles := count_roles(text):
         failed, worked, spans, fail_span, work_span = roles
         for start, end in spans:  # blank the count words, keep the card named beside them
@@ -443,6 +450,11 @@ def read_counts(text: str, out: ProseReading) -> None:
         if failed and re.fullmatch(r"\D*\d+", fail_span):
             _set(out, "gpu_count", failed, fail_span)  # "OOMs on 4": no other rule reads a figure without its unit
     grids = _grids(text)
+    if not roles and not grids and _first(_PER_NODE, text)[0] is None and (restated := restated_count(text)):
+        # "I had 4 GPUs ... now it runs on 8", "原来用2张卡，现在换成4张": the later count is the run's
+        text, note, (later, later_words) = restated
+        out.notes.append(note)
+        _set(out, "gpu_count", later, later_words)
     if len(grids) > 1 and (run_grids := grid_roles(text, grids)):
         # "works on 2 nodes x 8 GPUs, hangs on 4 nodes x 8": the failing run's machines are the setup
         nodes_failed, per_failed, _, fail_words = grids[run_grids[0]]
@@ -515,7 +527,7 @@ def read_counts(text: str, out: ProseReading) -> None:
                 and re.match(r"\s*(?:and|or|vs\.?|/|,)\s*(?:an?\s+)?" + GPU, text[single.end():], re.I)):
         count, count_text = 1, single.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
-            and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
+            and "gpus_per_node" not in out.fields and not indexed and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
             and (one := _ONE_CARD.search(text)) and not _many(text, one.group(0)) \
             and not one_gpu_symptom(text, one.start(), one.end()):
         count, count_text = 1, one.group(0)
@@ -524,7 +536,7 @@ def read_counts(text: str, out: ProseReading) -> None:
         if pair := _PAIR.search(text):
             count, count_text = 2, pair.group(0)
             out.notes.append(("count_implied", {"count": 2, "span": pair.group(0)}))
-        elif (mine := _MY_CARD.search(text)) and not _many(text, mine.group(0)):
+        elif (mine := _MY_CARD.search(text)) and not indexed and not _many(text, mine.group(0)):
             count, count_text = 1, mine.group(0)
             out.notes.append(("count_implied", {"count": 1, "span": mine.group(0)}))
     elif count is not None and count > 1 and single is not None and (lone := _LONE_SINGLE.search(text)):

@@ -535,6 +535,11 @@ def read_turn(raw: object) -> Reading:
         put("gpu_count", f["gpus_per_node"], prov["gpus_per_node"].source, prov["gpus_per_node"].span)
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
         put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
+        out.notes.append(ReadNote("count_from_device_list", {"count": vis[0], "span": vis[1]}))
+    if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (ids := prose.observed.get("device_list_count")):
+        # "GPUs 0 and 1", "0,1号卡": as weak as CUDA_VISIBLE_DEVICES, and said to come from the list
+        put("gpu_count", ids[0], "stated", origin(ids[1], marked, text), confidence=0.6)
+        out.notes.append(ReadNote("count_from_device_list", {"count": ids[0], "span": origin(ids[1], marked, text)}))
     if prose.total_memory_gb and "gpu_memory_gb" not in f:
         count = f.get("gpu_count") or ((f.get("nodes") or 0) * (f.get("gpus_per_node") or 0)) or None
         if count and count > 0:
