@@ -1,0 +1,218 @@
+"""The role of every GPU count in a question (first-contact batch h, "Roles of counts"; phrasings of
+our own, both languages, none of them a thread's words):
+
+1. a count restated later supersedes the earlier one, and a count moved from -> to is the later one,
+   with the earlier said in a note;
+2. one card as the baseline of a comparison is not the asker's count (the multi-GPU count is, if
+   written; else the count is asked, never defaulted), nor is one card per process;
+3. a device index is never a count (never 0, never "invalid"); a list of indices is a weak count,
+   said to come from the device list;
+4. a reference run (a README, a paper, the authors, what a project "can be trained on") is set aside
+   beside the asker's own cards;
+5. two cards said without a digit ("both of my GPUs", "dual A6000s", "我的两张卡") are two.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.parse import parse_conversation
+from bot.understand.notes import note_text
+
+
+def codes(parsed) -> list[str]:
+    return [n.code for n in parsed.notes]
+
+
+def note(parsed, code: str):
+    return next(n for n in parsed.notes if n.code == code)
+
+
+# --- 1. a count restated later ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, earlier, later", [
+    ("Back then we had 2 GPUs for the Mistral-7B LoRA job; now it runs on 6 and the loss is NaN", 2, 6),
+    ("Initially I was using 4 cards. Then I switched to 8 cards and Llama-2-13B still OOMs", 4, 8),
+    ("Qwen2.5-7B full fine-tune: 3 GPUs were too few, so I got it running on 6 GPUs, still out of memory", 3, 6),
+    ("以前用3张卡训练 Llama-2-7B，现在改成6张卡，loss 还是不降", 3, 6),
+    ("最初是两张A100，后来换成四张A100，Qwen2.5-14B 全参还是爆显存", 2, 4),
+    ("本来用4卡跑，现在扩到8卡了，速度反而变慢", 4, 8),
+])
+def test_a_count_restated_later_is_the_runs(text, earlier, later):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == later, parsed.setup
+    n = note(parsed, "count_superseded")
+    assert (n.values["earlier"], n.values["later"]) == (earlier, later)
+    assert parsed.provenance["gpu_count"].span in text  # the later count's own words
+
+
+@pytest.mark.parametrize("text, earlier, later", [
+    ("We scaled the Llama-2-7B run from 4 to 8 GPUs and throughput barely moved", 4, 8),
+    ("Going from 2 GPUs to 6 made each step slower, Mistral-7B LoRA", 2, 6),
+    ("moved from 8 A100s to 16 A100s for a 13B full fine-tune, now NCCL times out", 8, 16),
+    ("从4卡扩展到8卡之后，Qwen2.5-7B 每步反而更慢", 4, 8),
+    ("由2张卡增加到6张卡，显存占用没变", 2, 6),
+    ("我们从3张3090换到6张3090，训练还是很慢", 3, 6),
+])
+def test_a_count_moved_from_to_is_the_later_one_with_the_earlier_noted(text, earlier, later):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == later, parsed.setup
+    n = note(parsed, "count_superseded")
+    assert (n.values["earlier"], n.values["later"]) == (earlier, later)
+    for lang in ("en", "zh"):
+        assert str(earlier) in note_text(n, lang) and str(later) in note_text(n, lang)
+
+
+@pytest.mark.parametrize("text, count", [
+    ("I have 4 GPUs and 4 more on order, Llama-2-7B LoRA", 4),           # no change of count
+    ("我有4张卡，单卡24G，Qwen2.5-7B LoRA 现在 OOM", 4),                    # a per-card size is not a restated count
+    ("Now I use 8 GPUs for Llama-2-13B and it OOMs", 8),                  # one count only
+])
+def test_no_restatement_leaves_the_count(text, count):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+    assert "count_superseded" not in codes(parsed)
+
+
+def test_the_failing_and_working_runs_keep_their_own_roles():
+    parsed = parse_conversation("两张卡训练正常，后来换成8张卡就OOM了，Llama-2-13B")
+    assert parsed.setup.gpu_count == 8
+    assert parsed.observed.worked_gpu_count == 2
+    assert "failed_run_count" in codes(parsed)
+
+
+# --- 2. one card as a comparison's baseline ---------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "用DDP以后训练反而比单卡慢，Qwen2.5-7B LoRA，什么原因",
+    "多机多卡的吞吐和一张卡差不多，Llama-2-7B",
+    "数据并行后显存占用是单卡的两倍吗？",
+    "Training with DDP is no faster than with a single GPU, Mistral-7B LoRA",
+    "My multi-GPU run is slower compared to one GPU, Llama-2-13B",
+    "Is the host memory of data parallel several times that of a single-GPU run?",
+])
+def test_a_single_card_baseline_is_not_the_count(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count != 1, parsed.setup
+    assert parsed.setup.gpu_count is None
+    assert "gpu_count" in parsed.missing  # asked, never defaulted
+    assert "count_baseline" in codes(parsed)
+
+
+@pytest.mark.parametrize("text, count", [
+    ("6张卡训练的速度只有单卡的2倍，Llama-2-7B LoRA", 6),
+    ("3卡比单卡还慢，Qwen2.5-7B", 3),
+    ("On 6 GPUs the Llama-2-7B LoRA is only 2x faster than on a single GPU", 6),
+    ("With 3 A100s the epoch takes as long as with one GPU, Mistral-7B", 3),
+])
+def test_beside_a_baseline_the_multi_gpu_count_is_the_runs(text, count):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+
+
+@pytest.mark.parametrize("text", [
+    "用 torchrun 启动时每个进程独占一张卡，那模型会被复制几份？",
+    "DDP 里每个rank用一张卡，数据集会不会每个进程各读一份？",
+    "With one GPU per process, does each rank hold its own copy of the dataset?",
+    "Each process gets its own GPU under DDP: is the model replicated per rank?",
+])
+def test_one_card_per_process_is_not_a_count(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count is None, parsed.setup
+    assert "count_per_process" in codes(parsed)
+
+
+# --- 3. device indices ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "the 0 GPU always holds 6GB more than the rest under DDP, Llama-2-7B",
+    "GPU 0 runs out of memory first while training Mistral-7B with DDP",
+    "only cuda:0 fills up, the other cards stay at 10GB, Llama-2-13B LoRA",
+    "0号卡的显存比别的卡高很多，Qwen2.5-7B DDP",
+    "训练时卡0占满了，其余卡只用了一半，Llama-2-7B",
+    "第0张卡总是先 OOM，Qwen2.5-14B LoRA",
+])
+def test_a_device_index_is_never_a_count(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count is None, parsed.setup
+    assert not parsed.problems  # never "must be positive, got 0", never "invalid"
+
+
+@pytest.mark.parametrize("text, count", [
+    ("GPU 1 uses 5GB more than the others on my 4 GPUs, Llama-2-7B", 4),
+    ("1号卡显存占用最高，我一共6张卡，Qwen2.5-7B", 6),
+])
+def test_an_index_beside_a_count_leaves_the_count(text, count):
+    assert parse_conversation(text).setup.gpu_count == count
+
+
+@pytest.mark.parametrize("text", [
+    "the 0 GPU takes more memory than the others, my GPU is an A6000",
+    "0号卡占用更高，我的卡是A6000",
+])
+def test_an_index_means_several_cards_so_one_named_card_is_not_one(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count is None
+    assert "gpu_count" in parsed.missing
+    assert parsed.setup.gpu is not None
+
+
+@pytest.mark.parametrize("text, count", [
+    ("I train Llama-2-7B LoRA on GPUs 2 and 3 and it hangs at step 0", 2),
+    ("running on devices 0, 1, 2 the Mistral-7B job OOMs", 3),
+    ("cuda:0 and cuda:1 both fill up with Llama-2-13B LoRA", 2),
+    ("用2,3号卡训练 Qwen2.5-7B 会卡住", 2),
+    ("在0、1、2、3号卡上跑 Llama-2-7B 全参 OOM", 4),
+    ("卡0和卡1显存都满了，Qwen2.5-7B LoRA", 2),
+])
+def test_a_list_of_indices_is_a_weak_count_from_the_device_list(text, count):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+    assert parsed.provenance["gpu_count"].confidence < 1.0
+    assert note(parsed, "count_from_device_list").values["count"] == count
+
+
+def test_a_stated_count_outranks_a_device_list():
+    parsed = parse_conversation("I have 8 GPUs but use GPUs 0 and 1 for Llama-2-7B LoRA")
+    assert parsed.setup.gpu_count == 8
+
+
+# --- 4. a reference run beside the asker's own -----------------------------------------------------
+
+@pytest.mark.parametrize("text, count", [
+    ("I saw that this detector can be trained on 8*V100. I have three V100s and get OOM", 3),
+    ("The model card mentions 4 A100s; my two 3090s run out of memory on Llama-2-7B LoRA", 2),
+    ("According to the paper, 16 H100s were used. I only have 4 A100s for Llama-2-13B", 4),
+    ("I read in the docs that 2 A100s were used for stage one. Would my 3 A6000s do for Llama-2-7B?", 3),
+    ("官方说可以用8张V100训练，我这边三张V100就OOM了", 3),
+    ("README里写着单卡A100就够，我有两张4090，Qwen2.5-7B LoRA 爆显存", 2),
+    ("据说6张卡就能训 Llama-2-13B，我只有三张卡", 3),
+])
+def test_a_reference_run_is_set_aside_beside_the_askers_own(text, count):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+    assert "others_setup" in codes(parsed)
+
+
+@pytest.mark.parametrize("text", [
+    "Can this model be trained on 3 A100s? Llama-2-13B LoRA",
+    "I wonder if it can be trained on my 3 A100s, Llama-2-13B LoRA",
+    "这个模型能不能在3张A100上训练？Llama-2-13B LoRA",
+])
+def test_asking_whether_it_runs_on_a_count_keeps_the_count(text):
+    assert parse_conversation(text).setup.gpu_count == 3
+
+
+# --- 5. two cards without a digit ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "both of my GPUs hit OOM with Mistral-7B LoRA",
+    "dual RTX 3090s, Llama-2-13B QLoRA, DDP or FSDP?",
+    "a pair of A6000s, 13B LoRA, which strategy",
+    "双4090 跑 Qwen2.5-7B LoRA 爆显存",
+    "我的两张卡都 OOM 了，Llama-2-7B 全参",
+    "两块3090，Qwen2.5-14B LoRA 用 DDP 还是 FSDP",
+])
+def test_two_cards_without_a_digit_are_two(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == 2, parsed.setup
