@@ -296,6 +296,9 @@ _GPU_COUNT = [
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
     re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
     re.compile(COUNT + r"\s*" + G + r"s\b"),
+    # the card's size between the count and the card word: "four 80GB GPUs", "两个24G显卡", "two 48 GB cards"
+    re.compile(COUNT + r"\s*(?:个|张|块)?\s*\d{1,3}(?:\.\d)?\s*(?:gib|gb|g)\s*(?:的)?\s*(?:显卡|卡|gpus?\b|cards?\b|devices?\b)",
+               re.I | re.A),
     re.compile(COUNT + r"\s+of\s+(?:them|those|these)\b", re.I | re.A),  # "my A100 ... on 8 of them"
     re.compile(r"(?:number of gpus?|gpu number|gpu count|num(?:ber)? of cards?|gpu数量|显卡数量|卡数)\s*[:：=]\s*(\d{1,6})", re.I | re.A),
 ]

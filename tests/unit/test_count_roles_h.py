@@ -9,7 +9,8 @@ our own, both languages, none of them a thread's words):
    said to come from the device list;
 4. a reference run (a README, a paper, the authors, what a project "can be trained on") is set aside
    beside the asker's own cards;
-5. two cards said without a digit ("both of my GPUs", "dual A6000s", "我的两张卡") are two.
+5. two cards said without a digit ("both of my GPUs", "dual A6000s", "我的两张卡") are two, and a count
+   with the card's size before the card word ("four 80GB GPUs", "两个24G显卡") is that count.
 """
 
 from __future__ import annotations
@@ -216,3 +217,18 @@ def test_asking_whether_it_runs_on_a_count_keeps_the_count(text):
 def test_two_cards_without_a_digit_are_two(text):
     parsed = parse_conversation(text)
     assert parsed.setup.gpu_count == 2, parsed.setup
+
+
+# --- 5b. the card's size between the count and the card word --------------------------------------
+
+@pytest.mark.parametrize("text, count, gb", [
+    ("Would three 48GB GPUs be enough for Llama-2-13B full fine-tuning?", 3, 48),
+    ("I have 6 16 GB cards and Mistral-7B LoRA OOMs", 6, 16),
+    ("two 80GB devices, Llama-2-70B QLoRA, DDP?", 2, 80),
+    ("用三个48G显卡全参微调 Llama-2-13B 够吗", 3, 48),
+    ("我有6个16G的显卡，Qwen2.5-7B LoRA 爆显存", 6, 16),
+    ("两个80G的卡能跑 Llama-2-70B QLoRA 吗", 2, 80),
+])
+def test_a_count_with_the_cards_size_before_the_card_word(text, count, gb):
+    s = parse_conversation(text).setup
+    assert (s.gpu_count, s.gpu_memory_gb) == (count, gb), s
