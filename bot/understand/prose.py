@@ -247,7 +247,7 @@ def read_memory(text: str, out: ProseReading) -> None:
 # Counts: GPUs, nodes, GPUs per node
 # --------------------------------------------------------------------------------------------
 
-_NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机|电脑|工作站)(?!内存)"
+_NODE_WORD = r"(?:台|个)?\s*(?:(?:[Dd][Gg][Xx]|[Hh][Gg][Xx])\s*)?(?:机器|节点|服务器|台|机(?!器)|主机|电脑|工作站)(?!内存)"
 # What people call a node: "two servers", "2 boxes", "three workstations", "4 computers" (first-contact e)
 _NODE_NOUN = r"(?:nodes?|machines?|servers?|hosts?|boxes|box|workstations?|computers?|rigs?)"
 _NODES = [
@@ -259,8 +259,9 @@ _NODES = [
     re.compile(COUNT + r"\s+modes?\b(?=[^.。\n]{0,40}?\b(?:each|every|per)\s+mode\s+(?:has|have|with|contains)\s+\S+\s+(?:gpus?|cards?))",
                re.I | re.A),
     re.compile(r"(双)(?:机|节点)"),
-    # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200)
-    re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b", re.I | re.A),
+    # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200); in the singular ("on 8
+    # A800-80G machine", "an 8 H100 node") the count is the cards of one machine (``_GPU_COUNT``)
+    re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:(?:dgx|hgx)\s*)?(?:nodes|machines|servers|hosts|boxes)\b", re.I | re.A),
 ]
 _PER_NODE = [
     re.compile(COUNT + r"\s*(?:张)?\s*卡\s*(?:的)?\s*(?:服务器|机器|节点|主机|机)(?!内存)"),
@@ -285,7 +286,7 @@ _PER_NODE = [
     # "两台机器各一张3090", "每台单卡4090", "每个节点一块A100": one card on each machine
     re.compile(r"(?:各|每台(?:机器|服务器|主机|电脑)?|每个?节点|每机)\s*(?:上)?\s*(?:有|都是|是|配)?\s*(单|一)\s*(?:张|块|个)?\s*(?:卡|显卡|" + G + ")"),
 ]
-_NOT_NODES = r"(?!" + GPU + r"|s?\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b|\s*(?:节点|服务器|机器))"
+_NOT_NODES = r"(?!" + GPU + r"|s?\s*(?:(?:dgx|hgx)\s*)?(?:nodes|machines|servers|hosts|boxes)\b|\s*(?:节点|服务器|机器))"
 _GPU_COUNT = [
     re.compile(COUNT + r"\s*(?:张|块|个|枚)?\s*(?:卡|显卡|GPU|gpu|NPU|npu)"),
     re.compile(COUNT + r"\s*(?:张|块)"),
@@ -294,7 +295,7 @@ _GPU_COUNT = [
     # "two A100 nodes" counts nodes, not GPUs (stanford_alpaca#200)
     re.compile(COUNT + r"\s*(?:nvidia\s+)?(?:\d{1,3}\s*gi?b?\s+)?" + G + _NOT_NODES, re.I | re.A),
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
-    re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
+    re.compile(COUNT + r"[\s-]*(?:(?:nvidia|amd|ascend|huawei)\s+)?(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
     re.compile(COUNT + r"\s*" + G + r"s\b"),
     # the card's size between the count and the card word: "four 80GB GPUs", "两个24G显卡", "two 48 GB cards"
     re.compile(COUNT + r"\s*(?:个|张|块)?\s*\d{1,3}(?:\.\d)?\s*(?:gib|gb|g)\s*(?:的)?\s*(?:显卡|卡|gpus?\b|cards?\b|devices?\b)",
@@ -328,7 +329,7 @@ _NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:[x
 # Machines x GPUs each, in any of the ways people write it: "4 nodes x 8 GPUs", "4 H100 nodes (8 GPUs each)",
 # "2 DGX nodes with 8 GPUs each", "4机x8卡", "4台服务器(每台8卡)"; after an "x" the unit may be left out
 # ("hangs on 4 nodes x 8"), which is never a card size ("x 80G") (first-contact batch f)
-_GRID_NODE = (r"(?:(?:nvidia\s+)?(?:(?:dgx|hgx)\s*)?(?:" + G + r"\s*)?(?:[a-z]?\d{0,4}\s*)?" + _NODE_NOUN + r"\b|"
+_GRID_NODE = (r"(?:(?:nvidia\s+)?(?:(?:dgx|hgx)\s*)?(?:" + G + r"\s*)?(?:(?:dgx|hgx)\s*)?(?:[a-z]?\d{0,4}\s*)?" + _NODE_NOUN + r"\b|"
               r"(?:台|个)?\s*(?:机器|节点|服务器|主机)|台|机(?!器))")
 _GRID_UNIT = r"\s*(?:x\s*)?(?:张|块|个)?\s*(?:nvidia\s+)?(?:" + G + r"|gpus?\b|cards?\b|卡|显卡)"
 _GRID = re.compile(COUNT + r"\s*" + _GRID_NODE + r"(?:"

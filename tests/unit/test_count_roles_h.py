@@ -232,3 +232,43 @@ def test_two_cards_without_a_digit_are_two(text):
 def test_a_count_with_the_cards_size_before_the_card_word(text, count, gb):
     s = parse_conversation(text).setup
     assert (s.gpu_count, s.gpu_memory_gb) == (count, gb), s
+
+
+# --- 5c. machines and their cards: DGX nodes, one machine in the singular, a brand before "GPUs" ---
+
+@pytest.mark.parametrize("text, nodes, per_node", [
+    ("We train Llama-2-13B on 3 A100 DGX nodes (8 GPUs each) over InfiniBand", 3, 8),
+    ("2 H100 HGX servers with 8 GPUs each, 70B full fine-tune", 2, 8),
+    ("our 4 A800 DGX machines, each with 8 GPUs, hang at step 300", 4, 8),
+    ("4台H100 DGX节点（每台8卡），训练 Llama-2-13B 中途卡住", 4, 8),
+    ("两台 DGX A100 服务器，每台8卡，70B 全参", 2, 8),
+    ("3个DGX节点，每个节点8张H100，训练会hang", 3, 8),
+])
+def test_dgx_nodes_with_their_gpus(text, nodes, per_node):
+    s = parse_conversation(text).setup
+    assert (s.nodes, s.gpus_per_node, s.gpu_count) == (nodes, per_node, nodes * per_node), s
+
+
+@pytest.mark.parametrize("text, count", [
+    ("fine-tuning Mistral-7B on a 4 A6000 machine and it OOMs", 4),
+    ("my 8 H100 server hangs during Llama-2-70B LoRA", 8),
+    ("on one 6 A100 box the Qwen2.5-14B full run is killed", 6),
+    ("在一台8卡A800的机器上微调 Qwen2.5-7B 被 kill", 8),
+    ("一台装了4张4090的服务器，Llama-2-7B LoRA 爆显存", 4),
+    ("单机8卡H100，Llama-2-70B LoRA 卡住", 8),
+])
+def test_one_machine_in_the_singular_holds_the_count(text, count):
+    s = parse_conversation(text).setup
+    assert s.gpu_count == count and (s.nodes or 1) == 1, s
+
+
+@pytest.mark.parametrize("text, count", [
+    ("OOM on 4 NVIDIA GPUs with 24GB each, Llama-2-7B", 4),
+    ("6 AMD GPUs (MI250), Llama-2-13B full", 6),
+    ("we have 2 Nvidia cards of 48GB, Llama-2-13B LoRA", 2),
+    ("4块NVIDIA显卡，每块24G，Llama-2-7B LoRA 爆显存", 4),
+    ("6张英伟达显卡跑 Qwen2.5-14B 全参", 6),
+    ("两块AMD显卡，Qwen2.5-7B LoRA", 2),
+])
+def test_a_brand_between_the_count_and_the_card_word(text, count):
+    assert parse_conversation(text).setup.gpu_count == count
