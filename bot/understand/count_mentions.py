@@ -6,6 +6,8 @@ restated (first-contact batch h, "Roles of counts").
   Its digits are blanked, so "the 0 GPU gets more memory" is never a count of 0 (a count of zero
   would make a complete question "invalid"). A list of indices ("GPUs 0 and 1", "0,1号卡",
   "cuda:0 and cuda:1") is a weak count, the number of indices, said to come from a device list.
+- A count offered as a fallback ("单卡能跑吗？不行的话两张呢", "If not, would 2 A100s do?") is weighed,
+  not the setup: blanked and noted.
 - One card per process ("每个进程独享一张显卡", "one GPU per process") is the layout of a data-parallel
   run, not its count: blanked and noted.
 - One card as the baseline of a comparison ("多卡比单卡还慢", "slower than on one GPU", "单卡的数倍",
@@ -85,6 +87,12 @@ _PER_PROCESS = re.compile(
     r"\b(?:each|every)\s+(?:process|rank|worker)\s+(?:gets|uses|owns|has|takes|holds|runs on|is on|sees|is bound to)\s+"
     r"(?:its own|one|a|a single|exactly one|only one)\s+(?:gpu|card|device)\b",
     re.I | re.A)
+
+# A count offered as the fallback of the one asked about: "单卡能跑吗？不行的话两张呢", "Is a single A100
+# enough? If not, would 2 A100s do?" (first-contact batch a): the fallback is weighed, the first is the setup
+_FALLBACK = re.compile(r"(?:不行的话|如果不行|要是不行|不行就|不够的话|如果不够|要是不够|放不下的话|跑不了的话|否则|要不然|不然的话|再不行|"
+                       r"\bif not\b|\botherwise\b|\bor else\b|\bfailing that\b|\bif (?:that|it|this) (?:doesn't|does not|won't|will not|"
+                       r"can't|cannot) (?:work|fit|be enough|suffice)\b|\bif (?:it's|it is|that's|that is) not enough\b)", re.I | re.A)
 
 # A count the message restates later: the earlier one is marked as the past ("I had", "originally",
 # "at first", "原来", "之前", "一开始"), the later one as the present or a change ("now", "then",
@@ -188,6 +196,12 @@ def settle_counts(text: str) -> tuple[str, list[tuple[str, dict]], tuple[int, st
     for m in list(_PER_PROCESS.finditer(text)):
         notes.append(("count_per_process", {"span": m.group(0).strip()}))
         text = _blank(text, *m.span())
+    if (fallback := _FALLBACK.search(text)) and (GPU in text[: fallback.start()] or _MENTION.search(text, 0, fallback.start())):
+        stop = re.compile(r"[.;。；!?！？\n]").search(text, fallback.end())
+        for m in list(_MENTION.finditer(text, fallback.end(), stop.start() if stop else len(text))):
+            if m.group(1) or m.group(2):
+                notes.append(("count_fallback", {"count": to_int(m.group(1) or m.group(2)), "span": m.group(0).strip()}))
+                text = _blank(text, *_count_words(text, *m.span()))
     for m in list(_BASELINE.finditer(text)):
         group = next(i for i in range(1, 6) if m.group(i) is not None)
         notes.append(("count_baseline", {"span": m.group(0).strip()}))

@@ -27,6 +27,9 @@ _NOTES: dict[str, tuple[str, str]] = {
                          "is taken as the previous setup."),
     "count_baseline": ("`{span}` 是拿来比较的单卡，不是你这次用的卡数。",
                        "`{span}` is the single GPU the run is compared with, not the GPU count of your run."),
+    "count_fallback": ("`{span}` 是不行时的备选，不是现在的卡数：按前面写的配置计算。",
+                       "`{span}` is the fallback you are weighing, not your current GPU count: computed for the setup "
+                       "written first."),
     "count_per_process": ("`{span}` 说的是每个进程一张卡，不是一共几张卡。",
                           "`{span}` says each process has one GPU, not how many GPUs there are."),
     "count_from_device_list": ("卡数 {count} 是按设备编号 `{span}` 数出来的；不是的话请告诉我用几张卡。",

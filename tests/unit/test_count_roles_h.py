@@ -272,3 +272,23 @@ def test_one_machine_in_the_singular_holds_the_count(text, count):
 ])
 def test_a_brand_between_the_count_and_the_card_word(text, count):
     assert parse_conversation(text).setup.gpu_count == count
+
+
+# --- 5d. a count offered as the fallback of the first ----------------------------------------------
+
+@pytest.mark.parametrize("text, count, fallback", [
+    ("Can a single A100 handle Llama-2-13B LoRA? If not, would 2 A100s be enough?", 1, 2),
+    ("Is one 4090 enough for Mistral-7B LoRA, otherwise should I rent 4 GPUs?", 1, 4),
+    ("I will try Llama-2-7B full fine-tuning on 2 GPUs; if that doesn't work, 4 GPUs", 2, 4),
+    ("单卡3090能跑 Qwen2.5-7B LoRA 吗？不行的话用两张", 1, 2),
+    ("一张A100够不够？不够的话四张A100呢，Llama-2-13B 全参", 1, 4),
+    ("先用两张卡试 Qwen2.5-14B LoRA，如果不行再上4卡", 2, 4),
+])
+def test_a_fallback_count_is_weighed_not_the_setup(text, count, fallback):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+    assert note(parsed, "count_fallback").values["count"] == fallback
+
+
+def test_a_fallback_with_no_count_before_it_is_the_count():
+    assert parse_conversation("Llama-2-7B LoRA 能跑吗？不行的话用两张4090").setup.gpu_count == 2
