@@ -80,7 +80,8 @@ class ReadNote:
     {cards, span, first} and ``count_alternatives`` {counts, span} (alternatives weighed: a line each);
     ``count_superseded`` {earlier, later, earlier_span, later_span} (a count restated later),
     ``count_baseline`` {span} (one card as a comparison's baseline), ``count_per_process`` {span}
-    (one card per process), ``count_fallback`` {count, span} (a count weighed if the first fails) and ``count_from_device_list``
+    (one card per process), ``count_fallback`` {count, span} (a count weighed if the first fails), ``count_rest_plus_one``
+    {count, span} ("the main card ... the other 3"), ``count_summed`` {count, span} (two kinds of card) and ``count_from_device_list``
     {count, span} (a weak count from device indices), all from ``bot.understand.count_mentions``.
     """
 

@@ -6,6 +6,10 @@ restated (first-contact batch h, "Roles of counts").
   Its digits are blanked, so "the 0 GPU gets more memory" is never a count of 0 (a count of zero
   would make a complete question "invalid"). A list of indices ("GPUs 0 and 1", "0,1号卡",
   "cuda:0 and cuda:1") is a weak count, the number of indices, said to come from a device list.
+- The other cards beside one named by role or index ("主卡 ... 另外3个卡", "GPU 0 ... the other 3")
+  are that many plus the one (``rest_and_one``).
+- Two kinds of card, each counted ("two 40G A100s and one 80G GPU", "两张A100和一张H100"), are their
+  sum (``mixed_cards``, read in ``bot.understand.reader`` where the card names are known).
 - A count offered as a fallback ("单卡能跑吗？不行的话两张呢", "If not, would 2 A100s do?") is weighed,
   not the setup: blanked and noted.
 - One card per process ("每个进程独享一张显卡", "one GPU per process") is the layout of a data-parallel
@@ -41,7 +45,9 @@ _INDEX = re.compile(
     r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)?\s+(?:gpu|card|device)\b(?!s)|"
     r"\b(\d{1,2})(?:st|nd|rd|th)\s+(?:gpu|card|device)\b|"
     r"(?<![\d.])(\d{1,2})\s*号\s*(?:卡|显卡|gpu|GPU|设备|" + G + r")|(?:(?<![\d张块个])卡|显卡|设备)\s*(\d{1,2})(?![\d.]|\s*(?:张|块|个|号|gi?b|g\b))|"
-    r"第\s*(\d{1,2})\s*(?:张|块|个)\s*(?:卡|显卡|gpu|GPU|" + G + r")",
+    r"第\s*(\d{1,2})\s*(?:张|块|个)\s*(?:卡|显卡|gpu|GPU|" + G + r")|"
+    # zero cards is never a count: "显存都集中在了0卡" names card 0
+    r"(?<![\d.])(0)\s*(?:张|块|个)?\s*(?:卡|显卡|gpus?\b|cards?\b|devices?\b)",
     re.I | re.A)
 # A list of indices: "GPUs 0 and 1", "GPU 0,1,2,3", "gpus 0-3", "cuda:0 and cuda:1", "devices 0, 1",
 # "0,1号卡", "0、1、2号卡", "卡0和卡1"
@@ -87,6 +93,15 @@ _PER_PROCESS = re.compile(
     r"\b(?:each|every)\s+(?:process|rank|worker)\s+(?:gets|uses|owns|has|takes|holds|runs on|is on|sees|is bound to)\s+"
     r"(?:its own|one|a|a single|exactly one|only one)\s+(?:gpu|card|device)\b",
     re.I | re.A)
+
+# The other cards beside one named by its role or index: "主卡占用10GB，另外3个卡占用8GB", "GPU 0 uses 10GB and
+# the other 3 use 8GB", "0卡 ... 其余一张显卡" (first-contact batch a): the count is the others and that one
+_THE_ONE = re.compile(r"主卡|主GPU|0号卡|卡0|(?<![\d.])0\s*卡|\bthe (?:main|master|primary|first) (?:gpu|card)\b|\bgpu\s*0\b|\bcuda:0\b|\brank 0'?s? (?:gpu|card)\b",
+                      re.I | re.A)
+_THE_OTHERS = re.compile(r"\b(?:the\s+)?(?:other|remaining)\s+" + COUNT + r"(?:\s+(?:gpus?|cards?|devices?|" + G + r"s?)\b)?|"
+                         r"\bthe rest of the\s+" + COUNT + r"\s+(?:gpus?|cards?|devices?)|"
+                         r"(?:另外|其余|其他|其它|剩下|剩余)(?:的)?\s*" + COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpu|GPU|" + G + r")?",
+                         re.I | re.A)
 
 # A count offered as the fallback of the one asked about: "单卡能跑吗？不行的话两张呢", "Is a single A100
 # enough? If not, would 2 A100s do?" (first-contact batch a): the fallback is weighed, the first is the setup
@@ -178,6 +193,42 @@ def restated_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] |
     return text, note, (later[0], str(note[1]["later_span"]))
 
 
+# Two kinds of card, each with its count: "two 40G A100 GPUs and one 80G GPU", "two 4090s and one 3090",
+# "两张A100和一张H100" (first-contact batch a): the run has both, so the count is their sum
+_UNIT = r"(?:\s*(?:gpus?\b|cards?\b|显卡|卡))?"
+_MIXED = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:(\d{1,3})\s*(?:gib|gb|g)\s*(?:的)?\s*)?(?:nvidia\s+)?(" + G + r")?s?" + _UNIT
+                    + r"\s*[,，、]?\s*(?:\band\b|\bplus\b|和|与|加上?|\+)\s*" + COUNT
+                    + r"\s*(?:张|块|个)?\s*(?:(\d{1,3})\s*(?:gib|gb|g)\s*(?:的)?\s*)?(?:nvidia\s+)?(" + G + r")?s?" + _UNIT, re.I | re.A)
+
+
+def mixed_cards(marked: str, names: dict[int, str]) -> tuple[int, str, tuple[int, int]] | None:
+    """(the sum, its words, its span) where two groups of different cards are each counted;
+    ``names`` maps a card marker's start in ``marked`` to the card's catalog name."""
+    for m in _MIXED.finditer(marked):
+        first, second = to_int(m.group(1)), to_int(m.group(4))
+        if not first or not second or not (m.group(3) or m.group(2)) or not (m.group(6) or m.group(5)):
+            continue
+        if not re.search(r"gpus?|cards?|显卡|卡|" + GPU, marked[m.start(4): m.end()], re.I | re.A):
+            continue
+        sizes = {m.group(2), m.group(5)} - {None}
+        cards = {names.get(m.start(i), "") for i in (3, 6) if m.group(i)}
+        if len(sizes) == 2 or len(cards) == 2:
+            return first + second, m.group(0).strip(), m.span()
+    return None
+
+
+def rest_and_one(text: str) -> tuple[str, tuple[int, str]] | None:
+    """(``text`` with "the other N" blanked, (N + 1, its words)) where one card is named by its role
+    or index ("主卡", "GPU 0") beside "the other N"; else None."""
+    one = _THE_ONE.search(text)
+    others = next((m for m in _THE_OTHERS.finditer(text) if (n := to_int(m.group(1) or m.group(2) or m.group(3) or ""))
+                   and 0 < n < 64), None)
+    if one is None or others is None:
+        return None
+    n = to_int(others.group(1) or others.group(2) or others.group(3) or "") or 0
+    return _blank(text, *others.span()), (n + 1, others.group(0).strip())
+
+
 def settle_counts(text: str) -> tuple[str, list[tuple[str, dict]], tuple[int, str] | None]:
     """(text with non-counts blanked, notes, the count a device list gives or None)."""
     notes: list[tuple[str, dict]] = []
@@ -188,7 +239,7 @@ def settle_counts(text: str) -> tuple[str, list[tuple[str, dict]], tuple[int, st
             device_list = (n, m.group(0).strip())
         text = _blank(text, *m.span())
     for m in list(_INDEX.finditer(text)):
-        group = next(i for i in range(1, 7) if m.group(i) is not None)
+        group = next(i for i in range(1, 8) if m.group(i) is not None)
         text = _blank(text, m.start(group), m.end(group))
         # an index is said among several cards ("the 0 GPU gets more memory than the others"): the
         # one card named elsewhere ("my GPU is a TITAN Xp") is the kind, not a count of one

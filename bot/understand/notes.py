@@ -27,6 +27,10 @@ _NOTES: dict[str, tuple[str, str]] = {
                          "is taken as the previous setup."),
     "count_baseline": ("`{span}` 是拿来比较的单卡，不是你这次用的卡数。",
                        "`{span}` is the single GPU the run is compared with, not the GPU count of your run."),
+    "count_rest_plus_one": ("卡数按 `{span}` 加上单独提到的那张读作 {count}。",
+                            "The GPU count is read as {count}: `{span}` plus the one named on its own."),
+    "count_summed": ("`{span}` 是两种卡，卡数按合计 {count} 张计算。",
+                     "`{span}` names two kinds of card: the GPU count is their sum, {count}."),
     "count_fallback": ("`{span}` 是不行时的备选，不是现在的卡数：按前面写的配置计算。",
                        "`{span}` is the fallback you are weighing, not your current GPU count: computed for the setup "
                        "written first."),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from bot.understand.count_mentions import restated_count, settle_counts
+from bot.understand.count_mentions import rest_and_one, restated_count, settle_counts
 from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
 from bot.understand.prose_reading import ProseReading
 from bot.understand.prose_reading import search as _search
@@ -252,7 +252,8 @@ _NODE_WORD = r"(?:台|个)?\s*(?:(?:[Dd][Gg][Xx]|[Hh][Gg][Xx])\s*)?(?:机器|节
 _NODE_NOUN = r"(?:nodes?|machines?|servers?|hosts?|boxes|box|workstations?|computers?|rigs?)"
 _NODES = [
     re.compile(COUNT + r"\s*" + _NODE_WORD),
-    re.compile(COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
+    # (never after a multiplier: "a 49GB*4 machine" is one machine of four cards)
+    re.compile(r"(?<![*x×])(?<![*x×]\s)" + COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
                + _NODE_NOUN + r"\b", re.I | re.A),
     re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+" + _NODE_NOUN, re.I | re.A),
     # "two modes, and every mode has two gpus": a node miswritten, read as one where each of them holds GPUs
@@ -438,6 +439,10 @@ def _per_card_phrases_blanked(text: str) -> str:
 def read_counts(text: str, out: ProseReading) -> None:
     text = _per_card_phrases_blanked(text)
     # device indices ("GPU 0", "0号卡") and one card as a comparison's baseline ("比单卡还慢") are no count
+    if rest := rest_and_one(text):  # before the index is blanked: "GPU 0" is the one beside "the other 3"
+        text, (total, words) = rest
+        _set(out, "gpu_count", total, words)
+        out.notes.append(("count_rest_plus_one", {"count": total, "span": words}))
     text, settled, device_list = settle_counts(text)
     indexed = any(code == "device_index" for code, _ in settled)  # several cards, one of them named by index
     out.notes.extend(n for n in settled if n[0] != "device_index")

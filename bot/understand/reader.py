@@ -22,6 +22,7 @@ from bot.core.language import CJK, EN_WORD, answer_language
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.contradictions import read_alternatives, roles_and_contradictions
+from bot.understand.count_mentions import mixed_cards
 from bot.understand.counts import GPU, MODEL
 from bot.understand.degrees import read_degrees
 from bot.understand.intent import (
@@ -503,6 +504,11 @@ def read_turn(raw: object) -> Reading:
             put(key, prose.fields[key], "stated", origin(prose.spans[key], marked, text))
     if logs.gpu_memory_gb is not None:
         put("gpu_memory_gb", int(logs.gpu_memory_gb), "log", logs.memory_span)
+    if prov.get("gpu_count") is not None and prov["gpu_count"].source == "stated" and \
+            (mixed := mixed_cards(marked, {g.start: g.name or g.raw for g in gpus})):
+        # "two 40G A100s and one 80G GPU": both kinds of card are the run's
+        f["gpu_count"], prov["gpu_count"] = mixed[0], Provenance("stated", text[mixed[2][0]: mixed[2][1]].strip())
+        out.notes.append(ReadNote("count_summed", {"count": mixed[0], "span": text[mixed[2][0]: mixed[2][1]].strip()}))
     read_alternatives(f, prov, out.notes, prose, own, marked, gpus)
     weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
         r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)

@@ -292,3 +292,65 @@ def test_a_fallback_count_is_weighed_not_the_setup(text, count, fallback):
 
 def test_a_fallback_with_no_count_before_it_is_the_count():
     assert parse_conversation("Llama-2-7B LoRA 能跑吗？不行的话用两张4090").setup.gpu_count == 2
+
+
+# --- 5e. the other cards beside the one named; two kinds of card; a multiplier before "machine" -----
+
+@pytest.mark.parametrize("text, count", [
+    ("GPU 0 holds 20GB while the other 5 GPUs sit at 12GB, Llama-2-7B DDP", 6),
+    ("the main card takes 14GB and the remaining three take 9GB each", 4),
+    ("the master GPU is full, the other seven cards are half empty", 8),
+    ("主卡占了20G，另外5张卡各12G，Qwen2.5-7B DDP", 6),
+    ("卡0显存满了，其余三张卡只用了一半", 4),
+    ("显存都堆在0卡上，剩下的7张卡几乎没用", 8),
+])
+def test_the_other_cards_and_the_one_named(text, count):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+    assert not parsed.problems
+    assert note(parsed, "count_rest_plus_one").values["count"] == count
+
+
+@pytest.mark.parametrize("text", [
+    "all the memory lands on 0 GPUs?? Llama-2-7B DDP",
+    "显存全在0卡上，Qwen2.5-7B DDP",
+    "只有0卡在跑，Llama-2-7B",
+])
+def test_zero_cards_is_an_index_never_a_count(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count != 0
+    assert not parsed.problems
+
+
+@pytest.mark.parametrize("text, count", [
+    ("I train on two 48G A6000s and one 80G A100, Llama-2-13B LoRA", 3),
+    ("three 3090s and one 4090, Llama-2-7B LoRA, DDP or FSDP?", 4),
+    ("2 A100 plus 2 H100 in one box, Mistral-7B full", 4),
+    ("两张A6000和一张A100，Llama-2-13B LoRA", 3),
+    ("三张3090加一张4090，Qwen2.5-7B LoRA", 4),
+    ("2块24G的卡和1块48G的卡，Qwen2.5-14B LoRA", 3),
+])
+def test_two_kinds_of_card_are_summed(text, count):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == count, parsed.setup
+    assert note(parsed, "count_summed").values["count"] == count
+
+
+@pytest.mark.parametrize("text", [
+    "tested on 2 A100s and 4 A100s, Llama-2-7B",      # one kind of card twice: two runs, not a sum
+    "2张A100和4张A100都试过，Qwen2.5-7B",
+])
+def test_one_kind_of_card_counted_twice_is_not_summed(text):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count in (2, 4, None)
+    assert "count_summed" not in codes(parsed)
+
+
+@pytest.mark.parametrize("text", [
+    "I have a 24GB*4 machine and Llama-2-7B LoRA OOMs",
+    "on a 48G x 4 server, Qwen2.5-14B LoRA",
+    "一台 24G*4 的机器，Qwen2.5-7B LoRA 爆显存",
+])
+def test_a_multiplier_before_machine_counts_cards_not_nodes(text):
+    s = parse_conversation(text).setup
+    assert s.gpu_count == 4 and (s.nodes or 1) == 1, s
