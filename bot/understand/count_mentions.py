@@ -12,6 +12,8 @@ restated (first-contact batch h, "Roles of counts").
   sum (``mixed_cards``, read in ``bot.understand.reader`` where the card names are known).
 - A count offered as a fallback ("单卡能跑吗？不行的话两张呢", "If not, would 2 A100s do?") is weighed,
   not the setup: blanked and noted.
+- The same run tried on several machines in turn ("在两台电脑上执行都是这样", "the same error on two
+  different machines") is no multi-node run: blanked and noted.
 - One card per process ("每个进程独享一张显卡", "one GPU per process") is the layout of a data-parallel
   run, not its count: blanked and noted.
 - One card as the baseline of a comparison ("多卡比单卡还慢", "slower than on one GPU", "单卡的数倍",
@@ -137,6 +139,18 @@ _LATER_BARE = re.compile(r"(?:\bon|\bwith|\bto|\buse|\busing|用|到|成|为)\s*
                          r"min\w*|s|nodes?|machines?|小时|分钟|步|轮|台|机|节点)\b|\s*(?:小时|分钟|步|轮|台|机|节点|号|倍))", re.I | re.A)
 
 
+# The same run tried on several machines, one at a time: "在两台电脑上执行都是这样", "换了三台机器都一样", "the
+# same error on two different machines", "tried it on 3 computers" (first-contact batch b): no multi-node run
+_MACHINE = r"(?:machines|computers|servers|pcs|boxes|workstations|hosts)\b"
+_TRIED_ON = re.compile(
+    r"\b(?:on|across)\s+" + COUNT + r"\s+(?:different|separate|other)\s+" + _MACHINE + r"|"
+    r"\b(?:tried|tested|ran|run|reproduced|checked)\s+(?:it\s+|this\s+|the same\s+\w+\s+)?on\s+" + COUNT + r"\s+(?:different\s+)?"
+    + _MACHINE + r"(?=[^.;!?\n]{0,40}?\b(?:same|all|both|each|every|also|too|either)\b)|"
+    r"(?:在|换了?|用了?|试了?)\s*" + COUNT + r"\s*(?:台|个)\s*(?:不同的?)?\s*(?:电脑|机器|服务器|主机|工作站)(?:上)?"
+    r"(?=[^，,。；;\n]{0,12}?(?:都|分别|也|同样|一样))",
+    re.I | re.A)
+
+
 def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
@@ -244,6 +258,9 @@ def settle_counts(text: str) -> tuple[str, list[tuple[str, dict]], tuple[int, st
         # an index is said among several cards ("the 0 GPU gets more memory than the others"): the
         # one card named elsewhere ("my GPU is a TITAN Xp") is the kind, not a count of one
         notes.append(("device_index", {"span": m.group(0).strip()}))
+    for m in list(_TRIED_ON.finditer(text)):
+        notes.append(("machines_tried", {"span": m.group(0).strip()}))
+        text = _blank(text, *m.span())
     for m in list(_PER_PROCESS.finditer(text)):
         notes.append(("count_per_process", {"span": m.group(0).strip()}))
         text = _blank(text, *m.span())

@@ -31,6 +31,8 @@ _NOTES: dict[str, tuple[str, str]] = {
                             "The GPU count is read as {count}: `{span}` plus the one named on its own."),
     "count_summed": ("`{span}` 是两种卡，卡数按合计 {count} 张计算。",
                      "`{span}` names two kinds of card: the GPU count is their sum, {count}."),
+    "machines_tried": ("`{span}` 是在几台机器上分别试过，不是多机训练。",
+                       "`{span}` is the run tried on several machines in turn, not a multi-node run."),
     "count_fallback": ("`{span}` 是不行时的备选，不是现在的卡数：按前面写的配置计算。",
                        "`{span}` is the fallback you are weighing, not your current GPU count: computed for the setup "
                        "written first."),

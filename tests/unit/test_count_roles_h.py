@@ -354,3 +354,28 @@ def test_one_kind_of_card_counted_twice_is_not_summed(text):
 def test_a_multiplier_before_machine_counts_cards_not_nodes(text):
     s = parse_conversation(text).setup
     assert s.gpu_count == 4 and (s.nodes or 1) == 1, s
+
+
+# --- 5f. the same run tried on several machines in turn is not a multi-node run --------------------
+
+@pytest.mark.parametrize("text, count", [
+    ("I get the same OOM on two different machines with 2 RTX 3090 each, Llama-2-7B LoRA", 2),
+    ("I tried it on 3 computers and all of them crash, one 4090 each", 1),
+    ("ran it on 2 separate servers, same hang, Llama-2-7B on 4 A100s", 4),
+    ("两张3090微调 Qwen2.5-7B 爆显存，在两台电脑上执行都一样", 2),
+    ("换了三台机器都一样，单卡4090 Qwen2.5-7B LoRA 爆显存", 1),
+    ("用两台不同的服务器也同样OOM，4张A100，Llama-2-13B", 4),
+])
+def test_machines_tried_in_turn_are_not_nodes(text, count):
+    parsed = parse_conversation(text)
+    s = parsed.setup
+    assert s.gpu_count == count and (s.nodes or 1) == 1, s
+    assert "machines_tried" in codes(parsed)
+
+
+@pytest.mark.parametrize("text, nodes", [
+    ("2 nodes with 4 A100s each, Llama-2-13B, DDP", 2),
+    ("两台机器，每台8卡，训练很慢", 2),
+])
+def test_machines_that_train_together_stay_nodes(text, nodes):
+    assert parse_conversation(text).setup.nodes == nodes
