@@ -1,6 +1,8 @@
-"""Which GPU figures in a message are not the count of the asker's run, before the count rules read
-one: a device index, a single card as the baseline of a comparison, and a count the asker later
-restated (first-contact batch h, "Roles of counts").
+"""The role of each GPU figure in a message before the count rules read one: which figures are not
+the count of the asker's run (a device index, a comparison's single-card baseline, one card per
+process, a fallback, machines tried in turn, a count restated later) and which add up to it (the
+other cards beside one named, two kinds of card). First-contact batch h, "Roles of counts", and the
+role classes of batches a-g.
 
 - A device index names one card, it counts none: "GPU 0", "the 0 GPU", "cuda:0", "0号卡", "卡0".
   Its digits are blanked, so "the 0 GPU gets more memory" is never a count of 0 (a count of zero
@@ -22,8 +24,9 @@ restated (first-contact batch h, "Roles of counts").
 - A count restated later supersedes the earlier one ("I had 4 GPUs ... now it runs on 8",
   "原来用2张卡，现在换成4张", "went from 2 to 4 GPUs"): the earlier mentions are blanked and noted.
 
-``settle_counts(text)`` returns the text with indices and baselines blanked (same length, so spans
-stay valid), the notes (code, values) the answer says, and the device-list count, if one;
+``settle_counts(text)`` returns the text with the figures that are no count blanked (same length, so
+spans stay valid), the notes (code, values) the answer says, and the device-list count, if one;
+``rest_and_one`` and ``mixed_cards`` give the counts that add up;
 ``restated_count(text)`` the text with the earlier count blanked, its note and the later count. Both
 run inside ``bot.understand.prose.read_counts``, the second after the failed/working run roles
 (``bot.understand.run_roles``), which keep their own pair of counts, and only where no machines are
