@@ -12,6 +12,8 @@ role classes of batches a-g.
   are that many plus the one (``rest_and_one``).
 - Two kinds of card, each counted ("two 40G A100s and one 80G GPU", "两张A100和一张H100"), are their
   sum (``mixed_cards``, read in ``bot.understand.reader`` where the card names are known).
+- Some of the machine's cards ("4 of the 8 GPUs", "8张卡，我只用了其中4张") are the run's count
+  (``subset_count``), the total said in a note.
 - A count offered as a fallback ("单卡能跑吗？不行的话两张呢", "If not, would 2 A100s do?") is weighed,
   not the setup: blanked and noted.
 - The same run tried on several machines in turn ("在两台电脑上执行都是这样", "the same error on two
@@ -231,6 +233,29 @@ def mixed_cards(marked: str, names: dict[int, str]) -> tuple[int, str, tuple[int
         cards = {names.get(m.start(i), "") for i in (3, 6) if m.group(i)}
         if len(sizes) == 2 or len(cards) == 2:
             return first + second, m.group(0).strip(), m.span()
+    return None
+
+
+# The run on some of the machine's cards: "4 of the 8 GPUs", "3 out of 8 GPUs", "8张卡，我只用了其中4张",
+# "8卡的机器上只能用4张", "一共8张A100，分给我2张" (first-contact batch a: the cards the asker can use, not
+# the machine's): the count is the cards used, and the total is said in a note
+_OF_THE = re.compile(r"\b" + COUNT + r"\s+(?:out\s+)?of\s+(?:the|my|our|its|their|all)?\s*(?:the\s+)?" + COUNT
+                     + r"\s*(?:x\s*)?(?:nvidia\s+)?(?:gpus?\b|cards?\b|devices?\b|" + G + r")", re.I | re.A)
+_ONLY_SOME = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpu|GPU|" + G + r")[^。；;\n]{0,16}?(?:其中|只能用|只用了?|只有|仅能用|仅用了?|"
+                        r"分给我|分到了?|给我|能用的?(?:只有)?)\s*(?:了)?\s*(?:其中)?\s*" + COUNT + r"\s*(?:张|块|个)")
+
+
+def subset_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | None:
+    """(``text`` with the machine's total blanked, the note, (the cards used, their words)) where the
+    run uses some of the machine's cards; else None."""
+    for pattern in (_OF_THE, _ONLY_SOME):
+        for m in pattern.finditer(text):
+            used, total = (to_int(m.group(1)), to_int(m.group(2))) if pattern is _OF_THE else (to_int(m.group(2)), to_int(m.group(1)))
+            if used and total and 0 < used < total:
+                at = m.start(2) if pattern is _OF_THE else m.start(1)
+                end = m.end(2) if pattern is _OF_THE else m.end(1)
+                words = m.group(0).strip()
+                return _blank(text, at, end), ("count_subset", {"used": used, "total": total, "span": words}), (used, words)
     return None
 
 

@@ -33,6 +33,8 @@ _NOTES: dict[str, tuple[str, str]] = {
                      "`{span}` names two kinds of card: the GPU count is their sum, {count}."),
     "machines_tried": ("`{span}` 是在几台机器上分别试过，不是多机训练。",
                        "`{span}` is the run tried on several machines in turn, not a multi-node run."),
+    "count_subset": ("卡数按这次用的 {used} 张计算（`{span}`），不是机器上全部的 {total} 张。",
+                     "The GPU count is the {used} the run uses (`{span}`), not all {total} on the machine."),
     "count_fallback": ("`{span}` 是不行时的备选，不是现在的卡数：按前面写的配置计算。",
                        "`{span}` is the fallback you are weighing, not your current GPU count: computed for the setup "
                        "written first."),

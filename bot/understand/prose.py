@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from bot.understand.count_mentions import rest_and_one, restated_count, settle_counts
+from bot.understand.count_mentions import rest_and_one, restated_count, settle_counts, subset_count
 from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
 from bot.understand.prose_reading import ProseReading
 from bot.understand.prose_reading import search as _search
@@ -439,6 +439,10 @@ def _per_card_phrases_blanked(text: str) -> str:
 def read_counts(text: str, out: ProseReading) -> None:
     text = _per_card_phrases_blanked(text)
     # device indices ("GPU 0", "0号卡") and one card as a comparison's baseline ("比单卡还慢") are no count
+    if subset := subset_count(text):  # "4 of the 8 GPUs": the cards the run uses
+        text, note, (used, words) = subset
+        _set(out, "gpu_count", used, words)
+        out.notes.append(note)
     if rest := rest_and_one(text):  # before the index is blanked: "GPU 0" is the one beside "the other 3"
         text, (total, words) = rest
         _set(out, "gpu_count", total, words)

@@ -517,6 +517,11 @@ def read_turn(raw: object) -> Reading:
         for key in ("gpu_count", "gpus_per_node", "nodes"):
             f.pop(key, None)
             prov.pop(key, None)
+    if prov.get("gpu_count") is not None and prov["gpu_count"].source == "stated" and "nodes" not in f and \
+            (vis := visible_devices(work)) and 0 < vis[0] < f["gpu_count"] and cfg.fields.get("gpu_count") in (None, vis[0]):
+        # "I only have 10 A40s" beside "CUDA_VISIBLE_DEVICES=2,3,4,5,6,7,8,9": the run sees 8 of them
+        out.notes.append(ReadNote("count_subset", {"used": vis[0], "total": f["gpu_count"], "span": vis[1]}))
+        f["gpu_count"], prov["gpu_count"] = vis[0], Provenance("config", vis[1])
     prose_counts = any(k in f for k in ("gpu_count", "gpus_per_node"))
     for key in ("gpu_count", "gpus_per_node", "nodes"):
         if key in cfg.fields and not (key == "gpu_count" and prose_counts and "nodes" not in cfg.fields):

@@ -379,3 +379,38 @@ def test_machines_tried_in_turn_are_not_nodes(text, count):
 ])
 def test_machines_that_train_together_stay_nodes(text, nodes):
     assert parse_conversation(text).setup.nodes == nodes
+
+
+# --- 5g. some of the machine's cards are the run's count ------------------------------------------
+
+@pytest.mark.parametrize("text, used, total", [
+    ("I use 6 of the 8 GPUs on the node for Llama-2-7B LoRA", 6, 8),
+    ("only 3 of our 4 A100s are free, Llama-2-13B LoRA", 3, 4),
+    ("training on 2 out of 8 GPUs, Mistral-7B full", 2, 8),
+    ("服务器有8张卡，我只用了其中6张，Qwen2.5-7B LoRA", 6, 8),
+    ("8卡的机器上只能用3张，Llama-2-13B 全参", 3, 8),
+    ("一共4张A100，分给我2张，Qwen2.5-14B LoRA", 2, 4),
+])
+def test_some_of_the_machines_cards_are_the_count(text, used, total):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == used, parsed.setup
+    n = note(parsed, "count_subset")
+    assert (n.values["used"], n.values["total"]) == (used, total)
+
+
+@pytest.mark.parametrize("text, used", [
+    ("I only have 12 A40 GPUs. CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch train.py OOMs with Mistral-7B", 6),
+    ("We own 8 A100s; CUDA_VISIBLE_DEVICES=4,5,6 python train.py, Llama-2-7B LoRA hangs", 3),
+    ("我们有8张3090，CUDA_VISIBLE_DEVICES=0,1 python train.py 跑 Qwen2.5-7B LoRA 爆显存", 2),
+    ("实验室有6张A800，CUDA_VISIBLE_DEVICES=2,3,4 训练 Llama-2-13B 卡住", 3),
+])
+def test_the_visible_devices_of_the_launch_are_the_run_on_a_bigger_machine(text, used):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_count == used, parsed.setup
+    assert "count_subset" in codes(parsed)
+
+
+def test_visible_devices_equal_to_the_stated_count_change_nothing():
+    parsed = parse_conversation("4 * A800 80G显卡，CUDA_VISIBLE_DEVICES=4,5,6,7 python train.py, Qwen2.5-7B")
+    assert parsed.setup.gpu_count == 4
+    assert "count_subset" not in codes(parsed)
