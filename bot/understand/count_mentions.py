@@ -156,6 +156,9 @@ _TRIED_ON = re.compile(
     re.I | re.A)
 
 
+_CARD_WORD = r"(?:gpus?\b|cards?\b|devices?\b|卡|显卡|" + GPU + r")"
+
+
 def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
@@ -169,7 +172,10 @@ def _count_words(text: str, start: int, end: int) -> tuple[int, int]:
 def restated_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | None:
     """(``text`` with the earlier count blanked, the note that says so, (the later count, its words))
     when the message restates its GPU count later; else None."""
-    if ft := _FROM_TO.search(text):
+    ft = next((m for m in _FROM_TO.finditer(text)  # a card word in it: "batch size from 1 to 8" is no count
+               if re.search(_CARD_WORD, m.group(0), re.I | re.A) or re.match(r"\s*(?:x\s*)?(?:nvidia\s+)?" + _CARD_WORD,
+                                                                            text[m.end():], re.I | re.A)), None)
+    if ft is not None:
         pair = next((i, i + 1) for i in (1, 3, 5) if ft.group(i))
         before, after = to_int(ft.group(pair[0])), to_int(ft.group(pair[1]))
         if before and after and before != after:

@@ -68,6 +68,8 @@ def test_a_count_moved_from_to_is_the_later_one_with_the_earlier_noted(text, ear
     ("I have 4 GPUs and 4 more on order, Llama-2-7B LoRA", 4),           # no change of count
     ("我有4张卡，单卡24G，Qwen2.5-7B LoRA 现在 OOM", 4),                    # a per-card size is not a restated count
     ("Now I use 8 GPUs for Llama-2-13B and it OOMs", 8),                  # one count only
+    ("I raised the batch size from 1 to 8 on 2 GPUs and it OOMs", 2),    # a from -> to of another figure
+    ("batch size 从1改到8之后，两张卡都爆显存了", 2),
 ])
 def test_no_restatement_leaves_the_count(text, count):
     parsed = parse_conversation(text)
