@@ -49,7 +49,9 @@ _GPU_WORD = r"(?:gpus?|cards?|devices?|" + G + r")"
 _INDEX = re.compile(
     r"\b(?:gpu|cuda|device|card|rank)(?:\s*(?:#|id|no\.?|index)\s*|\s*[:\-_]|\s+)(\d{1,2})(?![\d.]|\s*(?:x|×|\*|gi?b|g)\b)"
     r"(?!\s*(?:gpus|cards|devices|张|块|个|卡|台|" + G + r"))|"
-    r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)?\s+(?:gpu|card|device)\b(?!s)|"
+    # ("the 2 GPU run", "the 8 GPU node" are counts used as an adjective)
+    r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)?\s+(?:gpu|card|device)\b(?!s)(?![\s-]+(?:setups?|runs?|config\w*|machines?|nodes?|box(?:es)?|"
+    r"servers?|training|jobs?|cases?|systems?|instances?|clusters?|versions?|experiments?|modes?|variants?|results?)\b)|"
     r"\b(\d{1,2})(?:st|nd|rd|th)\s+(?:gpu|card|device)\b|"
     r"(?<![\d.])(\d{1,2})\s*号\s*(?:卡|显卡|gpu|GPU|设备|" + G + r")|(?:(?<![\d张块个])卡|显卡|设备)\s*(\d{1,2})(?![\d.]|\s*(?:张|块|个|号|gi?b|g\b))|"
     r"第\s*(\d{1,2})\s*(?:张|块|个)\s*(?:卡|显卡|gpu|GPU|" + G + r")|"

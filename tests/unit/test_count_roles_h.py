@@ -142,6 +142,7 @@ def test_a_device_index_is_never_a_count(text):
 
 
 @pytest.mark.parametrize("text, count", [
+    ("the 6 GPU run of Llama-2-7B LoRA hangs at step 10", 6),             # a count as an adjective
     ("GPU 1 uses 5GB more than the others on my 4 GPUs, Llama-2-7B", 4),
     ("1号卡显存占用最高，我一共6张卡，Qwen2.5-7B", 6),
 ])
