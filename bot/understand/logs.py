@@ -18,9 +18,10 @@ from bot.understand import Observed
 _F = r"(\d+(?:\.\d+)?)"
 _UNIT = r"\s*(GiB|MiB|KiB|GB|MB|G|M)\b"
 
-# PyTorch < 2.1: "(GPU 1; 79.35 GiB total capacity; 77.65 GiB already allocated; ...)"
+# PyTorch < 2.1: "(GPU 1; 79.35 GiB total capacity; 77.65 GiB already allocated; ...)"; a pasted line
+# whose words ran together or lost a letter ("4.00 GiB totalcapacity;", "total capacty", first-contact h)
 _OOM_OLD = re.compile(r"Tried to allocate " + _F + _UNIT + r"\s*\(GPU \d+;\s*" + _F + _UNIT
-                      + r" total capacity;\s*" + _F + _UNIT + r" already allocated[^)\n]{0,160}\)?", re.I | re.A)
+                      + r"\s*total\s*capac\w*;\s*" + _F + _UNIT + r"\s*already\s*allocated[^)\n]{0,160}\)?", re.I | re.A)
 # PyTorch >= 2.1: "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 39.39 GiB of which ..."
 _OOM_NEW = re.compile(r"Tried to allocate " + _F + _UNIT + r"\.?\s*GPU\s*\d*\s*has a total capac\w* of "
                       + _F + _UNIT + r"(?: of which " + _F + _UNIT + r" is free)?"

@@ -417,3 +417,22 @@ def test_visible_devices_equal_to_the_stated_count_change_nothing():
     parsed = parse_conversation("4 * A800 80G显卡，CUDA_VISIBLE_DEVICES=4,5,6,7 python train.py, Qwen2.5-7B")
     assert parsed.setup.gpu_count == 4
     assert "count_subset" not in codes(parsed)
+
+
+# --- 5h. an OOM line whose words ran together still gives the card's capacity ---------------------
+
+@pytest.mark.parametrize("text, gb", [
+    ("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB totalcapacity; 6.10 GiB already allocated; "
+     "0 bytes free) on my card, how do I lower the batch?", 8),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; 10.76 GiB total capacty; 9.80 GiB "
+     "alreadyallocated) with batch 16, what should I change?", 11),
+    ("Tried to allocate 2.00 MiB (GPU 0; 5.80 GiB totalcapacity; 5.01 GiB already allocated) when fine-tuning, any fix?", 6),
+    ("训练报错：CUDA out of memory. Tried to allocate 88.00 MiB (GPU 0; 7.79 GiB totalcapacity; 6.68 GiB already "
+     "allocated)，怎么调小batch？", 8),
+    ("显存爆了 Tried to allocate 50.00 MiB (GPU 0; 10.76 GiB total capacty; 10.01 GiB already allocated)，有什么办法", 11),
+    ("Tried to allocate 12.00 MiB (GPU 0; 5.80 GiB totalcapacity; 5.40 GiB alreadyallocated) 微调时报这个错，怎么办", 6),
+])
+def test_an_oom_line_with_its_words_run_together_gives_the_capacity(text, gb):
+    parsed = parse_conversation(text)
+    assert parsed.setup.gpu_memory_gb == gb, parsed.setup
+    assert parsed.observed.allocated_gib is not None and parsed.observed.allocated_gib < gb
