@@ -14,7 +14,8 @@ run over several cards is the card's size, never a count of one.
 The training options (precision, method, optimizer, ...) are read by ``bot.understand.training_prose``;
 ``ProseReading`` and the rules' two primitives live in ``bot.understand.prose_reading``.
 The count tokens every rule shares live in ``bot.understand.counts``; which run failed and which
-worked (by GPU count or by method) in ``bot.understand.run_roles``.
+worked (by GPU count or by method) in ``bot.understand.run_roles``; which count figures are not the
+run's count (an index, a baseline, a count restated later, ...) in ``bot.understand.count_mentions``.
 """
 
 from __future__ import annotations
@@ -438,7 +439,8 @@ def _per_card_phrases_blanked(text: str) -> str:
 
 def read_counts(text: str, out: ProseReading) -> None:
     text = _per_card_phrases_blanked(text)
-    # device indices ("GPU 0", "0号卡") and one card as a comparison's baseline ("比单卡还慢") are no count
+    # the roles of count figures first (bot.understand.count_mentions): counts that add up, then the
+    # figures that are no count (an index "GPU 0", a baseline "比单卡还慢", one card per process, ...)
     if subset := subset_count(text):  # "4 of the 8 GPUs": the cards the run uses
         text, note, (used, words) = subset
         _set(out, "gpu_count", used, words)
