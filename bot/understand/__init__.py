@@ -77,7 +77,13 @@ class ReadNote:
     and ``card_typo_options`` {span, options} (a card typed with one slip); ``contradiction_computed``
     {field, a, b, value} (a contradiction computed on one reading, with one question);
     ``family_sized_as_written`` {name, params_b}; ``inference_quoted`` {span}; ``card_alternatives``
-    {cards, span, first} and ``count_alternatives`` {counts, span} (alternatives weighed: a line each).
+    {cards, span, first} and ``count_alternatives`` {counts, span} (alternatives weighed: a line each);
+    ``count_superseded`` {earlier, later, earlier_span, later_span} (a count restated later),
+    ``count_baseline`` {span} (one card as a comparison's baseline), ``count_per_process`` {span}
+    (one card per process), ``count_fallback`` {count, span} (a count weighed if the first fails), ``count_rest_plus_one``
+    {count, span} ("the main card ... the other 3"), ``count_summed`` {count, span} (two kinds of card), ``machines_tried`` {span} (one run tried on
+    several machines in turn), ``count_subset`` {used, total, span} (some of the machine's cards) and ``count_from_device_list``
+    {count, span} (a weak count from device indices), all from ``bot.understand.count_mentions``.
     """
 
     code: str

@@ -14,13 +14,15 @@ run over several cards is the card's size, never a count of one.
 The training options (precision, method, optimizer, ...) are read by ``bot.understand.training_prose``;
 ``ProseReading`` and the rules' two primitives live in ``bot.understand.prose_reading``.
 The count tokens every rule shares live in ``bot.understand.counts``; which run failed and which
-worked (by GPU count or by method) in ``bot.understand.run_roles``.
+worked (by GPU count or by method) in ``bot.understand.run_roles``; which count figures are not the
+run's count (an index, a baseline, a count restated later, ...) in ``bot.understand.count_mentions``.
 """
 
 from __future__ import annotations
 
 import re
 
+from bot.understand.count_mentions import rest_and_one, restated_count, settle_counts, subset_count
 from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
 from bot.understand.prose_reading import ProseReading
 from bot.understand.prose_reading import search as _search
@@ -246,20 +248,22 @@ def read_memory(text: str, out: ProseReading) -> None:
 # Counts: GPUs, nodes, GPUs per node
 # --------------------------------------------------------------------------------------------
 
-_NODE_WORD = r"(?:台|个)?\s*(?:机器|节点|服务器|台|机(?!器)|主机|电脑|工作站)(?!内存)"
+_NODE_WORD = r"(?:台|个)?\s*(?:(?:[Dd][Gg][Xx]|[Hh][Gg][Xx])\s*)?(?:机器|节点|服务器|台|机(?!器)|主机|电脑|工作站)(?!内存)"
 # What people call a node: "two servers", "2 boxes", "three workstations", "4 computers" (first-contact e)
 _NODE_NOUN = r"(?:nodes?|machines?|servers?|hosts?|boxes|box|workstations?|computers?|rigs?)"
 _NODES = [
     re.compile(COUNT + r"\s*" + _NODE_WORD),
-    re.compile(COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
+    # (never after a multiplier: "a 49GB*4 machine" is one machine of four cards)
+    re.compile(r"(?<![*x×])(?<![*x×]\s)" + COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
                + _NODE_NOUN + r"\b", re.I | re.A),
     re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+" + _NODE_NOUN, re.I | re.A),
     # "two modes, and every mode has two gpus": a node miswritten, read as one where each of them holds GPUs
     re.compile(COUNT + r"\s+modes?\b(?=[^.。\n]{0,40}?\b(?:each|every|per)\s+mode\s+(?:has|have|with|contains)\s+\S+\s+(?:gpus?|cards?))",
                re.I | re.A),
     re.compile(r"(双)(?:机|节点)"),
-    # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200)
-    re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b", re.I | re.A),
+    # "two A100 nodes", "4 H100 machines with 8 GPUs each" (stanford_alpaca#200); in the singular ("on 8
+    # A800-80G machine", "an 8 H100 node") the count is the cards of one machine (``_GPU_COUNT``)
+    re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:(?:dgx|hgx)\s*)?(?:nodes|machines|servers|hosts|boxes)\b", re.I | re.A),
 ]
 _PER_NODE = [
     re.compile(COUNT + r"\s*(?:张)?\s*卡\s*(?:的)?\s*(?:服务器|机器|节点|主机|机)(?!内存)"),
@@ -284,7 +288,7 @@ _PER_NODE = [
     # "两台机器各一张3090", "每台单卡4090", "每个节点一块A100": one card on each machine
     re.compile(r"(?:各|每台(?:机器|服务器|主机|电脑)?|每个?节点|每机)\s*(?:上)?\s*(?:有|都是|是|配)?\s*(单|一)\s*(?:张|块|个)?\s*(?:卡|显卡|" + G + ")"),
 ]
-_NOT_NODES = r"(?!" + GPU + r"|s?\s*(?:nodes?|machines?|servers?|hosts?|boxes)\b|\s*(?:节点|服务器|机器))"
+_NOT_NODES = r"(?!" + GPU + r"|s?\s*(?:(?:dgx|hgx)\s*)?(?:nodes|machines|servers|hosts|boxes)\b|\s*(?:节点|服务器|机器))"
 _GPU_COUNT = [
     re.compile(COUNT + r"\s*(?:张|块|个|枚)?\s*(?:卡|显卡|GPU|gpu|NPU|npu)"),
     re.compile(COUNT + r"\s*(?:张|块)"),
@@ -293,8 +297,11 @@ _GPU_COUNT = [
     # "two A100 nodes" counts nodes, not GPUs (stanford_alpaca#200)
     re.compile(COUNT + r"\s*(?:nvidia\s+)?(?:\d{1,3}\s*gi?b?\s+)?" + G + _NOT_NODES, re.I | re.A),
     re.compile(COUNT + r"\s*个[^，,。\n]{0,12}?" + G),
-    re.compile(COUNT + r"[\s-]*(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
+    re.compile(COUNT + r"[\s-]*(?:(?:nvidia|amd|ascend|huawei)\s+)?(?:gpus?|cards?|devices?|npus?|accelerators?)\b", re.I | re.A),
     re.compile(COUNT + r"\s*" + G + r"s\b"),
+    # the card's size between the count and the card word: "four 80GB GPUs", "两个24G显卡", "two 48 GB cards"
+    re.compile(COUNT + r"\s*(?:个|张|块)?\s*\d{1,3}(?:\.\d)?\s*(?:gib|gb|g)\s*(?:的)?\s*(?:显卡|卡|gpus?\b|cards?\b|devices?\b)",
+               re.I | re.A),
     re.compile(COUNT + r"\s+of\s+(?:them|those|these)\b", re.I | re.A),  # "my A100 ... on 8 of them"
     re.compile(r"(?:number of gpus?|gpu number|gpu count|num(?:ber)? of cards?|gpu数量|显卡数量|卡数)\s*[:：=]\s*(\d{1,6})", re.I | re.A),
 ]
@@ -324,7 +331,7 @@ _NODES_BY_GPUS = re.compile(r"(?<![\d.])(\d+)\s*[x×*]\s*(\d{1,2})(?!\d)\s*(?:[x
 # Machines x GPUs each, in any of the ways people write it: "4 nodes x 8 GPUs", "4 H100 nodes (8 GPUs each)",
 # "2 DGX nodes with 8 GPUs each", "4机x8卡", "4台服务器(每台8卡)"; after an "x" the unit may be left out
 # ("hangs on 4 nodes x 8"), which is never a card size ("x 80G") (first-contact batch f)
-_GRID_NODE = (r"(?:(?:nvidia\s+)?(?:(?:dgx|hgx)\s*)?(?:" + G + r"\s*)?(?:[a-z]?\d{0,4}\s*)?" + _NODE_NOUN + r"\b|"
+_GRID_NODE = (r"(?:(?:nvidia\s+)?(?:(?:dgx|hgx)\s*)?(?:" + G + r"\s*)?(?:(?:dgx|hgx)\s*)?(?:[a-z]?\d{0,4}\s*)?" + _NODE_NOUN + r"\b|"
               r"(?:台|个)?\s*(?:机器|节点|服务器|主机)|台|机(?!器))")
 _GRID_UNIT = r"\s*(?:x\s*)?(?:张|块|个)?\s*(?:nvidia\s+)?(?:" + G + r"|gpus?\b|cards?\b|卡|显卡)"
 _GRID = re.compile(COUNT + r"\s*" + _GRID_NODE + r"(?:"
@@ -432,6 +439,21 @@ def _per_card_phrases_blanked(text: str) -> str:
 
 def read_counts(text: str, out: ProseReading) -> None:
     text = _per_card_phrases_blanked(text)
+    # the roles of count figures first (bot.understand.count_mentions): counts that add up, then the
+    # figures that are no count (an index "GPU 0", a baseline "比单卡还慢", one card per process, ...)
+    if subset := subset_count(text):  # "4 of the 8 GPUs": the cards the run uses
+        text, note, (used, words) = subset
+        _set(out, "gpu_count", used, words)
+        out.notes.append(note)
+    if rest := rest_and_one(text):  # before the index is blanked: "GPU 0" is the one beside "the other 3"
+        text, (total, words) = rest
+        _set(out, "gpu_count", total, words)
+        out.notes.append(("count_rest_plus_one", {"count": total, "span": words}))
+    text, settled, device_list = settle_counts(text)
+    indexed = any(code == "device_index" for code, _ in settled)  # several cards, one of them named by index
+    out.notes.extend(n for n in settled if n[0] != "device_index")
+    if device_list is not None:
+        out.observed["device_list_count"] = device_list
     if roles := count_roles(text):
         failed, worked, spans, fail_span, work_span = roles
         for start, end in spans:  # blank the count words, keep the card named beside them
@@ -443,6 +465,11 @@ def read_counts(text: str, out: ProseReading) -> None:
         if failed and re.fullmatch(r"\D*\d+", fail_span):
             _set(out, "gpu_count", failed, fail_span)  # "OOMs on 4": no other rule reads a figure without its unit
     grids = _grids(text)
+    if not roles and not grids and _first(_PER_NODE, text)[0] is None and (restated := restated_count(text)):
+        # "I had 4 GPUs ... now it runs on 8", "原来用2张卡，现在换成4张": the later count is the run's
+        text, note, (later, later_words) = restated
+        out.notes.append(note)
+        _set(out, "gpu_count", later, later_words)
     if len(grids) > 1 and (run_grids := grid_roles(text, grids)):
         # "works on 2 nodes x 8 GPUs, hangs on 4 nodes x 8": the failing run's machines are the setup
         nodes_failed, per_failed, _, fail_words = grids[run_grids[0]]
@@ -515,7 +542,7 @@ def read_counts(text: str, out: ProseReading) -> None:
                 and re.match(r"\s*(?:and|or|vs\.?|/|,)\s*(?:an?\s+)?" + GPU, text[single.end():], re.I)):
         count, count_text = 1, single.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
-            and "gpus_per_node" not in out.fields and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
+            and "gpus_per_node" not in out.fields and not indexed and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
             and (one := _ONE_CARD.search(text)) and not _many(text, one.group(0)) \
             and not one_gpu_symptom(text, one.start(), one.end()):
         count, count_text = 1, one.group(0)
@@ -524,7 +551,7 @@ def read_counts(text: str, out: ProseReading) -> None:
         if pair := _PAIR.search(text):
             count, count_text = 2, pair.group(0)
             out.notes.append(("count_implied", {"count": 2, "span": pair.group(0)}))
-        elif (mine := _MY_CARD.search(text)) and not _many(text, mine.group(0)):
+        elif (mine := _MY_CARD.search(text)) and not indexed and not _many(text, mine.group(0)):
             count, count_text = 1, mine.group(0)
             out.notes.append(("count_implied", {"count": 1, "span": mine.group(0)}))
     elif count is not None and count > 1 and single is not None and (lone := _LONE_SINGLE.search(text)):

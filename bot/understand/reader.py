@@ -22,6 +22,7 @@ from bot.core.language import CJK, EN_WORD, answer_language
 from bot.understand import Contradiction, FieldSource, Observed, Provenance, ReadNote
 from bot.understand.config import read_config, visible_devices
 from bot.understand.contradictions import read_alternatives, roles_and_contradictions
+from bot.understand.count_mentions import mixed_cards
 from bot.understand.counts import GPU, MODEL
 from bot.understand.degrees import read_degrees
 from bot.understand.intent import (
@@ -503,6 +504,11 @@ def read_turn(raw: object) -> Reading:
             put(key, prose.fields[key], "stated", origin(prose.spans[key], marked, text))
     if logs.gpu_memory_gb is not None:
         put("gpu_memory_gb", int(logs.gpu_memory_gb), "log", logs.memory_span)
+    if prov.get("gpu_count") is not None and prov["gpu_count"].source == "stated" and \
+            (mixed := mixed_cards(marked, {g.start: g.name or g.raw for g in gpus})):
+        # "two 40G A100s and one 80G GPU": both kinds of card are the run's
+        f["gpu_count"], prov["gpu_count"] = mixed[0], Provenance("stated", text[mixed[2][0]: mixed[2][1]].strip())
+        out.notes.append(ReadNote("count_summed", {"count": mixed[0], "span": text[mixed[2][0]: mixed[2][1]].strip()}))
     read_alternatives(f, prov, out.notes, prose, own, marked, gpus)
     weak_single = prov.get("gpu_count") is not None and f.get("gpu_count") == 1 and re.search(
         r"单|single|one|一", prov["gpu_count"].span, re.I | re.A)
@@ -511,6 +517,11 @@ def read_turn(raw: object) -> Reading:
         for key in ("gpu_count", "gpus_per_node", "nodes"):
             f.pop(key, None)
             prov.pop(key, None)
+    if prov.get("gpu_count") is not None and prov["gpu_count"].source == "stated" and "nodes" not in f and \
+            (vis := visible_devices(work)) and 0 < vis[0] < f["gpu_count"] and cfg.fields.get("gpu_count") in (None, vis[0]):
+        # "I only have 10 A40s" beside "CUDA_VISIBLE_DEVICES=2,3,4,5,6,7,8,9": the run sees 8 of them
+        out.notes.append(ReadNote("count_subset", {"used": vis[0], "total": f["gpu_count"], "span": vis[1]}))
+        f["gpu_count"], prov["gpu_count"] = vis[0], Provenance("config", vis[1])
     prose_counts = any(k in f for k in ("gpu_count", "gpus_per_node"))
     for key in ("gpu_count", "gpus_per_node", "nodes"):
         if key in cfg.fields and not (key == "gpu_count" and prose_counts and "nodes" not in cfg.fields):
@@ -535,6 +546,11 @@ def read_turn(raw: object) -> Reading:
         put("gpu_count", f["gpus_per_node"], prov["gpus_per_node"].source, prov["gpus_per_node"].span)
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
         put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
+        out.notes.append(ReadNote("count_from_device_list", {"count": vis[0], "span": vis[1]}))
+    if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (ids := prose.observed.get("device_list_count")):
+        # "GPUs 0 and 1", "0,1号卡": as weak as CUDA_VISIBLE_DEVICES, and said to come from the list
+        put("gpu_count", ids[0], "stated", origin(ids[1], marked, text), confidence=0.6)
+        out.notes.append(ReadNote("count_from_device_list", {"count": ids[0], "span": origin(ids[1], marked, text)}))
     if prose.total_memory_gb and "gpu_memory_gb" not in f:
         count = f.get("gpu_count") or ((f.get("nodes") or 0) * (f.get("gpus_per_node") or 0)) or None
         if count and count > 0:
