@@ -81,11 +81,19 @@ def _can_be_run_elsewhere(clause: str) -> bool:
     return not _FIRST_PERSON.search(before) or bool(_REPORTING.search(before))
 
 
+def _asks(marked: str, clause: str, end: int) -> bool:
+    """Whether a clause is itself asked about: it or the rest of its sentence ends at a question mark
+    or asks with 吗/能不能 ("号称4张3090能跑13B，是真的吗？")."""
+    rest = re.match(r"[^.。!！\n]*", marked[end:])
+    return bool(re.search(r"吗|能不能|可不可以|是否|\?|？", clause + (rest.group(0) if rest else "")))
+
+
 def set_aside(marked: str) -> tuple[str, list[tuple[str, dict]]]:
     """``marked`` with aside and other people's clauses blanked, and (code, values) notes."""
     notes: list[tuple[str, dict]] = []
     chars = list(marked)
     asides: list[tuple[int, int]] = []
+    premises: list[tuple[int, int]] = []  # somebody's setup the question asks about ("听说两张4090就能…？")
     source_lead = False  # the clause before was "According to the paper," with no figure of its own
     for clause in _CLAUSE.finditer(marked):
         text = clause.group(0)
@@ -107,10 +115,20 @@ def set_aside(marked: str) -> tuple[str, list[tuple[str, dict]]]:
             continue
         if code == "aside_hardware":
             asides.append((start, end))
+        elif _asks(marked, text, end):
+            premises.append((start, end))
         for i in range(start, end):
             chars[i] = " "
         notes.append((code, {"span": text.strip()}))
     out = "".join(chars)
+    if premises and GPU not in out and not _FIRST_PERSON.search(out):
+        # the setup heard of is the one asked about ("I heard two 4090s can QLoRA a 70B: FSDP or DDP?"):
+        # with no card and no clause of the asker's own, it is the question's setup, not a reference beside it
+        for start, end in premises:
+            chars[start:end] = marked[start:end]
+        spans = {marked[start:end].strip() for start, end in premises}
+        notes = [n for n in notes if not (n[0] == "others_setup" and n[1]["span"] in spans)]
+        out = "".join(chars)
     if asides and GPU not in out:
         # the aside held the only card named: it is the hardware there is
         for start, end in asides:

@@ -436,3 +436,20 @@ def test_an_oom_line_with_its_words_run_together_gives_the_capacity(text, gb):
     parsed = parse_conversation(text)
     assert parsed.setup.gpu_memory_gb == gb, parsed.setup
     assert parsed.observed.allocated_gib is not None and parsed.observed.allocated_gib < gb
+
+
+@pytest.mark.parametrize("text,count", [
+    ("听说两张4090就能QLoRA微调70B？开梯度检查点的话用FSDP还是DDP？", 2),
+    ("据说8张A100就能全参微调70B吗？用FSDP还是DDP？", 8),
+    ("I heard two 4090s can QLoRA a 70B model? FSDP or DDP with checkpointing?", 2),
+    ("号称4张3090能跑13B全参微调，是真的吗？", 4),
+])
+def test_a_setup_heard_of_that_the_question_asks_about_is_its_setup(text, count):
+    """Hearsay asked as the question ("听说…就能…？") is the setup asked about, not a reference run beside
+    the asker's own; with a card of the asker's own named, the reference stays set aside."""
+    assert parse_conversation(text).setup.gpu_count == count
+
+
+def test_a_reference_beside_the_askers_own_cards_stays_aside():
+    parsed = parse_conversation("README里写着4张2080Ti就能训练，我只有两张，够吗？")
+    assert parsed.setup.gpu_count == 2 and "others_setup" in [n.code for n in parsed.notes]
