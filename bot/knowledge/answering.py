@@ -207,6 +207,18 @@ def _is_serving(entry_id: str) -> bool:
     return bool(SERVING_TOPICS & set(getattr(entry, "topics", ()) or ()))
 
 
+def _on_topic(entry_id: str, topics: Sequence[str]) -> bool:
+    """Whether the entry is tagged with a topic the reader found in the question (corpus tags are
+    written with hyphens, the reader's with underscores)."""
+    from bot.knowledge.corpus import get_entry
+
+    try:
+        tags = {t.replace("-", "_") for t in getattr(get_entry(entry_id), "topics", ()) or ()}
+    except KeyError:
+        return False
+    return bool(tags & set(topics))
+
+
 def _is_rl(passage: Passage) -> bool:
     """An RL passage: its corpus entry is tagged with an RL topic, or its quote names an RL method."""
     from bot.knowledge.corpus import get_entry
@@ -275,9 +287,14 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
                 if not quote:
                     continue
                 p = _passage(twin, quote, p.score, entry_relevance(own or (), twin, quote))
+        if not out and p.lang != language:
+            continue  # a passage in the other language may support an answer, never open it
         # the best passage sets the bar for the others: half its relevance (a long question's
-        # share is low for every doc), never above the language's threshold nor below the floor
+        # share is low for every doc), never above the language's threshold nor below the floor;
+        # a doc on a topic the reader found in the question opens an answer whatever its share
         bar = min(cut, TOP_PASSAGE_FLOOR) if not out else min(cut, max(TOP_PASSAGE_FLOOR, 0.5 * out[0].relevance))
+        if not out and p.kind == "doc" and _on_topic(p.id, topics):
+            bar = 0.0
         if p.id in seen or p.relevance < bar:
             continue
         seen.add(p.id)
