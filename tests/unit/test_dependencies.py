@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FAKE_KNOWLEDGE_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 EXTRAS_MODULES = ("gradio", "gradio_client", "slack_bolt", "slack_sdk", "mcp", "langchain", "langchain_openai",
                   "matplotlib", "plotly")
@@ -50,7 +52,9 @@ print("heavy:", ",".join(loaded))
 
 @pytest.mark.slow  # three subprocesses (~11 s): the unit run stays in minutes (issue 28)
 def test_ask_calc_and_search_run_without_the_optional_extras():
-    env = dict(os.environ)  # the fakes of tests/conftest.py (hashed embedding, in-memory store)
+    # The fakes of tests/conftest.py (hashed embedding, in-memory store), named here: a slow test runs
+    # with the real components in its environment, and the child would load chromadb and the model.
+    env = {**os.environ, **FAKE_KNOWLEDGE_ENV}
     done = subprocess.run([sys.executable, "-c", _CHILD, ",".join(EXTRAS_MODULES + DROPPED)], env=env,
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
