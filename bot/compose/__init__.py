@@ -270,12 +270,31 @@ def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Ci
     # renderer prints a direct answer above the headline, which would put the second sentence
     # first). The sizes a set of cards trains answer "what can I train on these?" though the model
     # is still asked.
-    if direct and (d.status == "ok" or ev.sizes is not None):
+    # A diagnosis answers too while the figures still wait for a fact: its cause leads, and the facts
+    # asked follow under the questions (a "DDP when a replica fits" rule above a troubleshooting or
+    # "how much does it need" answer answered nothing it asked; it stays for "DDP or FSDP?").
+    if direct and (d.status == "ok" or ev.sizes is not None or ev.parsed.intent in ("troubleshoot", "capacity")):
         sec.headline, sec.reasons = direct[0], direct[1:] + sec.reasons
         return
     if direct:
         sec.direct_answer = _joined(direct, say)
-    sec.headline = say.word("headline.depends")
+    sec.headline = say.word("headline.depends", need=_facts_named(d.questions, say))
+
+
+def _facts_named(fields: list[str], say: Say) -> str:
+    """The facts the answer still needs, in words ("the model and the GPU count"): only those asked,
+    never the ones the question gave (an "A100 40G x4" asker was told to name the GPUs)."""
+    from bot.render import field_name_text
+
+    names = list(dict.fromkeys(field_name_text("model" if f == "params_b" else f, say.lang)
+                               for f in fields if f in _SETUP_FACTS))
+    if not names:
+        names = [field_name_text("model", say.lang), field_name_text("gpu", say.lang)]
+    return say.word("words.facts_join", first=names[:-1], last=names[-1])
+
+
+# the facts "it depends" names (a question about the sequence length or host RAM is asked, not named)
+_SETUP_FACTS = ("params_b", "model", "gpu", "gpu_memory_gb", "gpu_count")
 
 
 def _budget(lang: str) -> int:
