@@ -251,11 +251,17 @@ def read_memory(text: str, out: ProseReading) -> None:
 _NODE_WORD = r"(?:台|个)?\s*(?:(?:[Dd][Gg][Xx]|[Hh][Gg][Xx])\s*)?(?:机器|节点|服务器|台|机(?!器)|主机|电脑|工作站)(?!内存)"
 # What people call a node: "two servers", "2 boxes", "three workstations", "4 computers" (first-contact e)
 _NODE_NOUN = r"(?:nodes?|machines?|servers?|hosts?|boxes|box|workstations?|computers?|rigs?)"
+_NODE_PLURAL = r"(?:nodes|machines|servers|hosts|boxes|workstations|computers|rigs)"
+_NODE_SINGULAR = r"(?:node|machine|server|host|box|workstation|computer|rig)"
 _NODES = [
     re.compile(COUNT + r"\s*" + _NODE_WORD),
     # (never after a multiplier: "a 49GB*4 machine" is one machine of four cards)
-    re.compile(r"(?<![*x×])(?<![*x×]\s)" + COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|gpu|similar)\s+)?"
+    re.compile(r"(?<![*x×])(?<![*x×]\s)" + COUNT + r"[\s-]*(?:(?:identical|separate|different|physical|worker|compute|similar)\s+)?"
                + _NODE_NOUN + r"\b", re.I | re.A),
+    # "2 GPU nodes" are two nodes; "a 4-GPU machine", "8-GPU nodes" count the GPUs of each (_PER_NODE)
+    re.compile(r"(?<![*x×])(?<![*x×]\s)" + COUNT + r"\s+gpu\s+" + _NODE_PLURAL + r"\b", re.I | re.A),
+    # "two 8-GPU nodes", "3 8 GPU servers": the machines, then the GPUs of each
+    re.compile(COUNT + r"\s+(?=\d+[-\s]?gpus?[-\s]+" + _NODE_PLURAL + r"\b)", re.I | re.A),
     re.compile(r"(?:across|over|on|with)\s+" + COUNT + r"\s+" + _NODE_NOUN, re.I | re.A),
     # "two modes, and every mode has two gpus": a node miswritten, read as one where each of them holds GPUs
     re.compile(COUNT + r"\s+modes?\b(?=[^.。\n]{0,40}?\b(?:each|every|per)\s+mode\s+(?:has|have|with|contains)\s+\S+\s+(?:gpus?|cards?))",
@@ -265,7 +271,14 @@ _NODES = [
     # A800-80G machine", "an 8 H100 node") the count is the cards of one machine (``_GPU_COUNT``)
     re.compile(COUNT + r"\s*(?:nvidia\s+)?" + G + r"\s*(?:(?:dgx|hgx)\s*)?(?:nodes|machines|servers|hosts|boxes)\b", re.I | re.A),
 ]
+# one machine named with its GPUs: "a 4-GPU machine", "our 8 GPU node", "this 8-GPU server"
+_ONE_MACHINE_OF_GPUS = re.compile(r"\b(?:an?|one|our|my|the|this|that|single)\s+" + COUNT + r"[-\s]?gpus?[-\s]+"
+                                  + _NODE_SINGULAR + r"\b", re.I | re.A)
 _PER_NODE = [
+    # "a 4-GPU machine", "our 8 GPU node", "two 8-GPU servers": the GPUs of each machine ("2 GPU nodes",
+    # unhyphenated and plural, are two nodes: _NODES)
+    re.compile(COUNT + r"-gpus?[-\s]+" + _NODE_NOUN + r"\b", re.I | re.A),
+    re.compile(COUNT + r"\s?gpus?\s+" + _NODE_SINGULAR + r"\b", re.I | re.A),
     re.compile(COUNT + r"\s*(?:张)?\s*卡\s*(?:的)?\s*(?:服务器|机器|节点|主机|机)(?!内存)"),
     re.compile(r"(?:每台机器|每台|每个节点|每节点|每机|每个机器|单机|单节点)\s*(?:上)?\s*(?:有)?\s*" + COUNT
                + r"\s*(?:张|块|个|卡|gpu|GPU|x|" + G + ")"),
@@ -558,7 +571,7 @@ def read_counts(text: str, out: ProseReading) -> None:
         # "单卡，8张A100": one card and eight, nothing between them that says which is the run's
         out.contradictions.append(("gpu_count", (1, count), (lone.group(0).strip(" ,，"), count_text)))
     if nodes is None and not _search(r"多个节点|多节点|多机|multiple nodes|multi-?node|several nodes", text) and \
-            (m := _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
+            (m := _ONE_MACHINE_OF_GPUS.search(text) or _search(r"单机|单节点|单台|一台机器|one node|single node|one machine|single machine|"
                                         r"a single node|in one machine|on one machine|a machine with", text)):
         nodes, node_text = 1, m.group(0)
     if nodes is not None and nodes > 1 and per_node is None and node_span and count == 1 and \
