@@ -194,7 +194,7 @@ def calc(model: str | None, config_source: str | None, params_b: float | None, g
         data["not_modelled"] = list(est.not_modelled)
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    _print_tables(est, config_source)
+    _print_tables(est, config_source, plan_below=plan is not None)
     if plan is not None:
         _print_plan(plan)
 
@@ -360,7 +360,7 @@ def _gib(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
-def _print_tables(est: Estimate, config_source: str | None = None) -> None:
+def _print_tables(est: Estimate, config_source: str | None = None, plan_below: bool = False) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -432,8 +432,13 @@ def _print_tables(est: Estimate, config_source: str | None = None) -> None:
                   f"bus bandwidth intra {inp['intra_bus_gb_s']:g} GB/s"
                   + (f", inter-node {inp['node_nic_bus_gb_s']:g} GB/s per node" if inp["nodes"] > 1 else "")
                   + "; formulas and sources: docs/calc.md[/]")
-    for note in est.not_modelled:
-        console.print(f"[yellow]not modelled: {note}[/]")
+    if plan_below and est.not_modelled:
+        # the degrees are modelled, by the plan tables that follow; only these first tables ignore them
+        console.print("[yellow]the tables above are pure data parallelism over all the GPUs; the stated "
+                      "tensor/context/pipeline degrees are in the plan tables below[/]")
+    else:
+        for note in est.not_modelled:
+            console.print(f"[yellow]not modelled: {note}[/]")
 
 
 def _ckpt(inp: dict[str, Any]) -> str:
