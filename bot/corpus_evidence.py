@@ -92,15 +92,16 @@ def read_failure(ev: Evidence) -> None:
     only as one to avoid or to ask about is none (``failure_hypothetical``)."""
     question = ev.question or ""
     try:
-        from bot.knowledge.playbook import failure_kind, hypothetical_only
+        from bot.knowledge.playbook import failure_kind, hypothetical_only, reports_hang
 
-        kind, hypothetical = failure_kind(question), hypothetical_only(question)
+        kind, hypothetical, hang = failure_kind(question), hypothetical_only(question), reports_hang(question)
     except Exception as err:  # the signals are data in the repo: a broken file must not stop an answer
         log.warning("playbook signals unavailable: %s", err)
-        kind, hypothetical = None, False
+        kind, hypothetical, hang = None, False, False
     if getattr(ev.parsed.observed, "oom", False) and kind in (None, "slow", "error") and not hypothetical:
         kind = "oom"
     ev.failure_kind, ev.failure_reported, ev.failure_hypothetical = kind, kind is not None, hypothetical
+    ev.failure_hang = hang and kind in ("error", "slow")
     try:
         from bot.knowledge.playbook import facts_given, stated_number, stated_numbers
 

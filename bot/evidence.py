@@ -167,6 +167,7 @@ class Evidence:
     # whatever its intent reads as: the answer diagnoses it first (bot.knowledge.playbook.reports_failure)
     failure_reported: bool = False
     failure_kind: str | None = None  # oom | host_ram | slow | error (bot.knowledge.playbook.failure_kind)
+    failure_hang: bool = False  # the failure is a run that stops moving (bot.knowledge.playbook.reports_hang)
     # a failure named only as one to avoid or to ask about ("will DDP OOM?", "不想爆显存")
     failure_hypothetical: bool = False
     # what the question's text already states, read with the playbook's signals (bot.knowledge.

@@ -83,7 +83,7 @@ _TOPIC = re.compile(
     r"通信|communication|all-?reduce|all-?gather|节点|node|bf16|fp16|offload|卸载|pytorch|torch|"
     r"梯度|gradient|accumulat|累积|优化器|optimizer|精度|precision|npu|昇腾|ascend|"
     # the words of a distributed run's hang or its epochs (batch f class 1)
-    r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|其[他余]的?(?:卡|gpu|显卡)|"
+    r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|其[他余]的?(?:卡|gpu|显卡)|\bcollectives?\b|集合通信|"
     # host memory (内存) of a run; whether it is a training run is the scope rule's (bot.understand.intent)
     r"内存", re.I | re.A)
 _INJECTION = re.compile(

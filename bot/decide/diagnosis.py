@@ -90,8 +90,11 @@ FACTS_TO_ASK: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
             ("message", frozenset({"oom_message"}))),
     "slow": (("link", frozenset({"link"})), ("speed", frozenset({"measured_speed"})),
              ("loader", frozenset({"workers"}))),
-    "error": (("message", frozenset({"error_message"})), ("command", frozenset({"launch_command"})),
+    "error": (("message", frozenset({"error_message", "no_error"})), ("command", frozenset({"launch_command"})),
               ("versions", frozenset())),
+    # a run that stops moving: where each rank waits, how it was started, NCCL's own account
+    "hang": (("where", frozenset({"hang_stack"})), ("command", frozenset({"launch_command"})),
+             ("nccl", frozenset({"nccl_log"}))),
 }
 
 
@@ -137,6 +140,8 @@ def needs_to_diagnose(ev: Evidence) -> Reason:
     kind = ev.failure_kind
     if ev.parsed.observed.oom or "oom" in topics or kind in ("oom", "host_ram"):
         kind = "oom"
+    elif ev.failure_hang:
+        kind = "hang"  # before "slow": a hang at an all-reduce names communication, and is no slowdown
     elif kind == "slow" or topics & {"multi_node_slow", "fsdp_slower_than_ddp", "communication"}:
         kind = "slow"
     else:

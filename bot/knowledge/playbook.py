@@ -278,7 +278,7 @@ def _compile_signals(raw: dict[str, Any]) -> dict[str, Any]:
     phases = raw.get("oom_phase") or {}
     return {"oom": rx(raw.get("oom") or ()), "host_ram_killed": rx(raw.get("host_ram_killed") or ()),
             "multi_node": rx(raw.get("multi_node") or ()), "failure": rx(raw.get("failure") or ()),
-            "slow": rx(raw.get("slow") or ()), "hypothetical": rx(raw.get("hypothetical") or ()),
+            "slow": rx(raw.get("slow") or ()), "hang": rx(raw.get("hang") or ()), "hypothetical": rx(raw.get("hypothetical") or ()),
             "num_workers": rx(raw.get("num_workers") or ()), "cpu_cores": rx(raw.get("cpu_cores") or ()),
             "stated_requirement_gb": rx(raw.get("stated_requirement_gb") or ()),
             "gpu_counts": rx(raw.get("gpu_counts") or ()),
@@ -387,6 +387,15 @@ def failure_kind(text: str, root: Path | str | None = None) -> str | None:
     if said("failure"):
         return "slow" if said("slow") else "error"
     return None
+
+
+def reports_hang(text: str, root: Path | str | None = None) -> bool:
+    """Of the failures the text reports, a run that stops moving (signals.yaml ``hang``): a hang,
+    a freeze, a job stuck without output."""
+    if failure_kind(text, root) not in ("error", "slow"):
+        return False
+    pattern = _load(str(Path(root) if root else default_root()))[1].get("hang")
+    return bool(pattern is not None and pattern.search(text))
 
 
 def hypothetical_only(text: str, root: Path | str | None = None) -> bool:

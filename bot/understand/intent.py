@@ -56,7 +56,7 @@ _DIST = re.compile(r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed
                    r"offload|卸载|all-?reduce|all-?gather|节点|nodes?\b|checkpointing|重计算|batch|micro|bf16|fp16|"
                    r"lora|训练|微调|fine-?tun|finetun|\btrain|gradient|accumulat|梯度|累积|优化器|optimizer|\bsgd\b|adam|精度|precision|"
                    r"参数|params?\b|seq|context|序列|上下文|\d+(?:\.\d+)?\s*b\b|llama|qwen|mistral|pytorch|torch|npu|昇腾|ascend|"
-                   r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|其[他余]的?(?:卡|gpu|显卡)", _I)
+                   r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|\bcollectives?\b|集合通信|其[他余]的?(?:卡|gpu|显卡)", _I)
 _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|parrot|team|staff|voice|muscles?)|"
                         r"memory foam|mattress|床垫|recipe for (?:tomato|soup|cake|bread|pasta|chicken)|菜谱|"
                         r"怎么做.{0,6}(?:吃|菜|汤|肉)|红烧|天气|weather|股票|stock price|"
@@ -64,7 +64,7 @@ _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|
 
 _TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom(?:s|ed|ing)?\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
                       r"fall(?:s)? to|drop(?:s|ped)? to|decreas|why my|为什么我|爆显存|显存不足|显存不够|显存溢出|超出显存|内存不够|溢出|跑不动|跑不起来|"
-                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|慢了|变慢|更慢|特别慢|非常慢|太慢|比.{0,12}慢|slower|too slow|"
+                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|卡死|卡在|卡着|一直卡|不动了|一动不动|\bstuck\b|freez(?:e|es|ing)\b|\bfroze\b|deadlock|慢了|变慢|更慢|特别慢|非常慢|太慢|比.{0,12}慢|slower|too slow|"
                       r"much slower|speed (?:is|was) (?:low|slow)|速度.{0,8}(?:慢|相同|一样|下降)|throughput.{0,20}(?:drop|lower|low)|"
                       r"lower throughput|significant difference in throughput|not reduc|doesn'?t reduc|does not reduc|"
                       r"higher (?:gpu )?memory|more memory than|same amount of memory|显存占用(?:异常|很大|超出)|"
@@ -381,7 +381,8 @@ _PROJECT_Q = re.compile(r"(?:is it possible|possible to|can (?:i|we|one|it|you)|
 # after a reported symptom, a way to find the cause or the right way to run it asked for ("how can I
 # locate the problem", "is there a correct way to do this", "可以提供定位问题的方法吗", "正确的用法"):
 # a fix for the person's run, not a choice of strategy nor a question about how things work
-_DIAGNOSE_Q = re.compile(r"\b(?:correct|proper|right|recommended) (?:way|usage|method|approach|setup|procedure)\b|"
+_DIAGNOSE_Q = re.compile(r"what should (?:i|we) (?:check|look at|look for|debug)|how (?:can|do|should|could) (?:i|we) (?:debug|troubleshoot|diagnose)|"
+                         r"(?:该|应该|要)?(?:怎么|如何)(?:调试|定位|排查)|\b(?:correct|proper|right|recommended) (?:way|usage|method|approach|setup|procedure)\b|"
                          r"\b(?:locate|pinpoint|debug|diagnos\w*|investigate|troubleshoot|narrow down|track (?:it |this )?down)\b|"
                          r"find (?:out )?(?:the |what(?:'s| is) )?(?:cause|reason|culprit|root cause|causing)|"
                          r"what(?:'s| is| could be| might be) (?:causing|behind|going on|happening)|"
