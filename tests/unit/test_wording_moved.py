@@ -57,6 +57,10 @@ FAMILIES = {
     "render.notice.": "a notice by its name",
     "page.simulation.": "the page's simulation table (bot/surfaces/web/simulation.py)",
     "page.precision.": "the page's precision table (bot/surfaces/web/precision.py)",
+    "strategy.label.": "a strategy's name (bot.strategies.label)",
+    "strategy.short.": "a strategy's short name (bot.strategies.short_label)",
+    "strategy.optimizer.": "an optimizer's name (bot.strategies.optimizer_label)",
+    "strategy.finetune.": "a fine-tuning mode's name (bot.strategies.finetune_label)",
     "words.": "the composer's words by kind (verdicts, variants, axes, confidence ...)",
     "what_if.knob.": "a what-if's knob",
 }
@@ -100,7 +104,7 @@ def test_no_key_in_the_catalogs_is_unused():
 
 def _named_keys() -> set[str]:
     """The literal keys bot/ passes to the catalogs: say.msg/word/raw(key), render(lang, key, ...),
-    and the renderer's labels _w/_label(lang, key) (``render.<key>``)."""
+    wording(lang, key, ...) and the renderer's labels _w/_label(lang, key) (``render.<key>``)."""
     keys: set[str] = set()
     for path in BOT.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -109,7 +113,7 @@ def _named_keys() -> set[str]:
             name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
             if name in ("msg", "word", "raw") and node.args:
                 args, prefix = [node.args[0]], ""
-            elif name == "render" and len(node.args) > 1:
+            elif name in ("render", "wording") and len(node.args) > 1:
                 args, prefix = [node.args[1]], ""
             elif name in ("_w", "_label") and len(node.args) > 1 and path.name == "render.py":
                 args, prefix = [node.args[1]], "render."
