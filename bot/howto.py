@@ -4,7 +4,9 @@
 the ``torchrun`` command, and — for DeepSpeed users — a DeepSpeed JSON config and an accelerate
 FSDP config beside it. Every Python snippet parses (tests/test_howto.py ``ast.parse``s each
 strategy x precision x checkpointing x HSDP combination and runs the tiny-model variant under
-torchrun with gloo). The only numbers are the setup's own (nodes, GPUs per node).
+torchrun with gloo). The only numbers are the setup's own (nodes, GPUs per node). The items'
+titles are wording (``howto.*`` in the message catalogs); the code, its comments and the command
+lines are code, written here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from bot.answer import HowTo
+from bot.answer.catalog import wording
 from bot.strategies import TRAINING_STRATEGIES
 
 _DTYPES = {"bf16-mixed": "torch.bfloat16", "fp16-mixed": "torch.float16"}
@@ -166,15 +169,13 @@ def snippets(spec: SnippetSpec, *, deepspeed: bool = False, language: str = "en"
     """The how-to items for ``spec`` (empty for ``none``/``out_of_scope``)."""
     if spec.strategy not in TRAINING_STRATEGIES:
         return []
-    zh = language == "zh"
+    # (the PyTorch snippet's title is the API's name, the same in either language)
     out = [HowTo(title="PyTorch (FSDP2)" if spec.strategy != "ddp" else "PyTorch (DDP)", language="python",
                  code=python_snippet(spec)),
-           HowTo(title="启动" if zh else "Launch", language="bash", code=torchrun_command(spec))]
+           HowTo(title=wording(language, "howto.launch"), language="bash", code=torchrun_command(spec))]
     if deepspeed:
-        out.append(HowTo(title="DeepSpeed 配置 (ds_config.json)" if zh else "DeepSpeed config (ds_config.json)",
-                         language="json", code=deepspeed_config(spec)))
-        out.append(HowTo(title="accelerate 配置" if zh else "accelerate config", language="yaml",
-                         code=accelerate_config(spec)))
+        out.append(HowTo(title=wording(language, "howto.deepspeed"), language="json", code=deepspeed_config(spec)))
+        out.append(HowTo(title=wording(language, "howto.accelerate"), language="yaml", code=accelerate_config(spec)))
     return out
 
 
@@ -201,10 +202,8 @@ def torchtitan_items(sections: dict[str, dict[str, object]], launch: tuple[str, 
     the torchrun line (the degrees also as command-line overrides)."""
     if not sections or not launch:
         return []
-    zh = language == "zh"
-    return [HowTo(title="torchtitan 配置（[parallelism]）" if zh else "torchtitan config ([parallelism])",
-                  language="toml", code=torchtitan_toml_text(sections)),
-            HowTo(title="启动（torchtitan）" if zh else "Launch (torchtitan)", language="bash",
+    return [HowTo(title=wording(language, "howto.torchtitan"), language="toml", code=torchtitan_toml_text(sections)),
+            HowTo(title=wording(language, "howto.torchtitan_launch"), language="bash",
                   code=" \\\n    ".join(launch))]
 
 

@@ -1,5 +1,6 @@
 """Strategy ids shared by every part (see DESIGN.md), with their display names; also the display
-names of optimizers and fine-tuning modes (one home for each label)."""
+names of optimizers and fine-tuning modes. The names are wording, kept in the message catalogs
+(``strategy.*`` in bot/answer/messages, both languages); this module owns the ids and looks them up."""
 
 from __future__ import annotations
 
@@ -25,53 +26,31 @@ TRAINING_STRATEGIES: tuple[str, ...] = (
 )
 ALL_STRATEGIES: tuple[str, ...] = TRAINING_STRATEGIES + ("none", "out_of_scope")
 
-LABELS_EN = {
-    "ddp": "DDP",
-    "fsdp_full_shard": "FSDP full shard",
-    "fsdp_shard_grad_op": "FSDP shard grad-op",
-    "fsdp_hybrid_shard": "HSDP (hybrid shard)",
-    "fsdp_full_shard_offload": "FSDP full shard + CPU offload",
-    "none": "nothing fits as asked",
-    "out_of_scope": "out of scope",
-}
-LABELS_ZH = {
-    "ddp": "DDP",
-    "fsdp_full_shard": "FSDP 全分片 (FULL_SHARD)",
-    "fsdp_shard_grad_op": "FSDP 梯度+优化器分片 (SHARD_GRAD_OP)",
-    "fsdp_hybrid_shard": "HSDP 混合分片 (HYBRID_SHARD)",
-    "fsdp_full_shard_offload": "FSDP 全分片 + CPU 卸载",
-    "none": "按现有条件放不下",
-    "out_of_scope": "不在讨论范围内",
-}
+
+def _words(language: str, group: str) -> dict[str, str]:
+    """The names in the message catalogs (``strategy.<group>.*``, both languages). Imported on
+    first use: importing the ids loads neither YAML nor Jinja (bot.answer imports this module)."""
+    from bot.answer.catalog import words_in
+
+    return words_in(language, f"strategy.{group}.")
 
 
 def label(strategy: str, language: str = "en") -> str:
-    return (LABELS_ZH if language == "zh" else LABELS_EN).get(strategy, strategy)
-
-
-# Short names for narrow tables (terminal, Slack); the full label is used in prose.
-SHORT_EN = {"ddp": "DDP", "fsdp_full_shard": "FSDP full", "fsdp_shard_grad_op": "FSDP grad-op",
-            "fsdp_hybrid_shard": "HSDP", "fsdp_full_shard_offload": "FSDP offload"}
-SHORT_ZH = {"ddp": "DDP", "fsdp_full_shard": "FSDP 全分片", "fsdp_shard_grad_op": "FSDP 梯度分片",
-            "fsdp_hybrid_shard": "HSDP", "fsdp_full_shard_offload": "FSDP 卸载"}
+    """A strategy's name in prose (``strategy.label.*``); an unknown id is its own name."""
+    return _words(language, "label").get(strategy, strategy)
 
 
 def short_label(strategy: str, language: str = "en") -> str:
-    return (SHORT_ZH if language == "zh" else SHORT_EN).get(strategy) or label(strategy, language)
+    """Its short name for narrow tables (terminal, Slack; ``strategy.short.*``), else the full label."""
+    return _words(language, "short").get(strategy) or label(strategy, language)
 
 
-OPTIMIZER_LABELS = {"adamw": "AdamW", "sgd": "SGD momentum", "adam8bit": "8-bit Adam"}
-FINETUNE_LABELS = {"full": ("全参微调", "full fine-tune"), "lora": ("LoRA", "LoRA"), "qlora": ("QLoRA", "QLoRA")}
-
-
-def optimizer_label(optimizer: str | None) -> str:
-    return OPTIMIZER_LABELS.get(optimizer or "", str(optimizer))
+def optimizer_label(optimizer: str | None, language: str = "en") -> str:
+    return _words(language, "optimizer").get(optimizer or "", str(optimizer))
 
 
 def finetune_label(finetune: str | None, language: str = "en") -> str:
-    zh, en = FINETUNE_LABELS.get(finetune or "full", (str(finetune), str(finetune)))
-    return zh if language == "zh" else en
-
+    return _words(language, "finetune").get(finetune or "full", str(finetune))
 
 
 # DeepSpeed ZeRO stage <-> the FSDP strategy that shards the same states (ZeRO paper sec. 5,

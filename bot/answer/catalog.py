@@ -18,6 +18,10 @@ instead of printing "?". The composer drops a sentence whose figure is missing a
 
 Figures are bound through ``bind(value, key)`` (``bot.compose.Say.val``): the rendered text carries
 each figure's key, which the composer records for the renderer's figure check.
+
+The surfaces' own words (the page's labels and notes ``page.*``, Slack's ``slack.*``, the
+strategies' names ``strategy.*``, the how-to's titles ``howto.*``) are read with ``wording``
+(one message) and ``words_in`` (a group looked up by a value).
 """
 
 from __future__ import annotations
@@ -151,6 +155,31 @@ class SetupView:
 def render(lang: str, key: str, context: dict[str, Any]) -> str:
     """The message ``key`` in ``lang`` with ``context``; raises MissingFigure / UndefinedError."""
     return template(lang, key).render(**context)
+
+
+def language_of(language: str | None) -> str:
+    """The catalog a surface reads for an answer's ``language``: ``zh``, else ``en``."""
+    return "zh" if language == "zh" else "en"
+
+
+def wording(language: str | None, key: str, **values: Any) -> str:
+    """A surface's label or sentence (``page.*``, ``slack.*``, ``strategy.*``, ``howto.*``): the
+    message ``key`` in ``language`` (``zh``, else ``en``) with ``values``. A message without a
+    placeholder is returned as written (no template run: a label is read per table cell)."""
+    lang = language_of(language)
+    source = catalog(lang).get(key)
+    if source is None:
+        raise KeyError(f"message {key!r} is not in the {lang} catalog")
+    if not values and "{" not in source:
+        return source
+    return render(lang, key, values)
+
+
+@functools.cache
+def words_in(language: str | None, prefix: str) -> dict[str, str]:
+    """The messages under ``prefix`` (``strategy.label.``) in ``language``, by the rest of their
+    key, as written: a group of labels looked up by a value (a strategy, a field, a verdict)."""
+    return {k.removeprefix(prefix): v for k, v in catalog(language_of(language)).items() if k.startswith(prefix)}
 
 
 def slots(lang: str, key: str) -> set[str]:

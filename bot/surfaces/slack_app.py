@@ -48,6 +48,7 @@ from typing import Any
 import click
 
 from bot.answer import Answer
+from bot.answer.catalog import wording
 from bot.env import REDACTED, SecretRedactor, configure_runtime, install_redaction, redact  # noqa: F401
 from bot.surfaces.slack_blocks import (  # noqa: F401  (re-exported: tests import them from here)
     _LABELS,
@@ -123,16 +124,18 @@ def thread_history(client, channel: str, thread_ts: str, before_ts: str, bot_use
     return turns
 
 
+def _language(question: str) -> str:
+    return "zh" if looks_chinese(question) else "en"
+
+
+# The bot's own lines are the catalogs' slack.* (error, usage, undelivered, working), in the
+# question's language.
 def _error_text(question: str) -> str:
-    if looks_chinese(question):
-        return "抱歉，回答这个问题时出错了。请换个说法再试一次。"
-    return "Sorry, something went wrong while answering. Please try again or rephrase the question."
+    return wording(_language(question), "slack.error")
 
 
 def _usage_text(language: str = "en") -> str:
-    if language == "zh":
-        return "问我一个分布式训练的问题，例如：`7B 模型，8 张 A100 40GB，用 DDP 还是 FSDP？`"
-    return "Ask me a distributed-training question, e.g. `DDP or FSDP for a 7B model on 8x A100 40GB?`"
+    return wording(language, "slack.usage")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,9 +143,7 @@ def _usage_text(language: str = "en") -> str:
 
 
 def _undelivered_text(question: str) -> str:
-    if looks_chinese(question):
-        return "抱歉，答案没能发送出来（Slack 暂时拒绝了消息）。请稍后再问一次。"
-    return "Sorry, I could not deliver the answer (Slack refused the message). Please ask again in a minute."
+    return wording(_language(question), "slack.undelivered")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,12 +266,12 @@ def build_slack_app(*, ask_fn: AskFn | None = None, token: str | None = None,
     @app.command(slash_command)
     def on_command(ack, command):
         question = clean_text(command.get("text", "") if isinstance(command.get("text"), str) else "")
-        language = "zh" if looks_chinese(question) else "en"
+        language = _language(question)
         response_url = command.get("response_url")
         if not question or not isinstance(response_url, str):
             ack(text=_usage_text(language))
             return
-        ack(text="正在计算…" if language == "zh" else "Working on it…")
+        ack(text=wording(language, "slack.working"))
         # The answer goes back through response_url (valid 30 min, works in channels the bot has
         # not joined), posted in_channel so the team sees it.
         try:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.answer import Answer
+from bot.answer.catalog import LANGUAGES, catalog, words_in
 from bot.env import redact
 from bot.render import question_text
 from bot.strategies import TRAINING_STRATEGIES, label
@@ -27,19 +28,21 @@ TEXT_LIMIT = 4000
 
 # ---------------------------------------------------------------------------------------------
 # Rendering: Answer -> Block Kit. Numbers come only from answer.numbers, as everywhere else.
-# language -> label key -> text ("conf_values": confidence -> text); the words are the catalogs' slack.*
+# language -> label key -> text (a group, "conf_values" or "verdict": value -> text); the words are
+# the catalogs' slack.*
 
 
 class _Labels(dict):
     """``_LABELS[lang]``: Slack's labels from the message catalogs (``slack.*``), read once."""
 
     def __missing__(self, lang: str) -> dict[str, Any]:
-        from bot.answer.catalog import catalog
-
-        words: dict[str, Any] = {k.removeprefix("slack."): v for k, v in catalog(lang).items()
-                                 if k.startswith("slack.") and not k.startswith("slack.conf_values.")}
-        words["conf_values"] = {k.rsplit(".", 1)[1]: v for k, v in catalog(lang).items()
-                                if k.startswith("slack.conf_values.")}
+        words: dict[str, Any] = {}
+        for key, text in words_in(lang, "slack.").items():
+            group, _, name = key.partition(".")
+            if name:
+                words.setdefault(group, {})[name] = text
+            else:
+                words[key] = text
         self[lang] = words
         return words
 
@@ -88,10 +91,11 @@ def _rjust(text: str, width: int) -> str:
 
 
 # Headings and the setup line written by bot/render.py (render_markdown), in both languages.
-_FORUM_HEADINGS = ("What the forum said", "论坛里怎么说")
-_CHANGE_HEADINGS = ("What would change it", "什么会改变结论")
+_FORUM_HEADINGS = tuple(_LABELS[lang]["forum"] for lang in LANGUAGES)
+_CHANGE_HEADINGS = tuple(_LABELS[lang]["change"] for lang in LANGUAGES)
 _HEADING_LINE = re.compile(r"^\*\*(.+?)\*\*\s*$", re.MULTILINE)
-_SETUP_LINE = re.compile(r"^(?:Setup: |配置：).+$", re.MULTILINE)
+_SETUP_LINE = re.compile("^(?:" + "|".join(re.escape(catalog(lang)["render.setup.prefix"]) for lang in LANGUAGES)
+                         + ").+$", re.MULTILINE)
 
 
 def text_section(markdown: str, headings: tuple[str, ...]) -> str | None:
@@ -141,13 +145,6 @@ def _citation_link(citation) -> str:
         return f"[{citation.n}] <{citation.url}|{title}>"
     # forum answers live in the seed thread (a "seed:" address, not a web page): name them
     return f"[{citation.n}] {title}" + (f" ({_escape(citation.id)})" if citation.kind == "bench" else "")
-
-
-_SOURCE_WORDS = {"stated": ("stated", "已说明"), "config": ("from config", "来自配置"), "log": ("from log", "来自日志"),
-                 "history": ("earlier", "前文"), "assumed": ("assumed", "默认假设")}
-_VERDICT_WORDS = {"supported": ("holds", "成立"), "holds_only_when": ("holds only when", "仅在条件下成立"),
-                  "misleading": ("misleading", "有误导"), "contradicted": ("contradicted", "不成立"),
-                  "unverifiable": ("unverifiable", "无法验证")}
 
 
 def _cell(value, digits: int = 1) -> str:
@@ -200,7 +197,6 @@ def sections_blocks(answer: Answer, part: str = "all") -> list[dict]:
     what would change it, how to run it)."""
     sec = answer.sections
     words = _LABELS[answer.language]
-    zh = answer.language == "zh"
     blocks: list[dict] = []
     if part == "full":
         blocks.append(_section(f"*{words['full']}*"))
@@ -211,11 +207,11 @@ def sections_blocks(answer: Answer, part: str = "all") -> list[dict]:
         head += "\n" + md_to_mrkdwn(sec.direct_answer)
     blocks.append(_section(head))
     if sec.setup_read:
-        items = [f"{_escape(i.field)}={_escape(str(i.value))}"
-                 + (f" ({_SOURCE_WORDS[i.source][1 if zh else 0]})" if i.source == "assumed" else "")
+        items = [f"{_escape(i.field)}={_escape(str(i.value))}" + (f" ({words['assumed']})" if i.source == "assumed" else "")
                  for i in sec.setup_read]
+        prefix = catalog("zh" if answer.language == "zh" else "en")["render.setup.prefix"]  # as bot.render writes it
         blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _clip(("配置：" if zh else "Setup: ") + ", ".join(items), 2000)}]})
+            {"type": "mrkdwn", "text": _clip(prefix + ", ".join(items), 2000)}]})
     plan_table = sections_table(answer, plan=True)
     if plan_table and sec.plan_table_title:  # the stated plan's rows first, as bot.render
         blocks.append(_section(f"*{_escape(sec.plan_table_title)}*\n```{plan_table}```"))
@@ -238,7 +234,6 @@ def _folded_blocks(answer: Answer) -> list[dict]:
     """The sections the short form folds, as blocks."""
     sec = answer.sections
     words = _LABELS[answer.language]
-    zh = answer.language == "zh"
     blocks: list[dict] = []
     if sec.direct_more:
         blocks.append(_section(f"*{words['more']}*\n" + "\n".join(f"• {md_to_mrkdwn(x)}" for x in sec.direct_more)))
@@ -249,7 +244,7 @@ def _folded_blocks(answer: Answer) -> list[dict]:
     if sec.forum:
         lines = []
         for item in sec.forum[:6]:
-            verdict = _VERDICT_WORDS.get(item.verdict, (item.verdict, item.verdict))[1 if zh else 0]
+            verdict = words["verdict"].get(item.verdict, item.verdict)
             marker = f"[{item.citation}] " if item.citation else ""
             quote = _escape(_clip(" ".join(item.quote.split()), 200))
             lines.append(f"• {marker}> {quote}\n   _{verdict}_" + (f": {md_to_mrkdwn(item.text)}" if item.text else ""))

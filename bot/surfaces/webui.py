@@ -42,6 +42,7 @@ configure_offline()  # before gradio reads its analytics and hub switches
 import gradio as gr  # noqa: E402
 
 from bot.answer import Answer  # noqa: E402
+from bot.answer.catalog import wording  # noqa: E402
 from bot.strategies import TRAINING_STRATEGIES  # noqa: E402
 from bot.surfaces.web import answer_view as view  # noqa: E402
 from bot.surfaces.web import downloads, pool  # noqa: E402
@@ -57,9 +58,7 @@ from bot.surfaces.web.chart import (  # noqa: E402,F401  (re-exports for tests a
 from bot.surfaces.web.compare import compare_setups  # noqa: E402
 from bot.surfaces.web.conversation import Conversation, Exchange, Store, store  # noqa: E402,F401
 from bot.surfaces.web.panel import (  # noqa: E402,F401  (re-exports for tests and other surfaces)
-    ASSUMED_MARK,
     BOOL_FIELDS,
-    FIELD_LABELS,
     MAX_CONFIG_BYTES,
     MISSING_MARK,
     NUMBER_FIELDS,
@@ -69,6 +68,7 @@ from bot.surfaces.web.panel import (  # noqa: E402,F401  (re-exports for tests a
     carried_fields,
     display_value,
     edited_setup,
+    field_label,
     model_box_error,
     model_from_box,
     panel_note,
@@ -90,6 +90,7 @@ from bot.surfaces.web.text import (  # noqa: E402,F401
     MAX_MESSAGE_CHARS,
     answer_markdown,
     answer_plain_markdown,
+    both_languages,
     echo,
     inert,
     inert_markdown,
@@ -108,6 +109,7 @@ log = logging.getLogger(__name__)
 CHAT_CONCURRENCY = max(4, pool.MAX_BATCH * pool.default_workers())
 SIMULATE_CONCURRENCY = 1
 
+# Questions to click in the empty chat: sample input (both languages, as users ask), not wording.
 EXAMPLES = [
     "MCP里用PyTorch做分布式训练，DDP和FSDP到底怎么选？ 7B模型",
     "DDP or FSDP for full fine-tuning Llama-2-7B on 8x A100 80GB with NVLink?",
@@ -133,9 +135,10 @@ def howto_code(answer: Answer) -> str:
     never re-resolves or recomputes an answer to build it)."""
     if answer.sections.howto:
         return "\n\n".join(f"**{h.title}**\n\n```{h.language}\n{h.code}\n```" for h in answer.sections.howto)
+    # the page's chrome is English (``page.ui.*``), as is this placeholder of its how-to box
     if answer.recommendation.strategy not in TRAINING_STRATEGIES:
-        return "*Ask about a training setup first: the snippet follows the recommended strategy.*"
-    return "*Fill in the highlighted setup fields to get a runnable snippet.*"
+        return wording("en", "page.howto_empty.no_strategy")
+    return wording("en", "page.howto_empty.incomplete")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ def run_exchange(conv: Conversation, ex: Exchange) -> Answer | None:
             message = panel_words("invalid", language, problems=str(err))
         else:
             log.exception("answering failed")
-            message = "Sorry, answering failed on the server (see its log). / 服务器出错，请查看日志。"
+            message = both_languages("page.failed")
         with conv.lock:
             ex.answer_html = view.error_html(language, message, ex.id)
         return None
@@ -312,7 +315,7 @@ def process(request: gr.Request):
 # Events (queue=False ones append at once; ``process`` answers)
 # ----------------------------------------------------------------------------------------------
 
-HINT = "Type a question first (the model, the GPUs and how many). / 请先输入问题（模型、GPU 型号和数量）。"
+HINT = both_languages("page.hint")
 
 
 def submit_message(message: str | None, request: gr.Request):
@@ -372,12 +375,11 @@ def _submit_edit(request: gr.Request, values: list, force: bool):
 
 def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: str | None = None,
               kind: str = "edit"):
-    zh = language == "zh"
     # ``raw`` makes the same edit sent twice at once one message (a clicked option fires
     # Gradio's input event, then again as the box loses focus).
     ex = Exchange(kind=kind, user_html="", payload={"setup": data, "language": language},
                   raw=f"{kind}:{json.dumps(data, sort_keys=True, default=str)}")
-    ex.user_html = user_message_html(("（修改设置）" if zh else "(edited setup) ") + setup_summary(shown, language), ex.id,
+    ex.user_html = user_message_html(wording(language, "page.user.edited", setup=setup_summary(shown, language)), ex.id,
                                      kind=kind, note=note)
     conv.add(ex)
     return conv.messages()
@@ -385,7 +387,7 @@ def _add_edit(conv: Conversation, data: dict, language: str, shown: dict, note: 
 
 def _refused_edit(conv: Conversation, language: str, message: str):
     ex = Exchange(kind="edit", user_html="", payload=None)
-    ex.user_html = user_message_html("（修改设置）" if language == "zh" else "(edited setup)", ex.id, kind="edit")
+    ex.user_html = user_message_html(wording(language, "page.user.edited", setup="").rstrip(), ex.id, kind="edit")
     ex.answer_html = view.error_html(language, message, ex.id)
     conv.add(ex)
     return conv.messages()
@@ -398,12 +400,10 @@ def drop_carried(request: gr.Request):
     if not conv.carried:
         return gr.skip()
     language = conv.answer["language"] if conv.answer else "en"
-    zh = language == "zh"
     data = {k: v for k, v in conv.stated.items() if k not in conv.carried}
-    names = ("、" if zh else ", ").join(FIELD_LABELS.get(f, (f, f))[1 if zh else 0] for f in conv.carried)
+    names = panel_words("names_sep", language).join(field_label(f, language) for f in conv.carried)
     ex = Exchange(kind="edit", user_html="", payload={"setup": data, "language": language}, raw=f"drop:{names}")
-    ex.user_html = user_message_html(("（去掉沿用的设置）" if zh else "(without the carried settings) ") + names,
-                                     ex.id, kind="edit")
+    ex.user_html = user_message_html(wording(language, "page.user.without_carried", names=names), ex.id, kind="edit")
     conv.add(ex)
     return conv.messages()
 
@@ -417,7 +417,7 @@ def upload_config(request: gr.Request, path: str | None):
     try:
         file = Path(path)
         if file.stat().st_size > MAX_CONFIG_BYTES:
-            raise ValueError("that is not a config.json (over 2 MB)")
+            raise ValueError(panel_words("too_big", "en"))
         spec = model_from_box(json.loads(file.read_text(encoding="utf-8", errors="replace")),
                               name=None)
     except Exception as err:  # noqa: BLE001
@@ -443,8 +443,8 @@ def open_link(query: str | None, request: gr.Request):
     elif data:
         conv.framework = framework_from_query(params)
         ex = Exchange(kind="share", user_html="", payload={"setup": data, "language": language})
-        ex.user_html = user_message_html(("（分享的设置）" if language == "zh" else "(shared setup) ")
-                                         + setup_summary(data, language), ex.id, kind="share")
+        ex.user_html = user_message_html(wording(language, "page.user.shared", setup=setup_summary(data, language)),
+                                         ex.id, kind="share")
         conv.add(ex)
     return conv.messages()
 
@@ -454,7 +454,7 @@ def new_conversation(request: gr.Request) -> list[Any]:
     key = request.session_hash if request else None
     howto_open = store.get(key).howto_open  # the section stays as the user left it
     store.reset(key).howto_open = howto_open
-    panel = [gr.update(value=display_value(name, None), elem_classes=[], label=FIELD_LABELS[name][0])
+    panel = [gr.update(value=display_value(name, None), elem_classes=[], label=field_label(name))
              for name in PANEL_FIELDS]
     return [None, "", *panel, "", gr.update(visible=False), "", gr.update(interactive=False), "", "", ""]
 
@@ -486,12 +486,15 @@ def chat_api(message: str) -> str:
 # The page
 # ----------------------------------------------------------------------------------------------
 
-INTRO = (
-    "# shardwise — DDP or FSDP for my setup?\n"
-    "Ask in English or 中文. Every figure is computed for your setup or cited. "
-    '<span class="sw-wide">Edit the setup on the right to re-answer, or simulate it for exact memory.</span>'
-    '<span class="sw-narrow">The setup, chart and simulate are below the chat.</span>'
-)
+def ui(key: str, **values: str) -> str:
+    """The page's chrome (``page.ui.*``): English, as the page's own labels are (answers and notes
+    follow the question's language)."""
+    return wording("en", f"page.ui.{key}", **values)
+
+
+# The wide layout has the setup on the right, the narrow one below the chat: the page's CSS shows one.
+INTRO = (f"# {ui('intro_title')}\n{ui('intro_lead')} "
+         f'<span class="sw-wide">{ui("intro_wide")}</span><span class="sw-narrow">{ui("intro_narrow")}</span>')
 
 
 def share_href(query: str) -> str:
@@ -503,20 +506,19 @@ def share_href(query: str) -> str:
 def build_demo():
     """The Blocks app (not launched)."""
     model_names, gpu_names = catalog_names()
-    with gr.Blocks(title="shardwise: DDP or FSDP?", analytics_enabled=False) as demo:
+    with gr.Blocks(title=ui("title"), analytics_enabled=False) as demo:
         gr.Markdown(INTRO, elem_id="sw-intro")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):
-                chat = gr.Chatbot(label="Conversation", show_label=False, elem_id="sw-chat", height=640,
+                chat = gr.Chatbot(label=ui("conversation"), show_label=False, elem_id="sw-chat", height=640,
                                   buttons=["copy"], feedback_options=None, allow_tags=False,
                                   sanitize_html=True, layout="panel", group_consecutive_messages=False,
                                   autoscroll=False, latex_delimiters=[],
                                   examples=[{"text": e, "display_text": e} for e in EXAMPLES])
                 with gr.Row(equal_height=True):
-                    msg = gr.Textbox(placeholder="e.g. DDP or FSDP for Llama-2-7B on 8x A100 80GB?",
-                                     label="Your question (English or 中文)", show_label=False, lines=1,
+                    msg = gr.Textbox(placeholder=ui("placeholder"), label=ui("question"), show_label=False, lines=1,
                                      max_lines=8, scale=5, elem_id="sw-msg", autofocus=False)
-                    send = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="sw-send")
+                    send = gr.Button(ui("ask"), variant="primary", scale=1, min_width=80, elem_id="sw-send")
                 hint = gr.Markdown("", elem_id="sw-hint")
                 sent = gr.Textbox(visible="hidden", elem_id="sw-sent")
                 with gr.Row():
@@ -528,26 +530,23 @@ def build_demo():
                 # (bot/surfaces/web/downloads.py says why).
                 dl_links = gr.Markdown("", elem_id="sw-downloads")
             with gr.Column(scale=2, min_width=340):
-                plot = gr.Plot(label="Per-GPU memory by strategy", show_label=False, elem_id="sw-chart")
+                plot = gr.Plot(label=ui("chart"), show_label=False, elem_id="sw-chart")
                 chart_note = gr.Markdown("", elem_id="sw-chart-note")
-                sim = gr.Button("Simulate exact memory", elem_id="sw-simulate", interactive=False)
+                sim = gr.Button(ui("simulate"), elem_id="sw-simulate", interactive=False)
                 sim_note = gr.Markdown("", elem_id="sw-sim-note")
                 with gr.Row():
-                    compare = gr.Button("Compare strategies x precisions", elem_id="sw-compare", size="sm")
-                    compare_two = gr.Button("Compare with the previous setup", elem_id="sw-compare-setups",
-                                            size="sm")
+                    compare = gr.Button(ui("compare_precisions"), elem_id="sw-compare", size="sm")
+                    compare_two = gr.Button(ui("compare_setups"), elem_id="sw-compare-setups", size="sm")
                 missing_note = gr.Markdown("", elem_id="sw-missing-note")
-                drop = gr.Button("Drop carried settings", elem_id="sw-drop-carried", size="sm", visible=False)
-                with gr.Accordion("Setup (edit to re-answer)", open=True, elem_id="sw-setup"):
+                drop = gr.Button(ui("drop_carried"), elem_id="sw-drop-carried", size="sm", visible=False)
+                with gr.Accordion(ui("setup"), open=True, elem_id="sw-setup"):
                     fields = _panel_components(model_names, gpu_names)
                     with gr.Row():
-                        again = gr.Button("Re-answer for this setup", elem_id="sw-reanswer")
-                        upload = gr.UploadButton("Model from config.json", file_types=[".json"],
+                        again = gr.Button(ui("reanswer"), elem_id="sw-reanswer")
+                        upload = gr.UploadButton(ui("upload"), file_types=[".json"],
                                                  type="filepath", elem_id="sw-config")
-                    gr.Markdown("The model box also takes a Hub id (`org/name`: read from this machine's Hub "
-                                "cache only, the page does not go online) or pasted `config.json` text.",
-                                elem_id="sw-model-help")
-                with gr.Accordion("How to run it", open=False, elem_id="sw-howto") as howto_box:
+                    gr.Markdown(ui("model_help"), elem_id="sw-model-help")
+                with gr.Accordion(ui("howto"), open=False, elem_id="sw-howto") as howto_box:
                     howto = gr.Markdown("", elem_id="sw-howto-code")
 
         chart_out = [plot, chart_note]
@@ -589,7 +588,7 @@ def build_demo():
         for comp in fields:
             event = comp.input if isinstance(comp, gr.Dropdown | gr.Checkbox) else comp.submit
             answered(event(submit_edit, fields, [chat], **fast))
-        share.change(lambda q: f"[Link to this answer]({share_href(q)})" if q else "",
+        share.change(lambda q: ui("share_link", href=share_href(q)) if q else "",
                      [share], [share_link], queue=False, api_visibility="private")
         # The how-to's code is rendered when its section is open (``show_howto``), not by every answer.
         howto_box.expand(show_howto, None, [howto], queue=False, api_visibility="private", show_progress="hidden")

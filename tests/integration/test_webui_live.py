@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bot.env import repo_root
-from bot.strategies import LABELS_EN, LABELS_ZH, TRAINING_STRATEGIES
+from bot.strategies import TRAINING_STRATEGIES, label
 from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,7 @@ PHONE = {"width": 390, "height": 844}
 ARTIFACTS = Path(os.environ.get("SHARDWISE_ARTIFACTS") or repo_root() / "artifacts")
 AXE = repo_root() / "node_modules" / "axe-core" / "axe.min.js"
 MARKER = re.compile(r"\[\d+\]")
-STRATEGY_NAMES = [LABELS_EN[s] for s in TRAINING_STRATEGIES] + [LABELS_ZH[s] for s in TRAINING_STRATEGIES]
+STRATEGY_NAMES = [label(s, "en") for s in TRAINING_STRATEGIES] + [label(s, "zh") for s in TRAINING_STRATEGIES]
 GPT2XL = "Can I train GPT-2 XL on 4x RTX 4090 24GB with plain DDP?"
 LLAMA = "DDP or FSDP for Llama-2-7B on 8x A100 80GB?"
 

@@ -20,46 +20,30 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from bot.answer import Answer, Citation, HowTo, Sections, SetupItem
+from bot.answer.catalog import LANGUAGES, wording, words_in
 from bot.understand.text import looks_chinese  # re-exported: bot.surfaces.webui imports it from here
 
 # Raw HTML off (tags in the text become visible text), images off (no remote fetch).
 _MD = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
 
-FIELD_NAMES = {
-    "model": ("model", "模型"), "params_b": ("model size", "参数量"), "gpu": ("GPU", "GPU"),
-    "gpu_memory_gb": ("GPU memory", "显存"), "gpu_count": ("GPU count", "GPU 数量"),
-    "gpus_per_node": ("GPUs per node", "每节点 GPU 数"), "nodes": ("nodes", "节点数"),
-    "intra_node_link": ("link inside a node", "节点内互联"),
-    "inter_node_link": ("link between nodes", "节点间互联"),
-    "inter_node_gbps": ("inter-node bandwidth", "节点间带宽"), "precision": ("precision", "精度"),
-    "optimizer": ("optimizer", "优化器"), "finetune": ("fine-tune mode", "微调方式"),
-    "seq_len": ("sequence length", "序列长度"), "micro_batch": ("micro-batch", "micro-batch"),
-    "activation_checkpointing": ("activation checkpointing", "激活检查点"),
-    "cpu_ram_gb": ("CPU RAM", "内存"), "lora_rank": ("LoRA rank", "LoRA 秩"),
-    "optimizer_impl": ("optimizer implementation", "优化器实现"),
-    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
-    "checkpointing_policy": ("checkpointing policy", "检查点策略"),
-    "checkpoint_every": ("checkpoint every k blocks", "每 k 层检查点"), "torch_compile": ("torch.compile", "torch.compile"),
-    "loss_impl": ("loss implementation", "损失实现"), "grad_accum_steps": ("gradient accumulation", "梯度累积"),
-    "lora_targets": ("LoRA targets", "LoRA 目标层"), "base_dtype": ("frozen base dtype", "冻结基座精度"),
-    "float8": ("float8", "float8"), "mfu": ("MFU", "MFU"),
-}
+# The words are the message catalogs' ``page.*`` (bot/answer/messages, both languages): a setup
+# field's name (``page.field.*``), a forum verdict (``page.verdict.*``), a citation's kind
+# (``page.kind.*``), the answer's headings and labels (``page.answer.*``).
 
-# A forum claim's verdict in words (the codes are the pipeline's, not the reader's).
-VERDICT_WORDS = {
-    "supported": ("成立", "holds"),
-    "holds_only_when": ("仅在条件满足时成立", "holds only under a condition"),
-    "misleading": ("有误导性", "misleading"),
-    "contradicted": ("与计算结果相反", "contradicted by the figures"),
-    "unverifiable": ("无法核实", "cannot be checked here"),
-}
-# A citation's kind in words.
-KIND_WORDS = {"forum": ("论坛", "forum"), "doc": ("文档", "docs"), "calc": ("计算", "calculation"),
-              "bench": ("实测/模拟", "measured")}
 
-# Headings of the markdown fallback whose parts are long and go into <details>.
-_COLLAPSED_HEADINGS = ("What the forum said", "论坛里怎么说", "How to run it", "怎么跑", "Background",
-                       "背景", "From the docs", "文档")
+def field_name(field: str, language: str) -> str:
+    """A setup field's name in the setup line and the chips; an unknown field is its own name."""
+    return words_in(language, "page.field.").get(field, field)
+
+
+def _say(language: str, key: str, **values: Any) -> str:
+    return wording(language, f"page.answer.{key}", **values)
+
+
+def collapsed_headings() -> tuple[str, ...]:
+    """Headings of the markdown fallback whose parts are long and go into <details> (both
+    languages: the fallback reads text bot/render.py wrote)."""
+    return tuple(h for lang in LANGUAGES for h in words_in(lang, "page.collapsed.").values())
 
 
 def html_lang(language: str) -> str:
@@ -108,8 +92,7 @@ def sources_html(citations: list[Citation], language: str = "en", *, open_: bool
     """Citations as expandable entries; every field is escaped (titles and quotes come from text)."""
     if not citations:
         return ""
-    heading = "来源" if language == "zh" else "Sources"
-    parts = [f'<div class="sw-sources"><b>{heading}</b>']
+    parts = [f'<div class="sw-sources"><b>{_say(language, "sources")}</b>']
     for c in citations:
         url = _safe_url(c.url)
         link = (f' · <a href="{html.escape(url)}" target="_blank" rel="noopener noreferrer">'
@@ -117,7 +100,7 @@ def sources_html(citations: list[Citation], language: str = "en", *, open_: bool
         quote = ""
         if c.quote:
             quote = "<blockquote>" + html.escape(c.quote).replace("\n", "<br>") + "</blockquote>"
-        kind = KIND_WORDS.get(c.kind, (c.kind, c.kind))[1 if language != "zh" else 0]
+        kind = words_in(language, "page.kind.").get(c.kind, c.kind)
         where = f"<div>{link.removeprefix(' · ')}</div>" if link else ""
         parts.append(
             f'<details class="sw-src sw-src-{c.n}"{" open" if open_ else ""}><summary>[{c.n}] {html.escape(c.title)} '
@@ -184,7 +167,7 @@ _LORA_ONLY = ("lora_rank", "lora_targets", "base_dtype")
 
 def stated_html(answer: Answer) -> str:
     """The setup as the user gave it (stated, from a config, a log or earlier turns)."""
-    zh = answer.language == "zh"
+    lang = answer.language
     given = {i.field: i for i in answer.sections.setup_read if i.source not in ("assumed", *CARRIED)}
     multi_node = (answer.setup.get("nodes") or 1) > 1
     # The fields a reader checks first; sizes a named model/GPU defines and run options the
@@ -195,10 +178,9 @@ def stated_html(answer: Answer) -> str:
              and not (f == "lora_rank" and answer.setup.get("finetune") not in ("lora", "qlora"))]
     if not order:
         return ""
-    text = "，".join if zh else ", ".join
-    shown = text(f"{FIELD_NAMES.get(f, (f, f))[1 if zh else 0]} {html.escape(_show_value(given[f].value))}"
-                 for f in order)
-    return f'<p class="sw-setup-line">{"设置：" if zh else "Setup:"} {shown}</p>'
+    shown = _say(lang, "list_sep").join(f"{field_name(f, lang)} {html.escape(_show_value(given[f].value))}"
+                                        for f in order)
+    return f'<p class="sw-setup-line">{_say(lang, "setup")} {shown}</p>'
 
 
 # Provenance values of a field taken from an earlier message (see bot/surfaces/web/panel.py).
@@ -208,7 +190,7 @@ CARRIED = ("history", "carried")
 def carried_html(answer: Answer, sources: dict[str, str]) -> str:
     """The line that names every setting taken from an earlier message, marked (the panel's
     "Drop carried settings" button answers without them)."""
-    zh = answer.language == "zh"
+    lang = answer.language
     items = [i for i in answer.sections.setup_read if i.source in CARRIED]
     if not items:
         items = [SetupItem(field=f, value=answer.setup[f], source="history") for f, s in sources.items()
@@ -217,15 +199,14 @@ def carried_html(answer: Answer, sources: dict[str, str]) -> str:
     if not items:
         return ""
     chips = "".join(
-        f'<span class="sw-chip sw-carried-chip">{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
+        f'<span class="sw-chip sw-carried-chip">{html.escape(field_name(i.field, lang))} '
         f"{html.escape(_show_value(i.value))}</span>" for i in items)
-    label = "沿用前面消息的设置：" if zh else "Carried from earlier messages:"
-    return f'<div class="sw-carried-line"><span>{label}</span> {chips}</div>'
+    return f'<div class="sw-carried-line"><span>{_say(lang, "carried")}</span> {chips}</div>'
 
 
 def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
     """The line that names every assumed field and the value used."""
-    zh = answer.language == "zh"
+    lang = answer.language
     items: list[SetupItem] = [i for i in answer.sections.setup_read if i.source == "assumed"]
     if not items:
         items = [SetupItem(field=f, value=answer.setup[f], source="assumed") for f, s in sources.items()
@@ -240,20 +221,18 @@ def assumed_html(answer: Answer, sources: dict[str, str]) -> str:
     def chips(group: list[SetupItem]) -> str:
         return "".join(
             f'<span class="sw-chip" data-field="{html.escape(i.field)}">'
-            f'{html.escape(FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0])} '
+            f'{html.escape(field_name(i.field, lang))} '
             f"{html.escape(_show_value(i.value))}</span>" for i in group)
 
     # The setup's own fields first; run options at their defaults (optimizer implementation,
     # torch.compile, ...) are named too, folded, so the table stays in view.
     main = [i for i in items if i.field in _SETUP_LINE]
     options = [i for i in items if i.field not in _SETUP_LINE]
-    label = "假设（问题里没说）：" if zh else "Assumed (not stated):"
     folded = ""
     if options:
-        summary = (f"另有 {len(options)} 个运行选项取默认值" if zh
-                   else f"and {len(options)} run option{'s' if len(options) > 1 else ''} at their defaults")
+        summary = _say(lang, "assumed_options", n=len(options))
         folded = (f'<details class="sw-assumed-options"><summary>{summary}</summary>{chips(options)}</details>')
-    return f'<div class="sw-assumed-line"><span>{label}</span> {chips(main)}{folded}</div>'
+    return f'<div class="sw-assumed-line"><span>{_say(lang, "assumed")}</span> {chips(main)}{folded}</div>'
 
 
 # ----------------------------------------------------------------------------------------------
@@ -269,15 +248,14 @@ def _fmt(value: float | int | None, digits: int = 2) -> str:
 
 def table_html(sections: Sections, language: str, *, plan: bool = False) -> str:
     """The strategy table; ``plan``: the stated TP/CP/PP plan's data-parallel rows instead."""
-    zh = language == "zh"
     table, title = (sections.plan_table, sections.plan_table_title) if plan else (sections.table, sections.table_title)
     if not table:
         return ""
-    head = (["策略", "每卡 GiB", "可用 GiB", "放得下", "最大 micro-batch", "通信/DDP", "每步秒"] if zh else
-            ["strategy", "GiB/GPU", "usable", "fits", "max micro-batch", "comm/DDP", "step s"])
+    columns = words_in(language, "page.answer.table.")
+    head = [columns[c] for c in ("strategy", "total", "usable", "fits", "batch", "comm", "step")]
     rows = []
     for r in table:
-        fits = "–" if r.fits is None else (("是" if r.fits else "否") if zh else ("yes" if r.fits else "no"))
+        fits = "–" if r.fits is None else _say(language, "yes" if r.fits else "no")
         cells = [html.escape(r.label) + (" ★" if r.chosen else ""), _fmt(r.total_gib), _fmt(r.usable_gib),
                  fits, _fmt(r.max_micro_batch), "–" if r.vs_ddp is None else f"{r.vs_ddp:g}x",
                  _fmt(r.step_seconds)]
@@ -303,7 +281,7 @@ def _list(items: list[str]) -> str:
 def sections_html(answer: Answer, sources: dict[str, str]) -> str:
     """The answer from its sections: the decision first, the long parts collapsed."""
     s = answer.sections
-    zh = answer.language == "zh"
+    lang = answer.language
     out = [f'<p class="sw-headline">{inline_html(s.headline)}</p>']
     if s.direct_answer:
         out.append(f'<p class="sw-direct">{inline_html(s.direct_answer)}</p>')
@@ -322,27 +300,26 @@ def sections_html(answer: Answer, sources: dict[str, str]) -> str:
         out.append(_list(shown))
     full = []
     if s.direct_more:
-        full.append(f'<h3 class="sw-h">{"关于你的问题，还有" if zh else "More on what you asked"}</h3>'
-                    + _list(s.direct_more))
+        full.append(f'<h3 class="sw-h">{_say(lang, "more")}</h3>' + _list(s.direct_more))
     if folded:
-        full.append(f'<h3 class="sw-h">{"为什么" if zh else "Why"}</h3>' + _list(folded))
+        full.append(f'<h3 class="sw-h">{_say(lang, "why")}</h3>' + _list(folded))
     if s.what_ifs:
-        full.append(f'<h3 class="sw-h">{"什么会改变结论" if zh else "What would change it"}</h3>' + _list(s.what_ifs))
+        full.append(f'<h3 class="sw-h">{_say(lang, "change")}</h3>' + _list(s.what_ifs))
     if s.questions:
-        out.append(f'<h3 class="sw-h">{"还需要知道" if zh else "To be precise I need"}</h3>' + _list(s.questions))
+        out.append(f'<h3 class="sw-h">{_say(lang, "questions")}</h3>' + _list(s.questions))
     if full:
-        out.append(_collapsed("为什么，以及什么会改变结论" if zh else "Why, and what would change it", "".join(full),
-                              "sw-full"))
+        out.append(_collapsed(_say(lang, "full"), "".join(full), "sw-full"))
     if s.passages:
-        out.append(_collapsed("文档里怎么说" if zh else "From the docs", _list(s.passages), "sw-passages"))
+        out.append(_collapsed(_say(lang, "passages"), _list(s.passages), "sw-passages"))
     if s.forum:
-        items = [f"“{f.quote}” — {VERDICT_WORDS.get(f.verdict, (f.verdict, f.verdict))[0 if zh else 1]}"
+        verdicts = words_in(lang, "page.verdict.")
+        items = [f"“{f.quote}” — {verdicts.get(f.verdict, f.verdict)}"
                  + (f" ({f.condition})" if f.condition else "") + (f" {f.text}" if f.text else "")
                  + (f" [{f.citation}]" if f.citation and f"[{f.citation}]" not in (f.text or "") else "")
                  for f in s.forum]
-        out.append(_collapsed("论坛里怎么说" if zh else "What the forum said", _list(items), "sw-forum"))
+        out.append(_collapsed(_say(lang, "forum"), _list(items), "sw-forum"))
     if s.howto:
-        out.append(_collapsed("怎么跑" if zh else "How to run it", howto_html(s.howto), "sw-howto-part"))
+        out.append(_collapsed(_say(lang, "howto"), howto_html(s.howto), "sw-howto-part"))
     return "".join(out)
 
 
@@ -353,7 +330,8 @@ def text_html(answer: Answer, sources: dict[str, str]) -> str:
     """The markdown ``answer.text`` with its long parts (forum, how-to, background) collapsed."""
     text = answer.text or ""
     starts = [m for m in _HEADING.finditer(text)]
-    cuts = [m.start() for m in starts if any(h in m.group("title") for h in _COLLAPSED_HEADINGS)]
+    headings = collapsed_headings()
+    cuts = [m.start() for m in starts if any(h in m.group("title") for h in headings)]
     if not cuts:
         first, _, body = text.partition("\n\n")
         return md_html(first) + assumed_html(answer, sources) + md_html(body)
@@ -367,7 +345,7 @@ def text_html(answer: Answer, sources: dict[str, str]) -> str:
         m = _HEADING.match(part)
         title = m.group("title") if m else ""
         body = part[m.end():] if m else part
-        if any(h in title for h in _COLLAPSED_HEADINGS):
+        if any(h in title for h in headings):
             out.append(_collapsed(html.escape(title), md_html(body), "sw-fallback-part"))
         else:
             out.append(md_html(part))
@@ -401,8 +379,7 @@ def answer_html(answer: Answer, *, stated: set[str] | None = None, notice: str |
         parts.append(f'<p class="sw-notice">{html.escape(notice)}</p>')
     parts.append(linked_markers(body, {c.n for c in answer.citations}))
     if answer.citations:
-        parts.append(_collapsed(("来源" if answer.language == "zh" else "Sources")
-                                + f" ({len(answer.citations)})",
+        parts.append(_collapsed(_say(answer.language, "sources") + f" ({len(answer.citations)})",
                                 sources_html(answer.citations, answer.language), "sw-sources-part"))
     # The id rides in a class: Gradio's sanitizer drops data-* attributes.
     return (f'<div class="sw-answer sw-a-{html.escape(answer_id)}" lang="{html_lang(answer.language)}">'
@@ -414,8 +391,7 @@ def plain_markdown(answer: Answer, notice: str | None = None) -> str:
     parts = [f"> {notice}"] if notice else []
     parts.append(answer.text)
     if answer.citations:
-        heading = "来源" if answer.language == "zh" else "Sources"
-        lines = [f"**{heading}**"]
+        lines = [f"**{_say(answer.language, 'sources')}**"]
         for c in answer.citations:
             lines.append(f"- [{c.n}] {c.title} ({c.kind}: {c.id})" + (f" {c.url}" if c.url else ""))
         parts.append("\n".join(lines))

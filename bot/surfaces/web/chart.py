@@ -5,7 +5,7 @@ All three draw the rows of the answer's table (``sections.table``: each configur
 weighed, a checkpointing or offload variant included, the recommended one starred as the table
 stars it), each bar's breakdown read from the ``numbers`` keys its row is bound to; nothing is
 computed here. Each bar's total is written beside its name, so no value label can sit on the
-capacity line.
+capacity line. Its words (legend, titles, the summary) are the message catalogs' ``page.chart.*``.
 """
 
 from __future__ import annotations
@@ -13,23 +13,25 @@ from __future__ import annotations
 from typing import Any
 
 from bot.answer import Answer, TableRow
+from bot.answer.catalog import wording, words_in
 from bot.strategies import TRAINING_STRATEGIES
 
 COMPONENTS = ("params_gib", "grads_gib", "optimizer_gib", "activations_gib", "buffers_gib")
-COMPONENT_LABELS = {
-    "en": ("Parameters", "Gradients", "Optimizer state", "Activations", "Buffers"),
-    "zh": ("参数", "梯度", "优化器状态", "激活值", "缓冲区"),
-}
 # Colour-blind-safe, and each at least 3:1 against white (WCAG non-text contrast).
 COMPONENT_COLORS = ("#1d4ed8", "#b45309", "#047857", "#7e22ce", "#475569")
 CAPACITY_COLOR = "#b91c1c"
 OFF_SCALE_FACTOR = 4.0  # capacity above this many times the tallest bar is noted, not drawn
-SHORT_LABELS = {
-    "en": {"ddp": "DDP", "fsdp_shard_grad_op": "FSDP\ngrad-op", "fsdp_full_shard": "FSDP\nfull shard",
-           "fsdp_hybrid_shard": "HSDP\nhybrid", "fsdp_full_shard_offload": "FSDP full\n+ offload"},
-    "zh": {"ddp": "DDP", "fsdp_shard_grad_op": "FSDP\n梯度分片", "fsdp_full_shard": "FSDP\n全分片",
-           "fsdp_hybrid_shard": "HSDP\n混合分片", "fsdp_full_shard_offload": "FSDP 全分片\n+CPU 卸载"},
-}
+
+
+# The chart's words are the message catalogs' ``page.chart.*`` (both languages).
+def _say(language: str, key: str, **values: Any) -> str:
+    return wording(language, f"page.chart.{key}", **values)
+
+
+def component_labels(language: str) -> tuple[str, ...]:
+    """The breakdown's parts in ``COMPONENTS`` order (the legend)."""
+    parts = words_in(language, "page.chart.part.")
+    return tuple(parts[c] for c in COMPONENTS)
 
 
 def chart_strategies(numbers: dict[str, Any]) -> list[str]:
@@ -39,7 +41,7 @@ def chart_strategies(numbers: dict[str, Any]) -> list[str]:
 
 def _calc_source(answer: Answer) -> str:
     calc = next((c for c in answer.citations if c.kind == "calc"), None)
-    return f"[{calc.n}] {calc.title}" if calc else "calculator"
+    return f"[{calc.n}] {calc.title}" if calc else _say("en", "calculator")
 
 
 def _prefix(row: TableRow) -> str:
@@ -75,7 +77,7 @@ def chart_rows(answer: Answer) -> list[dict[str, Any]]:
         comps = {c: float(numbers.get(f"memory.{s}.{c}", 0.0) or 0.0) for c in COMPONENTS}
         usable = numbers.get(f"memory.{s}.usable_gib")
         fits = numbers.get(f"memory.{s}.fits")
-        rows.append({"strategy": s, "variant": "", "label": SHORT_LABELS[lang].get(s, s).replace("\n", " "),
+        rows.append({"strategy": s, "variant": "", "label": words_in(lang, "page.chart.short.").get(s, s).replace("\n", " "),
                      "comps": comps, "total": float(numbers.get(f"memory.{s}.total_gib", sum(comps.values()))),
                      "usable": float(usable) if usable else None,
                      "fits": None if fits is None else bool(fits), "chosen": s == chosen})
@@ -110,16 +112,12 @@ def chart_summary(answer: Answer) -> str:
     d = _data(answer)
     if d is None:
         return ""
-    zh = d["lang"] == "zh"
-    mark = "（推荐）" if zh else " (recommended)"
-    bars = "；".join if zh else "; ".join
-    text = bars(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in d["rows"])
-    if zh:
-        cap = f"；可用显存 {d['usable']:.1f} GiB（显存容量 {d['capacity']:g} GiB）" if d["usable"] and d["capacity"] else ""
-        return f"每卡显存：{text}{cap}。"
-    cap = (f"; usable {d['usable']:.1f} GiB of the {d['capacity']:g} GiB card" if d["usable"] and d["capacity"]
-           else "")
-    return f"Per-GPU memory: {text}{cap}."
+    lang = d["lang"]
+    mark = _say(lang, "recommended")
+    text = _say(lang, "bar_sep").join(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in d["rows"])
+    cap = (_say(lang, "summary_cap", usable=f"{d['usable']:.1f}", capacity=f"{d['capacity']:g}")
+           if d["usable"] and d["capacity"] else "")
+    return _say(lang, "summary", bars=text, cap=cap)
 
 
 # Widths of 12 px tick text in the page's fonts (DejaVu Sans / Noto Sans CJK SC), measured in
@@ -150,7 +148,8 @@ def plotly_figure(answer: Answer):
     import plotly.graph_objects as go
 
     lang = d["lang"]
-    source = _calc_source(answer)
+    # (the hover's source line has always been English; zh.yaml has it for when it follows the answer)
+    source = f"{_say('en', 'source')}: {_calc_source(answer)}"
     # Category names must be unique: two rows with the same name and total would share a bar.
     ticks = []
     for i, s in enumerate(d["strategies"]):
@@ -161,8 +160,8 @@ def plotly_figure(answer: Answer):
     data: list[dict[str, Any]] = [
         {"type": "bar", "orientation": "h", "y": ticks, "x": d["comps"][comp], "name": name,
          "marker": {"color": color},
-         "hovertemplate": f"%{{y}}<br>{name}: %{{x:.2f}} GiB<br>source: {source}<extra></extra>"}
-        for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True)]
+         "hovertemplate": f"%{{y}}<br>{name}: %{{x:.2f}} GiB<br>{source}<extra></extra>"}
+        for comp, name, color in zip(COMPONENTS, component_labels(lang), COMPONENT_COLORS, strict=True)]
     shapes: list[dict[str, Any]] = []
     top = max(d["totals"])
     cap, usable = d["capacity"], d["usable"]
@@ -171,13 +170,13 @@ def plotly_figure(answer: Answer):
                        "line": {"color": CAPACITY_COLOR, "dash": "dash", "width": 2}})
         data.append({"type": "scatter", "y": ticks, "x": [cap] * len(ticks), "mode": "lines", "hoverinfo": "skip",
                      "line": {"dash": "dash", "color": CAPACITY_COLOR, "width": 2},
-                     "name": f"显存容量 {cap:g} GiB" if lang == "zh" else f"GPU capacity {cap:g} GiB"})
+                     "name": _say(lang, "capacity", capacity=f"{cap:g}")})
         if usable and usable < cap:
             data.append({"type": "scatter", "y": ticks, "x": [usable] * len(ticks), "mode": "lines",
                          "hoverinfo": "skip", "line": {"dash": "dot", "color": CAPACITY_COLOR, "width": 1.5},
-                         "name": f"可用 {usable:.1f} GiB" if lang == "zh" else f"usable {usable:.1f} GiB"})
+                         "name": _say(lang, "usable", usable=f"{usable:.1f}")})
         top = max(top, cap)
-    title = "每卡显存 GiB（★ 推荐）" if lang == "zh" else "Per-GPU memory, GiB (★ recommended)"
+    title = _say(lang, "title")
     layout = {
         "barmode": "stack", "height": 150 + 62 * len(ticks),
         # Left-aligned above the plot, the toolbar stacked vertically at the right: a phone's
@@ -231,7 +230,7 @@ def memory_figure(answer: Answer):
     ax = fig.add_subplot()
     xs = range(len(d["strategies"]))
     bottoms = [0.0] * len(xs)
-    for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True):
+    for comp, name, color in zip(COMPONENTS, component_labels(lang), COMPONENT_COLORS, strict=True):
         values = d["comps"][comp]
         ax.bar(xs, values, bottom=bottoms, color=color, label=name, width=0.62)
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
@@ -239,21 +238,21 @@ def memory_figure(answer: Answer):
     off_scale = cap is not None and cap > OFF_SCALE_FACTOR * max(d["totals"])
     top = (max(d["totals"]) if off_scale or cap is None else max(*d["totals"], cap)) * 1.12 or 1.0
     if cap and off_scale:
-        note = (f"显存容量 {cap:g} GiB，远高于此图范围" if lang == "zh" else f"GPU capacity {cap:g} GiB: far above this scale")
+        note = _say(lang, "off_scale", capacity=f"{cap:g}")
         ax.text(0.99, 0.97, note, transform=ax.transAxes, ha="right", va="top", fontsize=10,
                 color=CAPACITY_COLOR, fontdict=rc)
     elif cap:
         ax.axhline(cap, color=CAPACITY_COLOR, linestyle="--", linewidth=1.4,
-                   label=f"显存容量 {cap:g} GiB" if lang == "zh" else f"GPU capacity {cap:g} GiB")
+                   label=_say(lang, "capacity", capacity=f"{cap:g}"))
         if usable and usable < cap:
             ax.axhline(usable, color=CAPACITY_COLOR, linestyle=":", linewidth=1.0,
-                       label=f"可用 {usable:.1f} GiB" if lang == "zh" else f"usable {usable:.1f} GiB")
+                       label=_say(lang, "usable", usable=f"{usable:.1f}"))
     ticks = [_tick(d, i, s, "\n") for i, s in enumerate(d["strategies"])]
     ax.set_xticks(list(xs), ticks, fontsize=10, fontfamily=rc.get("family"))
     ax.tick_params(axis="y", labelsize=10)
     ax.set_ylim(0, top)  # axis from zero: bar heights compare honestly
-    ax.set_ylabel("GiB per GPU" if lang == "en" else "每卡 GiB", fontdict=rc, fontsize=11)
-    title = "每卡显存（★ 推荐）" if lang == "zh" else "Per-GPU memory (★ recommended)"
+    ax.set_ylabel(_say(lang, "ylabel"), fontdict=rc, fontsize=11)
+    title = _say(lang, "figure_title")
     ax.set_title(title, fontsize=12, fontdict=rc)
     ax.spines[["top", "right"]].set_visible(False)
     fig.legend(loc="outside lower center", ncol=4, frameon=False,
@@ -273,16 +272,16 @@ def compare_rows(before: Answer, after: Answer, names: tuple[str, str]) -> list[
 
 def compare_summary(before: Answer, after: Answer, names: tuple[str, str]) -> str:
     """The comparison chart in words."""
-    zh = after.language == "zh"
-    mark = "（推荐）" if zh else " (recommended)"
+    lang = after.language
+    mark = _say(lang, "recommended")
     parts = []
     for name, answer in zip(names, (before, after), strict=True):
         rows = chart_rows(answer)
         cap = answer.setup.get("gpu_memory_gb")
-        text = ("；" if zh else "; ").join(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in rows)
-        card = (f"（显存 {cap:g} GiB）" if zh else f" (a {cap:g} GiB card)") if cap else ""
-        parts.append(f"{name}{card}{'：' if zh else ': '}{text}")
-    return ("两个设置的每卡显存。" if zh else "Per-GPU memory of two setups. ") + ("\n\n" if zh else "\n\n").join(parts)
+        text = _say(lang, "bar_sep").join(f"{r['label']}{mark if r['chosen'] else ''} {r['total']:.1f} GiB" for r in rows)
+        card = _say(lang, "compare_card", capacity=f"{cap:g}") if cap else ""
+        parts.append(_say(lang, "compare_setup", name=name, card=card, bars=text))
+    return _say(lang, "compare_lead") + "\n\n".join(parts)
 
 
 def compare_figure(before: Answer, after: Answer, names: tuple[str, str]):
@@ -305,19 +304,19 @@ def compare_figure(before: Answer, after: Answer, names: tuple[str, str]):
     data: list[dict[str, Any]] = [
         {"type": "bar", "orientation": "h", "y": ticks, "x": [r["comps"][comp] for r in rows], "name": name,
          "marker": {"color": color}, "hovertemplate": f"%{{y}}<br>{name}: %{{x:.2f}} GiB<extra></extra>"}
-        for comp, name, color in zip(COMPONENTS, COMPONENT_LABELS[lang], COMPONENT_COLORS, strict=True)]
+        for comp, name, color in zip(COMPONENTS, component_labels(lang), COMPONENT_COLORS, strict=True)]
     caps = [r["capacity"] for r in rows]
     if any(caps):
         data.append({"type": "scatter", "mode": "markers", "y": ticks, "x": caps, "hoverinfo": "skip",
                      "marker": {"symbol": "line-ns-open", "size": 26, "color": CAPACITY_COLOR, "line": {"width": 3}},
-                     "name": "显存容量" if lang == "zh" else "GPU capacity"})
+                     "name": _say(lang, "compare_capacity")})
     shapes = []
     split = next((i for i in range(1, len(groups)) if groups[i] != groups[i - 1]), None)
     if split is not None:
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": split - 0.5,
                        "y1": split - 0.5, "line": {"color": "#94a3b8", "width": 1}})
     top = max([r["total"] for r in rows] + [c for c in caps if c])
-    title = "两个设置对比，每卡 GiB（★ 各自推荐）" if lang == "zh" else "Two setups, per-GPU GiB (★ each one's pick)"
+    title = _say(lang, "compare_title")
     layout = {
         "barmode": "stack", "height": 150 + 62 * len(ticks),
         "title": {"text": title, "font": {"size": 15}, "x": 0, "xref": "container", "xanchor": "left",

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.answer import Answer
+from bot.answer.catalog import wording
 
 # file name -> media type
 FILES = {
@@ -30,9 +31,13 @@ FILES = {
     "shardwise-chart.png": "image/png",
     "shardwise-chart.svg": "image/svg+xml",
 }
+# The words are the message catalogs' ``page.download.*``: a link's label (by file), and why a
+# link cannot be served (said in English: a followed link carries no language).
 LINK_LABELS = {
-    "en": ("Answer (.md)", "Answer (.json)", "Chart (.png)", "Chart (.svg)"),
-    "zh": ("回答 (.md)", "回答 (.json)", "图表 (.png)", "图表 (.svg)"),
+    "shardwise-answer.md": "page.download.md",
+    "shardwise-answer.json": "page.download.json",
+    "shardwise-chart.png": "page.download.png",
+    "shardwise-chart.svg": "page.download.svg",
 }
 ROUTE = "/download/{session}/{answer_id}/{name}"
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -56,11 +61,15 @@ def render_file(answer_dump: dict[str, Any], name: str) -> bytes:
     if name in ("shardwise-chart.png", "shardwise-chart.svg"):
         fig = memory_figure(answer)
         if fig is None:
-            raise NotAvailable("this answer has no memory chart")
+            raise NotAvailable(_why("no_chart"))
         out = BytesIO()
         fig.savefig(out, format=name.rsplit(".", 1)[1])
         return out.getvalue()
-    raise NotAvailable(f"no such file: {name}")
+    raise NotAvailable(_why("no_such_file", name=name))
+
+
+def _why(key: str, **values: str) -> str:
+    return wording("en", f"page.download.{key}", **values)
 
 
 def has_chart(answer: Answer) -> bool:
@@ -73,25 +82,23 @@ def links_markdown(session: str | None, answer_id: str, answer: Answer) -> str:
     """The answer's download links (Markdown); empty when the tab has no session to name."""
     if not session or not _TOKEN.match(session) or not _TOKEN.match(answer_id):
         return ""
-    labels = LINK_LABELS["zh" if answer.language == "zh" else "en"]
+    lang = answer.language
     names = list(FILES) if has_chart(answer) else list(FILES)[:2]
-    links = [f"[{label}](download/{quote(session)}/{answer_id}/{name})"
-             for label, name in zip(labels, names, strict=False)]
-    return ("下载：" if answer.language == "zh" else "Download: ") + " · ".join(links)
+    links = [f"[{wording(lang, LINK_LABELS[name])}](download/{quote(session)}/{answer_id}/{name})" for name in names]
+    return wording(lang, "page.download.prefix") + " · ".join(links)
 
 
 def lookup(conversations, session: str, answer_id: str, name: str) -> dict[str, Any]:
     """The answer a link names, checked: a known file, a live tab, its latest answer."""
     if name not in FILES:
-        raise NotAvailable(f"no such file: {name}")
+        raise NotAvailable(_why("no_such_file", name=name))
     if not _TOKEN.match(session) or not _TOKEN.match(answer_id):
-        raise NotAvailable("not a download link of this page")
+        raise NotAvailable(_why("not_a_link"))
     conv = conversations.find(session)
     if conv is None or not conv.answer:
-        raise NotAvailable("this tab's conversation is gone (the server restarted or the tab was closed): "
-                           "ask again to download")
+        raise NotAvailable(_why("gone"))
     if conv.answer_id != answer_id:
-        raise NotAvailable("this link is for an earlier answer; use the links under the latest one")
+        raise NotAvailable(_why("earlier"))
     return conv.answer
 
 

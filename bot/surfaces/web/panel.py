@@ -1,5 +1,5 @@
-"""The setup panel: its fields (DESIGN.md setup field names) with labels in both languages,
-reading what the user typed (empty = unknown; unreadable numbers named in the chat's
+"""The setup panel: its fields (DESIGN.md setup field names) with labels in both languages
+(the message catalogs' ``page.panel.*``, as every note the panel writes), reading what the user typed (empty = unknown; unreadable numbers named in the chat's
 language), the setup to answer after an edit, the model box (a catalog name, a Hub id or
 pasted config.json), each field's mark (stated, assumed, missing) and the Gradio components.
 
@@ -16,7 +16,7 @@ from typing import Any
 import gradio as gr
 
 from bot.answer import Answer
-from bot.answer.catalog import render
+from bot.answer.catalog import render, wording, words_in
 from bot.core.setup import TrainingSetup
 from bot.surfaces.web import answer_view as view
 from bot.tools import (
@@ -52,33 +52,21 @@ CHOICE_FIELDS = {"model", "gpu", "intra_node_link", "inter_node_link", "precisio
 BOOL_FIELDS = {"activation_checkpointing", "torch_compile", "ddp_bucket_view"}
 
 
-FIELD_LABELS = {
-    "model": ("Model", "模型"),
-    "params_b": ("Model size (billion params, if no model)", "参数量（十亿，未选模型时）"),
-    "gpu": ("GPU", "GPU"),
-    "gpu_memory_gb": ("GPU memory GB (if no GPU)", "单卡显存 GB（未选 GPU 时）"),
-    "gpu_count": ("GPUs in total", "GPU 总数"),
-    "nodes": ("Nodes", "节点数"),
-    "intra_node_link": ("Link inside a node", "节点内互联"),
-    "inter_node_link": ("Link between nodes", "节点间互联"),
-    "precision": ("Precision", "精度"),
-    "optimizer": ("Optimizer", "优化器"),
-    "finetune": ("Fine-tune mode", "微调方式"),
-    "seq_len": ("Sequence length", "序列长度"),
-    "micro_batch": ("Micro-batch per GPU", "每卡 micro-batch"),
-    "activation_checkpointing": ("Activation checkpointing", "激活检查点"),
-    "optimizer_impl": ("AdamW implementation", "AdamW 实现"),
-    "loss_impl": ("Cross-entropy", "交叉熵实现"),
-    "grad_accum_steps": ("Gradient accumulation steps", "梯度累积步数"),
-    "torch_compile": ("torch.compile", "torch.compile"),
-    "ddp_bucket_view": ("DDP gradient_as_bucket_view", "DDP gradient_as_bucket_view"),
-}
-
-
-ASSUMED_MARK = " · assumed"
+def field_label(name: str, language: str = "en") -> str:
+    """A panel field's label (``page.panel.field.*``; the page's own labels are English, the chat's
+    messages name fields in the chat's language); an unknown field is its own name."""
+    return words_in(language, "page.panel.field.").get(name, name)
 
 
 MISSING_MARK = " ⚠"
+
+
+def assumed_mark() -> str:
+    return wording("en", "page.panel.assumed_mark")
+
+
+def carried_mark() -> str:
+    return wording("en", "page.panel.carried_mark")
 
 
 def display_value(name: str, value: Any) -> Any:
@@ -97,23 +85,6 @@ def panel_values(setup: dict) -> list[Any]:
     return [display_value(f, setup.get(f)) for f in PANEL_FIELDS]
 
 
-# The panel's own messages, in the chat's language (zh, en).
-PANEL_WORDS = {
-    "not_number": ("{label}：{value!r} 不是数字", "{label}: {value!r} is not a number"),
-    "not_whole": ("{label}：{value!r} 不是整数", "{label}: {value!r} is not a whole number"),
-    "invalid": ("设置里有无效的值：{problems}", "The setup has invalid values: {problems}"),
-    "read_from": ("**从你贴的{origin}读到：** {items}。读错了就在下面改。",
-                  "**Read from your {origin}:** {items}. Misread? Change it below."),
-    "origin_log": ("日志", "log"), "origin_config": ("配置", "config"),
-    "model_box": ("模型框：{err}", "model box: {err}"),
-    "config_file": ("config.json：{err}", "config.json: {err}"),
-    "hub_offline": ("这台机器的 Hub 缓存里没有 {hub_id}，本页面也不联网：请把它的 config.json 粘贴到模型框，"
-                    "或用“Model from config.json”上传。",
-                    "{hub_id} is not in this machine's Hub cache, and this page does not go online: paste its "
-                    "config.json into the model box, or upload it with “Model from config.json”."),
-}
-
-
 def model_box_error(err: Exception, text: str, language: str) -> str:
     """What the chat says when the model box cannot be read: a Hub id missing from the local
     cache (offline) said as such, anything else with the reader's reason."""
@@ -123,13 +94,13 @@ def model_box_error(err: Exception, text: str, language: str) -> str:
 
 
 def panel_words(key: str, language: str, **values: Any) -> str:
-    return PANEL_WORDS[key][0 if language == "zh" else 1].format(**values)
+    """The panel's own messages (``page.panel.<key>``), in the chat's language."""
+    return wording(language, f"page.panel.{key}", **values)
 
 
 def read_panel(values: list[Any], language: str = "en") -> tuple[dict[str, Any], list[str]]:
     """Panel values -> typed values (None = unknown) and a message per unreadable number (in
     ``language``)."""
-    col = 1 if language == "zh" else 0
     out: dict[str, Any] = {}
     problems = []
     for name, value in zip(PANEL_FIELDS, values, strict=True):
@@ -142,12 +113,12 @@ def read_panel(values: list[Any], language: str = "en") -> tuple[dict[str, Any],
             try:
                 number = float(str(value).replace(",", ""))
             except ValueError:
-                problems.append(panel_words("not_number", language, label=FIELD_LABELS[name][col], value=value))
+                problems.append(panel_words("not_number", language, label=field_label(name, language), value=value))
                 out[name] = None
                 continue
             if name in INT_FIELDS:
                 if not number.is_integer():
-                    problems.append(panel_words("not_whole", language, label=FIELD_LABELS[name][col], value=value))
+                    problems.append(panel_words("not_whole", language, label=field_label(name, language), value=value))
                     out[name] = None
                     continue
                 number = int(number)
@@ -214,7 +185,7 @@ def model_from_box(value: str | dict, name: str | None = None):
         return None
     if text.startswith("{"):
         if len(text) > MAX_CONFIG_BYTES:
-            raise ValueError("that is not a config.json (over 2 MB)")
+            raise ValueError(panel_words("too_big", "en"))
         return model_from_config(text, name)
     if _HUB_ID.match(text):
         return model_from_hub(text, name)
@@ -226,7 +197,7 @@ def apply_model_config(data: dict, spec) -> str:
     returns the line that says so."""
     data.pop("model", None)
     data["params_b"] = round(float(spec.params_b), 3)
-    return f"model from config: {spec.name}, {spec.params_b:.2f}B parameters"
+    return panel_words("from_config", "en", name=spec.name, params=f"{spec.params_b:.2f}")
 
 
 def setup_from_panel(values: list[Any]) -> TrainingSetup:
@@ -247,22 +218,21 @@ def setup_summary(setup: TrainingSetup | dict, language: str = "en") -> str:
     """What was set, in words ("GPU count 16, link between nodes ethernet"), for the chat's
     record of an edit or a shared link."""
     data = setup.model_dump() if isinstance(setup, TrainingSetup) else setup
-    zh = language == "zh"
-    on_off = {True: ("开", "on"), False: ("关", "off")}
+    named = words_in(language, "page.field.")
     parts = []
     for k, v in data.items():
         if v is None:
             continue
-        name = view.FIELD_NAMES.get(k, FIELD_LABELS.get(k, (k, k)))[1 if zh else 0]
-        shown = on_off[v][0 if zh else 1] if isinstance(v, bool) else (display_value(k, v) if k in NUMBER_FIELDS else v)
+        name = named.get(k) or field_label(k, language)
+        shown = panel_words("on" if v else "off", language) if isinstance(v, bool) else (
+            display_value(k, v) if k in NUMBER_FIELDS else v)
         parts.append(f"{name} {shown}")
-    return ("，" if zh else ", ").join(parts) or ("（空设置）" if zh else "(empty setup)")
+    return panel_words("summary_sep", language).join(parts) or panel_words("empty_setup", language)
 
 
 # Provenance values of a field the reader took from an earlier message ("history"; the reader
 # may call it "carried"): shown marked, and dropped with one click.
 CARRIED_SOURCES = ("history", "carried")
-CARRIED_MARK = " · from earlier"
 
 
 def carried_fields(sources: dict[str, str]) -> list[str]:
@@ -282,12 +252,12 @@ def panel_updates(answer: Answer, sources: dict[str, str]) -> list[Any]:
         if name in missing:
             classes, mark = ["sw-missing"], MISSING_MARK
         elif sources.get(name) == "assumed":
-            classes, mark = ["sw-assumed"], ASSUMED_MARK
+            classes, mark = ["sw-assumed"], assumed_mark()
         elif sources.get(name) in CARRIED_SOURCES:
-            classes, mark = ["sw-carried"], CARRIED_MARK
+            classes, mark = ["sw-carried"], carried_mark()
         else:
             classes, mark = [], ""
-        updates.append(gr.update(value=value, elem_classes=classes, label=FIELD_LABELS[name][0] + mark))
+        updates.append(gr.update(value=value, elem_classes=classes, label=field_label(name) + mark))
     return updates
 
 
@@ -310,41 +280,32 @@ def stand_in_note(answer: Answer) -> str:
 def read_from_note(answer: Answer) -> list[str]:
     """One line per origin (a pasted log, a config) naming each value read from it with the
     text it was read from, so a figure read from a log reads as what the log said."""
-    zh = answer.language == "zh"
+    lang = answer.language
     lines = []
     for origin in ("log", "config"):
         items = [i for i in answer.sections.setup_read if i.source == origin]
         if not items:
             continue
-        shown = ("，" if zh else ", ").join(
-            f"{view.FIELD_NAMES.get(i.field, (i.field, i.field))[1 if zh else 0]} {_md_text(view._show_value(i.value))}"
-            + (f"（“{_md_text(i.span)}”）" if zh and i.span else f" (“{_md_text(i.span)}”)" if i.span else "")
+        shown = panel_words("read_sep", lang).join(
+            f"{view.field_name(i.field, lang)} {_md_text(view._show_value(i.value))}"
+            + (panel_words("read_span", lang, span=_md_text(i.span)) if i.span else "")
             for i in items)
-        lines.append(panel_words("read_from", answer.language, origin=panel_words(f"origin_{origin}", answer.language),
-                                 items=shown))
+        lines.append(panel_words("read_from", lang, origin=words_in(lang, "page.panel.origin.")[origin], items=shown))
     return lines
 
 
 def panel_note(answer: Answer, sources: dict[str, str]) -> str:
-    zh = answer.language == "zh"
+    lang = answer.language
     missing = [f for f in PANEL_FIELDS if f in set(answer.missing) | set(answer.questions)]
     assumed = [f for f in PANEL_FIELDS if sources.get(f) == "assumed" and f not in missing]
     carried = carried_fields(sources)
     lines = [note] if (note := stand_in_note(answer)) else []
     lines += read_from_note(answer)
-    if carried:
-        names = "、".join(FIELD_LABELS.get(f, (f, f))[1] for f in carried) if zh else \
-            ", ".join(FIELD_LABELS.get(f, (f, f))[0] for f in carried)
-        lines.append(f"**沿用前面消息的设置（点线框）：** {names}。不适用就按“去掉沿用的设置”。" if zh else
-                     f"**Carried from earlier messages (dotted):** {names}. Not meant? Press "
-                     "“Drop carried settings”.")
-    if missing:
-        names = "、".join(FIELD_LABELS[f][1] for f in missing) if zh else ", ".join(FIELD_LABELS[f][0] for f in missing)
-        lines.append(f"**⚠ 需要补充：** {names}。" if zh else f"**⚠ Needed:** {names}.")
-    if assumed:
-        names = "、".join(FIELD_LABELS[f][1] for f in assumed) if zh else ", ".join(FIELD_LABELS[f][0] for f in assumed)
-        lines.append(f"**假设（虚线框）：** {names}。改了就按你的值重新回答。" if zh else
-                     f"**Assumed (dashed):** {names}. Change any to re-answer with your value.")
+    for key, fields in (("page.panel.carried", carried), ("page.panel.needed", missing),
+                        ("page.panel.assumed", assumed)):
+        if fields:
+            names = panel_words("names_sep", lang).join(field_label(f, lang) for f in fields)
+            lines.append(wording(lang, key, names=names))
     return "\n\n".join(lines)
 
 
@@ -364,11 +325,11 @@ def _panel_components(models, gpus) -> list:
     }
 
     def number(name: str):
-        return gr.Textbox("", label=FIELD_LABELS[name][0], placeholder="unknown", max_lines=1,
+        return gr.Textbox("", label=field_label(name), placeholder=panel_words("unknown", "en"), max_lines=1,
                           elem_id=f"sw-f-{name}")
 
     def dropdown(name: str, custom: bool = False):
-        return gr.Dropdown(choice[name], value=None, label=FIELD_LABELS[name][0], allow_custom_value=custom,
+        return gr.Dropdown(choice[name], value=None, label=field_label(name), allow_custom_value=custom,
                            elem_id=f"sw-f-{name}")
 
     comps = []
@@ -384,12 +345,12 @@ def _panel_components(models, gpus) -> list:
         comps += [dropdown("precision"), dropdown("optimizer"), dropdown("finetune")]
     with gr.Row():
         comps += [number("seq_len"), number("micro_batch")]
-        comps.append(gr.Checkbox(False, label=FIELD_LABELS["activation_checkpointing"][0],
+        comps.append(gr.Checkbox(False, label=field_label("activation_checkpointing"),
                                  elem_id="sw-f-activation_checkpointing"))
-    with gr.Accordion("Run options (empty: PyTorch's defaults)", open=False, elem_id="sw-run-options"):
+    with gr.Accordion(panel_words("run_options", "en"), open=False, elem_id="sw-run-options"):
         with gr.Row():
             comps += [dropdown("optimizer_impl"), dropdown("loss_impl"), number("grad_accum_steps")]
         with gr.Row():
-            comps += [gr.Checkbox(False, label=FIELD_LABELS[name][0], elem_id=f"sw-f-{name}")
+            comps += [gr.Checkbox(False, label=field_label(name), elem_id=f"sw-f-{name}")
                       for name in ("torch_compile", "ddp_bucket_view")]
     return comps

@@ -1,7 +1,7 @@
 """The strategy x precision table the page shows on request: per-GPU GiB of every strategy
 for each precision of the answer's setup, from the tool registry's ``estimate_memory`` (one run
 per precision, ``bot.tools.estimate_precisions``); its wording is in the answer's message
-catalogs (``precision.*`` in ``bot/answer/messages``).
+catalogs (``page.precision.*`` in ``bot/answer/messages``).
 
 It is a new calculation asked for explicitly (a button), not a re-rendering of the answer; it
 belongs as a section of the Answer (issue 28) once the pipeline offers one.
@@ -60,7 +60,8 @@ def precision_table(answer: Answer) -> tuple[str, str] | None:
     table = (f"<p><b>{html.escape(caption)}</b></p>" + view._SCROLL
              + f"<table><thead><tr><th>{html.escape(say('strategy', lang))}</th>{head}</tr></thead>"
              + f"<tbody>{''.join(rows)}</tbody></table></div>")
-    quote = "precision in " + ", ".join(columns) + "; other inputs as the answer: " + setup_summary(base)
+    # the calc citation's record of its inputs, in English as every calculator quote
+    quote = say("quote", "en", precisions=", ".join(columns), setup=setup_summary(base))
     return table, quote
 
 

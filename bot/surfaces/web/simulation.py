@@ -5,8 +5,9 @@ belongs to when another answer has landed meanwhile.
 
 The setup is read from the answer (``setup``, the starred ``sections.table`` row and its
 ``numbers`` keys); the simulator does the measuring, reached through the tool registry
-(``bot.tools.simulation_config_for_setup``, ``run_simulation``). The notes' wording is the tables below,
-in both languages; the cited result's is in the answer's message catalogs (``page.simulation``).
+(``bot.tools.simulation_config_for_setup``, ``run_simulation``). The wording, in both languages, is
+the answer's message catalogs' ``page.simulation.*``: the notes (``note.*``), the variant parts it
+cannot apply (``variant.*``), the measured setup (``setup_line``) and the cited result.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import statistics
 from typing import Any
 
 from bot.answer import Answer, Citation, TableRow
-from bot.answer.catalog import render
+from bot.answer.catalog import render, wording, words_in
 from bot.strategies import TRAINING_STRATEGIES, label
 from bot.tools import SimulationUnavailable, setup_arguments, simulated_params_b
 from bot.tools import simulation_config_for_setup as registry_simulation_config
@@ -27,35 +28,11 @@ VARIANT_SETTINGS: dict[str, dict[str, Any]] = {
     "bucket_fused": {"ddp_bucket_view": True, "optimizer_impl": "fused"},
     "quantized_adam": {"optimizer": "adam8bit"},
 }
-# Parts the simulator cannot apply: the result then says it measures the configuration without them.
-VARIANT_NAMES = {
-    "single_node": ("单节点", "one node"), "lora": ("LoRA", "LoRA"), "qlora": ("QLoRA", "QLoRA"),
-}
-WORDS = {
-    "no_strategy": ("没有可模拟的推荐策略。", "No training strategy to simulate for this answer."),
-    "incomplete": ("请先补全设置（高亮字段）。", "Complete the setup (the highlighted fields) to simulate it."),
-    "unavailable": ("无法模拟：{err}", "Simulate is not available here: {err}."),
-    "not_simulated": ("模拟不包含：{parts}；测的是不含它们的同一配置。",
-                      "The simulation cannot apply {parts}; it measures the same configuration without it."),
-    "wait_estimate": ("预计约 {low:.0f}–{high:.0f} 秒（按此机器上已存模拟的用时估算）。",
-                      "Expected wait: about {low:.0f}–{high:.0f} s (from the stored simulations on this machine)."),
-    "wait_unknown": ("这台机器上还没有可参考的模拟用时；数十亿参数的模型可能要几分钟。",
-                     "No stored simulation to time this by; a multi-billion-parameter model can take minutes."),
-    "wait_stored": ("已模拟过：结果直接取自存储。", "Simulated before: the stored result is shown at once."),
-    "running": ("正在模拟 {name}，{wait}", "Simulating {name}. {wait}"),
-    "measures": ("模拟：{name}（{setup}）。", "Simulates {name} ({setup})."),
-    "ask_first": ("请先提问；模拟运行的是回答里的设置。", "Ask a question first; the simulation runs the answer's setup."),
-    "pending_edit": ("面板里的修改还没回答；这里模拟的是上一条回答的设置。",
-                     "The panel has edits not answered yet; this simulates the last answer's setup."),
-    "user_line": ("模拟精确显存：{name} · {setup}", "Simulate exact memory: {name} · {setup}"),
-    "failed": ("模拟失败：{err}", "Simulation failed: {err}"),
-    "belongs_to": ("（此结果属于问题“{question}”，不是最新的回答。）",
-                   "(This result belongs to “{question}”, not to the latest answer.)"),
-}
 
 
 def words(key: str, language: str, **values: Any) -> str:
-    return WORDS[key][0 if language == "zh" else 1].format(**values)
+    """A note of the button's (``page.simulation.note.<key>``), in the answer's language."""
+    return wording(language, f"page.simulation.note.{key}", **values)
 
 
 def chosen_row(answer: Answer) -> TableRow | None:
@@ -75,8 +52,8 @@ def simulated_setup(answer: Answer) -> tuple[dict[str, Any], list[str]]:
     skipped: list[str] = []
     for part in (row.variant.split("+") if row is not None and row.variant else []):
         settings = VARIANT_SETTINGS.get(part)
-        if settings is None:
-            skipped.append(VARIANT_NAMES.get(part, (part, part))[0 if answer.language == "zh" else 1])
+        if settings is None:  # the simulator cannot apply it: the result says it measures without it
+            skipped.append(words_in(answer.language, "page.simulation.variant.").get(part, part))
             continue
         for name, value in settings.items():
             if name == "flip":
@@ -103,14 +80,10 @@ def simulation_config(answer: Answer):
 
 def setup_line(cfg, language: str = "en") -> str:
     """The setup a simulation measures, in words."""
-    zh = language == "zh"
-    on = ("开" if cfg.activation_checkpointing else "关") if zh else ("on" if cfg.activation_checkpointing else "off")
-    if zh:
-        return (f"{cfg.model}，{cfg.gpu_count} 卡" + (f"（每节点 {cfg.gpus_per_node}）" if cfg.gpus_per_node else "")
-                + f"，{cfg.precision}，{cfg.optimizer}，序列 {cfg.seq_len}，micro-batch {cfg.micro_batch}，激活检查点{on}")
-    return (f"{cfg.model}, {cfg.gpu_count} GPUs" + (f" ({cfg.gpus_per_node} per node)" if cfg.gpus_per_node else "")
-            + f", {cfg.precision}, {cfg.optimizer}, seq {cfg.seq_len}, micro-batch {cfg.micro_batch}, "
-            + f"checkpointing {on}")
+    on = wording(language, "page.simulation.on" if cfg.activation_checkpointing else "page.simulation.off")
+    return wording(language, "page.simulation.setup_line", model=cfg.model, gpu_count=cfg.gpu_count,
+                   per_node=cfg.gpus_per_node, precision=cfg.precision, optimizer=cfg.optimizer,
+                   seq_len=cfg.seq_len, micro_batch=cfg.micro_batch, checkpointing=on)
 
 
 def expected_seconds(cfg, store) -> tuple[float, float] | None:
@@ -147,7 +120,7 @@ def wait_note(answer: Answer, cfg, skipped: list[str], store) -> str:
     # (Whether it is stored is looked up on the press: the lookup imports torch, which the
     # page's process should not load for every answer.)
     if (span := expected_seconds(cfg, store)) is not None:
-        parts.append(words("wait_estimate", lang, low=span[0], high=max(span[1], span[0] + 1)))
+        parts.append(words("wait_estimate", lang, low=f"{span[0]:.0f}", high=f"{max(span[1], span[0] + 1):.0f}"))
     else:
         parts.append(words("wait_unknown", lang))
     return " ".join(parts)
@@ -187,7 +160,7 @@ def simulation_message(answer: Answer, strategy: str, run_id: str, result, n: in
         text += "\n\n" + say("measured", setup=setup)
     if question:
         shown = question if len(question) <= 120 else question[:117] + "…"
-        text = words("belongs_to", answer.language, question=shown) + "\n\n" + text
+        text = words("belongs_to", lang, question=shown) + "\n\n" + text
     citation = Citation(
         n=n, id=run_id, kind="bench",
         title=say("run_title", run_id=run_id),

@@ -1,6 +1,6 @@
 """The page's text in and out: a message made ready to answer (stripped, cut with a notice),
 user text made inert (shown as text, never as markup), and an answer as markdown for the
-``/chat`` API and other callers."""
+``/chat`` API and other callers. Its lines are the message catalogs' ``page.*``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import html
 import re
 
 from bot.answer import Answer
+from bot.answer.catalog import wording
 from bot.surfaces.web import answer_view as view
 from bot.surfaces.web.answer_view import looks_chinese, sources_html
 
@@ -26,14 +27,18 @@ def prepare_message(text: str | None) -> tuple[str, str | None]:
     """
     text = (text or "").strip()
     if not text:
-        return "", "Please type a question first, e.g. the model, the GPUs and how many. / 请先输入问题（模型、GPU 型号和数量）。"
+        return "", both_languages("page.empty")
     if len(text) <= MAX_MESSAGE_CHARS:
         return text, None
-    if looks_chinese(text[:MAX_MESSAGE_CHARS]):
-        notice = f"你的消息有 {len(text):,} 个字符，只读取了前 {MAX_MESSAGE_CHARS:,} 个。"
-    else:
-        notice = f"Your message was {len(text):,} characters long; only the first {MAX_MESSAGE_CHARS:,} were read."
+    language = "zh" if looks_chinese(text[:MAX_MESSAGE_CHARS]) else "en"
+    notice = wording(language, "page.cut", length=f"{len(text):,}", limit=f"{MAX_MESSAGE_CHARS:,}")
     return text[:MAX_MESSAGE_CHARS], notice
+
+
+def both_languages(key: str) -> str:
+    """A line said before any language is known (an empty message, a failed answer): English, then
+    Chinese (``page.<key>`` of both catalogs)."""
+    return wording("en", key) + " / " + wording("zh", key)
 
 
 def inert(text: str) -> str:
