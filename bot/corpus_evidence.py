@@ -1,11 +1,13 @@
 """The evidence drawn from the repository's knowledge, beside the calculator's (``bot.evidence``).
 
 ``bot.evidence.build_evidence`` calls these on its ``Evidence`` record, once per question:
-- ``add_passages``: the passages the hybrid search retrieves for the question (``MAX_PASSAGES``);
 - ``read_failure``: what the message reports failing (an OOM, a kill, a hang, a slowdown, an
   error) and the facts and figures it already states, read with the playbook's signals;
 - ``playbook_matches``: the diagnosis playbook's entries whose symptoms the text names, with what
   the calculator adds (``states_exceed_card``), at most ``PLAYBOOK_CAUSES``;
+- ``add_passages``: the passages the hybrid search retrieves for the question (``MAX_PASSAGES``),
+  a claim about another thread's setup opening only where it matches the asker those two read
+  (``passage_asker``);
 - ``add_claims``: the forum claims that apply to the setup (``MAX_CLAIMS``) and, for each, the doc
   sentences a verdict may quote (``ClaimDocs``), so composition reads no corpus.
 Each step degrades to nothing (and a log line) when its data is unavailable: knowledge never stops
@@ -50,19 +52,34 @@ class ClaimDocs:
 
 
 def add_passages(ev: Evidence, setup: TrainingSetup) -> None:
-    """Passages for the question itself (every answer goes through the hybrid search)."""
+    """Passages for the question itself (every answer goes through the hybrid search). Run after
+    ``read_failure`` and ``playbook_matches``: a claim about another thread's setup opens the
+    answer only where it matches the asker (``passage_asker``)."""
     question = ev.question
     try:
         from bot.knowledge.answering import retrieve_passages
 
         ev.passages = list(retrieve_passages(question or " ".join(ev.parsed.topics), language=ev.language,
                                              topics=list(ev.parsed.topics), setup=setup, k=MAX_PASSAGES,
-                                             params_b=_model_size(ev.parsed)))
+                                             params_b=_model_size(ev.parsed), asker=passage_asker(ev, setup)))
     except Exception as err:  # a broken index must not take the answer down; the log says why
         log.warning("passage retrieval failed: %s", err)
         ev.passages = []
     if "params_b" in ev.parsed.missing:  # no setup: the claims are judged conditionally
         add_claims(ev, None)
+
+
+def passage_asker(ev: Evidence, setup: TrainingSetup) -> Any:
+    """The asker a case claim is compared with (bot.knowledge.case_claims.Asker): the size, the
+    strategies the question and the setup name, the failure read from the message, and the topics
+    of the reader and of the playbook entries matched on its symptoms. None without a question."""
+    if not ev.question:
+        return None
+    from bot.knowledge.case_claims import asker_facts
+
+    topics = [*ev.parsed.topics, *(t for m in ev.playbook for t in m.entry.topics)]
+    return asker_facts(ev.question, topics=topics, params_b=_model_size(ev.parsed),
+                       finetune=getattr(setup, "finetune", None), failure=ev.failure_kind)
 
 
 def _model_size(parsed: Parsed) -> float | None:

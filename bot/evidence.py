@@ -250,10 +250,10 @@ def build_evidence(parsed: Parsed, *, question: str = "", with_knowledge: bool =
     if parsed.problems:
         ev.problems = list(parsed.problems)
         return ev
-    if with_knowledge:
-        add_passages(ev, parsed.setup)
     read_failure(ev)
     ev.playbook = playbook_matches(ev)
+    if with_knowledge:  # after the failure and the playbook: they decide which claims may open (passage_asker)
+        add_passages(ev, parsed.setup)
     if "params_b" in parsed.missing:
         if parsed.intent in ("capacity", "recommend") and not parsed.observed.oom and not ev.failure_reported:
             from bot.sizing import size_limits

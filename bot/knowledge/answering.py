@@ -9,7 +9,10 @@
   the labelled set in ``evals/retrieval_queries.jsonl`` by ``python -m evals.bench_relevance``);
   serving/inference docs never appear in a training answer; a Chinese answer quotes the zh twin
   of an English doc (and drops English docs without one), an English answer the en twin of a zh
-  doc; a passage's ``kind`` is the corpus entry's own (a forum post is never labelled a doc).
+  doc; a passage's ``kind`` is the corpus entry's own (a forum post is never labelled a doc); a
+  claim about another thread's setup (:mod:`bot.knowledge.case_claims`) opens an answer only where
+  that setup or its topic matches the asker's, else it is quoted anew without its case sentences or
+  follows a passage that may lead.
 - The forum claims beside the passages are :mod:`bot.knowledge.forum_claims`'
   (:func:`~bot.knowledge.forum_claims.applicable_claims`).
 
@@ -105,27 +108,30 @@ TOPIC_HINTS: dict[str, tuple[str, str]] = {
 
 
 def retrieve_passages(question: str, *, language: str, topics: Sequence[str] = (), setup: Any = None,
-                      k: int = 3, kinds: Sequence[str] = KINDS, params_b: float | None = None) -> list[Passage]:
+                      k: int = 3, kinds: Sequence[str] = KINDS, params_b: float | None = None,
+                      asker: Any = None) -> list[Passage]:
     """The ``k`` corpus passages that best answer ``question``, best first, one per entry.
 
     ``topics`` are parsed topic ids (bot.understand.TOPICS; unknown ones are ignored); ``setup``
     (TrainingSetup / ResolvedSetup / None) adds a few words (LoRA, multi-node). A quote is whole
     sentences of the entry, verbatim; an entry with no sentence sharing a term with the question
     is skipped. ``params_b`` (else the setup's size) keeps out sentences whose figure the docs
-    compute for another model size (``best_quote``). Empty question and no topics -> ``[]``.
-    Never raises on odd input."""
+    compute for another model size (``best_quote``). ``asker`` (a
+    :class:`bot.knowledge.case_claims.Asker`; by default read from the question, the topics and
+    the size) decides which claims about another thread's setup may open (``select_passages``).
+    Empty question and no topics -> ``[]``. Never raises on odd input."""
     if not isinstance(question, str) or k <= 0:
         return []
     kinds = tuple(kind for kind in kinds if kind in KINDS) or KINDS
     topic_key = tuple(dict.fromkeys(t for t in (topics or ()) if t in TOPIC_HINTS))
     size = params_b or conditions.facts(setup)[0].get("params_b")
     return list(_retrieve(question, "zh" if language == "zh" else "en", topic_key, _setup_words(setup),
-                          int(k), kinds, float(size) if size else None))
+                          int(k), kinds, float(size) if size else None, asker))
 
 
 @lru_cache(maxsize=512)
 def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words: str, k: int,
-              kinds: tuple[str, ...], params_b: float | None = None) -> tuple[Passage, ...]:
+              kinds: tuple[str, ...], params_b: float | None = None, asker: Any = None) -> tuple[Passage, ...]:
     from bot.knowledge.search import clean_query
 
     question = clean_query(question)
@@ -134,8 +140,12 @@ def _retrieve(question: str, language: str, topics: tuple[str, ...], setup_words
     if not query:
         return ()
     candidates = _candidates(question, query, hints, setup_words, kinds, language, params_b)
+    if asker is None and question:
+        from bot.knowledge.case_claims import asker_facts
+
+        asker = asker_facts(question, topics=topics, params_b=params_b, setup_words=setup_words)
     return tuple(select_passages(candidates, question=question, language=language, topics=topics, k=k,
-                                 params_b=params_b, hints=hints, setup_words=setup_words))
+                                 params_b=params_b, hints=hints, setup_words=setup_words, asker=asker))
 
 
 def _candidates(question: str, query: str, hints: str, setup_words: str, kinds: tuple[str, ...],
@@ -249,7 +259,7 @@ def twin_id(entry_id: str, language: str) -> str | None:
 
 def select_passages(candidates: Sequence[Passage], *, question: str, language: str, topics: Sequence[str] = (),
                     k: int = 3, params_b: float | None = None, hints: str = "", setup_words: str = "",
-                    threshold: float | None = None) -> list[Passage]:
+                    threshold: float | None = None, asker: Any = None) -> list[Passage]:
     """The passages an answer may quote, best first, at most ``k``:
 
     - serving/inference docs only when the question is about serving (:func:`asks_about_serving`);
@@ -258,7 +268,11 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
     - a doc in the other language is replaced by its twin in the answer's language (quoted anew
       with the same query weights); a Chinese answer drops English docs without a twin;
     - only quotes whose relevance reaches ``threshold`` (default: RELEVANCE_THRESHOLD for the
-      answer's language); one passage per entry."""
+      answer's language); one passage per entry;
+    - with an ``asker`` (:func:`bot.knowledge.case_claims.asker_facts`), a claim about another
+      thread's setup opens the answer only where :func:`~bot.knowledge.case_claims.may_lead` says
+      it speaks to the asker; otherwise its entry is quoted anew without case sentences, and failing
+      that the claim waits until a passage that may lead has opened (none: it is left out)."""
     language = "zh" if language == "zh" else "en"
     cut = RELEVANCE_THRESHOLD[language] if threshold is None else float(threshold)
     serving_ok = asks_about_serving(question, topics)
@@ -267,7 +281,32 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
     rl_ok = names_rl(question) if question else names_rl(hints)
     out: list[Passage] = []
     seen: set[str] = set()
+    waiting: list[Passage] = []  # case claims that may not open this answer, in rank order
     weights = own = None
+
+    def query_weights():
+        nonlocal weights, own
+        if weights is None:
+            searcher = _searcher()
+            weights = _query_weights(searcher, question, hints, setup_words)
+            own = _own_weights(searcher, question or hints)
+        return weights, own or ()
+
+    def bar_for(p: Passage) -> float:
+        # the best passage sets the bar for the others: half its relevance (a long question's
+        # share is low for every doc), never above the language's threshold nor below the floor;
+        # a doc on a topic the reader found in the question opens an answer whatever its share
+        if out:
+            return min(cut, max(TOP_PASSAGE_FLOOR, 0.5 * out[0].relevance))
+        return 0.0 if p.kind == "doc" and _on_topic(p.id, topics) else min(cut, TOP_PASSAGE_FLOOR)
+
+    def add(p: Passage) -> bool:
+        if p.id in seen or p.relevance < bar_for(p):
+            return False
+        seen.add(p.id)
+        out.append(p)
+        return True
+
     for cand in candidates:
         p = cand
         if not serving_ok and _is_serving(p.id):
@@ -279,29 +318,48 @@ def select_passages(candidates: Sequence[Passage], *, question: str, language: s
             if twin is None and language == "zh":
                 continue  # a Chinese answer has no English paragraphs
             if twin is not None:
-                if weights is None:
-                    searcher = _searcher()
-                    weights = _query_weights(searcher, question, hints, setup_words)
-                    own = _own_weights(searcher, question or hints)
-                quote = best_quote(twin, weights, params_b=params_b)
+                w, o = query_weights()
+                quote = best_quote(twin, w, params_b=params_b)
                 if not quote:
                     continue
-                p = _passage(twin, quote, p.score, entry_relevance(own or (), twin, quote))
+                p = _passage(twin, quote, p.score, entry_relevance(o, twin, quote))
         if not out and p.lang != language:
             continue  # a passage in the other language may support an answer, never open it
-        # the best passage sets the bar for the others: half its relevance (a long question's
-        # share is low for every doc), never above the language's threshold nor below the floor;
-        # a doc on a topic the reader found in the question opens an answer whatever its share
-        bar = min(cut, TOP_PASSAGE_FLOOR) if not out else min(cut, max(TOP_PASSAGE_FLOOR, 0.5 * out[0].relevance))
-        if not out and p.kind == "doc" and _on_topic(p.id, topics):
-            bar = 0.0
-        if p.id in seen or p.relevance < bar:
+        if not out and asker is not None and p.id not in seen and not _may_open(p, asker):
+            # another thread's case that is not the asker's: the entry's general sentences may
+            # still open (a doc quoted anew without its case sentences), the case itself only later
+            general = _without_cases(p, query_weights, params_b) if p.kind == "doc" else None
+            if general is None or not add(general):
+                waiting.append(p)
             continue
-        seen.add(p.id)
-        out.append(p)
+        if not add(p):
+            continue
+        if len(out) == 1 and waiting:  # an answer has opened: the claims that waited may follow
+            for held in waiting:
+                if len(out) < k:
+                    add(held)
+            waiting.clear()
         if len(out) >= k:
             break
-    return out
+    return out[:k]
+
+
+def _may_open(p: Passage, asker: Any) -> bool:
+    from bot.knowledge.case_claims import case_setup, may_lead
+
+    return may_lead(case_setup(p.id, p.kind, p.quote), asker)
+
+
+def _without_cases(p: Passage, query_weights, params_b: float | None) -> Passage | None:
+    """The passage's entry quoted anew from its sentences that report no case, or None."""
+    from bot.knowledge.case_claims import case_setup
+
+    weights, own = query_weights()
+    quote = best_quote(p.id, weights, params_b=params_b,
+                       avoid=lambda unit: case_setup(p.id, p.kind, unit) is not None)
+    if not quote:
+        return None
+    return _passage(p.id, quote, p.score, entry_relevance(own, p.id, quote))
 
 
 def retrieve_candidates(question: str, *, language: str, topics: Sequence[str] = (), setup: Any = None,
@@ -515,13 +573,15 @@ def _other_size(text: str, unit: str, params_b: float | None) -> bool:
     return bool(m and params_b and abs(float(m.group(1)) - params_b) / params_b > SIZE_TOLERANCE)
 
 
-def best_quote(entry_id: str, weights: dict[str, float], *, params_b: float | None = None) -> str:
+def best_quote(entry_id: str, weights: dict[str, float], *, params_b: float | None = None,
+               avoid: Any = None) -> str:
     """The verbatim sentence(s) of ``entry_id`` that share the most weight with the query.
 
     One sentence; the next one is appended (with the exact text between them) when it also
     matches and both fit in MAX_QUOTE_CHARS. "" when no sentence shares a term. With the user's
     model size ``params_b``, a sentence whose figure the docs compute for a size more than 30%
-    away ("104.3 GiB of model state" for 7B, in an answer about 32B) is not quoted."""
+    away ("104.3 GiB of model state" for 7B, in an answer about 32B) is not quoted, nor a sentence
+    for which ``avoid(sentence)`` is true (nor is one joined to the quote)."""
     from bot.knowledge.corpus import corpus_text
 
     try:
@@ -529,9 +589,13 @@ def best_quote(entry_id: str, weights: dict[str, float], *, params_b: float | No
     except KeyError:
         return ""
     units = _units(text)
+
+    def skipped(unit: str) -> bool:
+        return _other_size(text, unit, params_b) or bool(avoid is not None and avoid(unit))
+
     scored = []
     for i, (unit, tokens) in enumerate(units):
-        if _other_size(text, unit, params_b):
+        if skipped(unit):
             continue
         score = sum(weights.get(t, 0.0) for t in tokens)
         if score > 0:
@@ -545,7 +609,8 @@ def best_quote(entry_id: str, weights: dict[str, float], *, params_b: float | No
         # "This is why ..." needs the sentence it points back to: quote both when they are adjacent
         prev = units[best - 1][0]
         start = text.find(quote)
-        if start > 0 and text.rfind(prev, 0, start) >= 0:
+        if start > 0 and text.rfind(prev, 0, start) >= 0 \
+                and not (avoid is not None and avoid(prev)):
             gap = text[text.rfind(prev, 0, start) + len(prev):start]
             if gap in ("", " ") and len(prev) + len(gap) + len(quote) <= MAX_QUOTE_CHARS:
                 return prev + gap + quote
@@ -555,7 +620,7 @@ def best_quote(entry_id: str, weights: dict[str, float], *, params_b: float | No
         joined_at = text.find(nxt, start + len(quote))
         after = text[start + len(quote):joined_at] if start >= 0 and joined_at >= 0 else None
         nxt_score = sum(weights.get(t, 0.0) for t in units[best + 1][1])
-        if after is not None and after in ("", " ") and nxt_score > 0 and not _other_size(text, nxt, params_b) \
+        if after is not None and after in ("", " ") and nxt_score > 0 and not skipped(nxt) \
                 and len(quote) + len(after) + len(nxt) <= MAX_QUOTE_CHARS and len(quote) < 160:
             quote = quote + after + nxt
     return quote
