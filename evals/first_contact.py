@@ -166,12 +166,17 @@ def run(path: Path, out: Path | None) -> dict:
 def parse_figures(path: Path) -> dict:
     """The reader alone (``bot.parse``), no answers: what ``evals.bench_parse`` prints per batch."""
     from bot.parse import parse_conversation
+    from bot.understand.spans import model_params_b
 
     results = []
     for row in load_batch(path):
         parsed = parse_conversation(row["question"])
         setup = {k: v for k, v in parsed.setup.model_dump().items() if v is not None}
         provenance = {k: p.source for k, p in parsed.provenance.items()}
+        if "model" in setup and "params_b" not in setup and (size := model_params_b(setup["model"])):
+            # a named catalog model carries its count, as in the answers (answer.setup) and in
+            # evals.bench_parse.predicted: the reader alone is scored the same way
+            setup["params_b"], provenance["params_b"] = size, provenance.get("model")
         missing = list(getattr(parsed, "missing", []) or [])
         r = {"id": row["id"], "intent_gold": row["gold"]["intent"], "intent": parsed.intent}
         if row["gold"]["intent"] != "out_of_scope":

@@ -83,7 +83,9 @@ class ReadNote:
     (one card per process), ``count_fallback`` {count, span} (a count weighed if the first fails), ``count_rest_plus_one``
     {count, span} ("the main card ... the other 3"), ``count_summed`` {count, span} (two kinds of card), ``machines_tried`` {span} (one run tried on
     several machines in turn), ``count_subset`` {used, total, span} (some of the machine's cards) and ``count_from_device_list``
-    {count, span} (a weak count from device indices), all from ``bot.understand.count_mentions``.
+    {count, span} (a weak count from device indices), all from ``bot.understand.count_mentions``;
+    ``count_several`` {span} (several cards, no number: asked) from ``bot.understand.prose``;
+    ``reference_run`` {span} (an earlier run beside the one asked about) from ``bot.understand.run_roles``.
     """
 
     code: str

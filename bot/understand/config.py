@@ -4,7 +4,9 @@ TOML, ``KEY=value`` environment lines, Python keyword arguments.
 These are the most precise setups users give (LlamaFactory YAML, HF TrainingArguments, ms-swift
 and torchrun command lines, accelerate/FSDP and DeepSpeed configs, torchtitan TOML). Only keys
 this module knows are read; each becomes a setup field or an observed fact with the exact text
-it came from. ``read_config`` also returns the spans it consumed (and the spans of unknown keys
+it came from. The model a script loads is read from its setting, the variable that setting refers to
+("--model_name_or_path $MODEL" beside "MODEL=/data/Qwen2.5-7B") or a from_pretrained call.
+``read_config`` also returns the spans it consumed (and the spans of unknown keys
 whose values are paths) so prose rules do not read "--output_dir saves/Qwen-72B" as a model size.
 """
 
@@ -59,6 +61,9 @@ _STR_KEYS = {
     "distributed_type": "distributed_type", "stage": "stage", "mode": "mode",
     "model_name_or_path": "model", "model": "model", "base_model": "model", "model_name": "model",
     "model_id_or_path": "model", "model_type": "model", "pretrain": "model", "model_path": "model",
+    # TencentPretrain / Linly, PEFT scripts, FastChat and others name the weights they start from
+    "pretrained_model_path": "model", "pretrained_model_name_or_path": "model", "base_model_name_or_path": "model",
+    "base_model_path": "model", "model_dir": "model", "model_name_path": "model", "hf_model_path": "model",
     "rlhf_type": "rl", "rl": "rl", "include": "include",
     # the attention kernel (transformers from_pretrained / config.json, axolotl, TRL): issue 26
     "attn_implementation": "attn_implementation", "_attn_implementation": "attn_implementation",
@@ -73,7 +78,9 @@ _VALUE = r"(?!--)(\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\{|[^\s,;}\]\\`\u0080-\ufff
 _FLAG = re.compile(r"(?<![A-Za-z0-9_\-])--([A-Za-z][A-Za-z0-9_.\-]{0,60})(?:(?:\s*=\s*|[ \t]+)(?:为|是)?" + _VALUE + r")?")
 # key: value | key = value | "key": value | KEY=value
 _KV = re.compile(r"(?<![A-Za-z0-9_\-./])[\"']?([A-Za-z_][A-Za-z0-9_.]{0,60})[\"']?[ \t]*(?:==|[:=])[ \t]*(?:为|是)?" + _VALUE)
-_INCLUDE = re.compile(r"--include[= ]+(?:localhost|[\w.\-]+):([\d,]+)")
+# deepspeed --include host:ids[@host:ids...]: the hosts and the GPUs it runs on
+# (https://www.deepspeed.ai/getting-started/#resource-configuration-multi-node); "localhost:2,3" is one node
+_INCLUDE = re.compile(r"--include[= ]+[\"']?((?:localhost|[\w.\-]+):[\d,]+(?:@(?:localhost|[\w.\-]+):[\d,]+)*)")
 _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES\s*=\s*[\"']?([\d,]+)")
 _PATHISH = re.compile(r"[/\\]|\.(?:json|ya?ml|toml|py|sh)\b")
 # words that continue a sentence after "model:" ("a 7B model: would it fit?"), never a model's name
@@ -183,6 +190,8 @@ def _zero_stage(text: str) -> int | None:
 def read_config(text: str) -> ConfigReading:
     out = ConfigReading()
     raw: dict[str, tuple[str, str | None, str, tuple[int, int]]] = {}  # role key -> (key, value, span text, span)
+    models: list[tuple[str, str]] = []  # every model value (value, span text), flags first, then key: value lines
+    assigned: dict[str, str] = {}  # NAME -> value of each "NAME=value" / "name = 'value'" line, for $NAME
 
     def note(key: str, value: str | None, m: re.Match, vgroup: int, flag: bool = False) -> None:
         nk = _norm_key(key)
@@ -203,6 +212,8 @@ def read_config(text: str) -> ConfigReading:
             return  # "GPU: 1*A100" is prose, not a count setting: leave it to the prose rules
         if _STR_KEYS.get(nk) == "model" and _unquote(value).lower() in _PROSE_WORDS:
             return  # "... for a 7B model: would FSDP fit?": a sentence going on, not a model setting
+        if _STR_KEYS.get(nk) == "model" and value:
+            models.append((value, text[span[0]:span[1]].strip()))
         out.consumed.append(span)
 
     for m in _FLAG.finditer(text):
@@ -210,7 +221,11 @@ def read_config(text: str) -> ConfigReading:
     for m in _KV.finditer(text):
         if text[max(0, m.start() - 2): m.start()].endswith("--"):
             continue
+        if m.group(2):
+            assigned.setdefault(m.group(1).strip("\"'"), m.group(2))
         note(m.group(1), m.group(2), m, 2)
+    for m in _FROM_PRETRAINED.finditer(text):  # AutoModelForCausalLM.from_pretrained("/data/Qwen2.5-7B")
+        models.append((m.group(1) or m.group(2), m.group(0)))
 
     f, spans, obs = out.fields, out.spans, out.observed
 
@@ -328,10 +343,7 @@ def read_config(text: str) -> ConfigReading:
             if "activation_checkpoint" in text.lower() and v in ("selective", "full"):
                 put("activation_checkpointing", True, key)
         elif role == "model":
-            v = _unquote(value)
-            if v and out.model_text is None and not v.startswith("$"):
-                out.model_text = v
-                spans["model_text"] = span_text
+            pass  # every model value is weighed below (a $VARIABLE is read from its assignment)
         elif role == "rl":
             v = _unquote(value).lower()
             if v in ("grpo", "ppo", "dpo", "rloo", "kto", "orpo") or v == "true":
@@ -339,6 +351,10 @@ def read_config(text: str) -> ConfigReading:
         elif role == "distributed_type":
             obs["framework"] = _unquote(value).lower()
 
+    for value, span_text in models:
+        if (v := _model_value(value, assigned)) is not None:
+            out.model_text, spans["model_text"] = v, span_text
+            break
     # sequence length: the most specific key wins (LlamaFactory's cutoff_len over a generic max_length)
     if "seq_len" in f:
         for key in _SEQ_PRIORITY:
@@ -360,8 +376,11 @@ def read_config(text: str) -> ConfigReading:
         obs["zero_offload"] = True
     include = _INCLUDE.search(text)
     if include and "gpu_count" not in f:
-        devices = [d for d in include.group(1).split(",") if d]
+        hosts = [h.split(":", 1) for h in include.group(1).split("@")]
+        devices = [d for _, ids in hosts for d in ids.split(",") if d]
         f["gpu_count"], spans["gpu_count"] = len(devices), include.group(0)
+        if "nodes" not in f:  # the hosts it names are the run's nodes: "localhost:2,3,4,5" is one node
+            f["nodes"], spans["nodes"] = len({h for h, _ in hosts}), include.group(0)
         out.consumed.append(include.span())
     _read_cluster_lines(text, out)
     if obs.get("quantized") and f.get("finetune") == "lora":
@@ -411,6 +430,34 @@ def _read_cluster_lines(text: str, out: ConfigReading) -> None:
 _ZERO_JSON = re.compile(r"zero_optimization[\"']?\s*:\s*\{[^{}]{0,40}?[\"']stage[\"']\s*:\s*([0-3])", re.I | re.A)
 _OFFLOAD = re.compile(r"offload_(?:optimizer|param)(?:_device)?[\"']?\s*[:=]\s*(?:\{[^}]{0,80}device[\"']?\s*:\s*)?"
                       r"[\"']?(?:cpu|nvme)|offload_optimizer=cpu|zero3_offload|z3_offload", re.I | re.A)
+
+
+# from_pretrained with a literal or a variable: the model a script loads
+_FROM_PRETRAINED = re.compile(r"\.from_pretrained\(\s*(?:pretrained_model_name_or_path\s*=\s*)?(?:[\"']([^\"'\n]{1,200})[\"']|"
+                              r"([A-Za-z_]\w{0,60})\s*[,)])", re.A)
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w{0,60})\}?")
+
+
+def _model_value(value: str, assigned: dict[str, str]) -> str | None:
+    """The model a model setting names: the value itself, the value of the variable it refers to
+    ("--model_name_or_path ${model_name_or_path}" beside "model_name_or_path='/data/x/Llama-3-8B'",
+    "--model $MODEL" beside "MODEL=~/hf/Mistral-7B"), the string a from_pretrained call in it
+    loads; None when it names nothing read here (an unset variable, an expression)."""
+    v = _unquote(value)
+    for _ in range(3):  # a variable set from another variable, a few levels at most
+        ref = _VARIABLE.fullmatch(v) or (re.fullmatch(r"[A-Za-z_]\w{0,60}", v) if v in assigned and v != assigned[v] else None)
+        if not ref:
+            break
+        name = ref.group(1) if ref.re is _VARIABLE else v
+        if name not in assigned:
+            return None
+        v = _unquote(assigned[name])
+    if "(" in v:  # "AutoModel.from_pretrained('/data/x')": the string it loads
+        inner = re.search(r"[\"']([^\"'\n]{1,200})[\"']", value)
+        return inner.group(1) if inner else None
+    if not v or v.startswith("$"):
+        return None
+    return v
 
 
 def _flag(value: str | None) -> bool | None:

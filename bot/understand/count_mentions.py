@@ -267,13 +267,27 @@ def subset_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | N
     return None
 
 
+# One card of the run said as "one of them" before "the other N": "one GPU sits at 0% while the other 7
+# are at 100%", "某个gpu利用率为0，另外7个100%", "一张卡0%，其余7张100%" (first-contact batch j): a part and
+# the rest, so the run has N + 1 cards
+_A_PART = re.compile(r"\b(?:one|a single|a|one of the|one of my|one of our)\s+(?:nvidia\s+)?(?:gpus?|cards?|devices?|" + G + r")|"
+                     r"(?:某|有)(?:一)?(?:个|张|块)\s*(?:gpu|GPU|卡|显卡|" + G + r")|(?<![\d一两二三四五六七八九十几])(?:一)(?:个|张|块)\s*(?:gpu|GPU|卡|显卡|" + G + r")",
+                     re.I | re.A)
+# "the other 2 nodes", "其余3台机器": others of another kind, never cards
+_OTHERS_NOT_CARDS = re.compile(r"\s*(?:nodes?|machines?|servers?|hosts?|processes|workers|epochs?|steps?|models?|台|个?节点|个?进程|机器)",
+                               re.I | re.A)
+
+
 def rest_and_one(text: str) -> tuple[str, tuple[int, str]] | None:
     """(``text`` with "the other N" blanked, (N + 1, its words)) where one card is named by its role
-    or index ("主卡", "GPU 0") beside "the other N"; else None."""
-    one = _THE_ONE.search(text)
+    or index ("主卡", "GPU 0") beside "the other N", or said as a part before them ("one GPU ... the
+    other 7", "一张卡 ... 其余7张"); else None."""
     others = next((m for m in _THE_OTHERS.finditer(text) if (n := to_int(m.group(1) or m.group(2) or m.group(3) or ""))
-                   and 0 < n < 64), None)
-    if one is None or others is None:
+                   and 0 < n < 64 and not _OTHERS_NOT_CARDS.match(text, m.end())), None)
+    if others is None:
+        return None
+    one = _THE_ONE.search(text) or next((m for m in _A_PART.finditer(text, 0, others.start())), None)
+    if one is None:
         return None
     n = to_int(others.group(1) or others.group(2) or others.group(3) or "") or 0
     return _blank(text, *others.span()), (n + 1, others.group(0).strip())

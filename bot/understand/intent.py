@@ -64,8 +64,9 @@ _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|
 
 _TROUBLE = re.compile(r"out\s*of\s*memory|outofmemory|\boom(?:s|ed|ing)?\b|unable to|cannot (?:run|train|fit|allocate|start)|can'?t (?:run|train|fit|start)|无法|出错|慢很多|慢得多|很慢|"
                       r"fall(?:s)? to|drop(?:s|ped)? to|decreas|why my|为什么我|爆显存|显存不足|显存不够|显存溢出|超出显存|内存不够|溢出|跑不动|跑不起来|"
-                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|hang|卡住|卡死|卡在|卡着|一直卡|不动了|一动不动|\bstuck\b|freez(?:e|es|ing)\b|\bfroze\b|deadlock|慢了|变慢|更慢|特别慢|非常慢|太慢|比.{0,12}慢|slower|too slow|"
-                      r"much slower|speed (?:is|was) (?:low|slow)|速度.{0,8}(?:慢|相同|一样|下降)|throughput.{0,20}(?:drop|lower|low)|"
+                      r"跑不通|没跑通|报错|error|fail(?:s|ed|ing)?\b|crash|(?<![a-z])hang|卡住|卡死|卡在|卡着|一直卡|不动了|一动不动|\bstuck\b|freez(?:e|es|ing)\b|\bfroze\b|deadlock|慢了|变慢|更慢|特别慢|非常慢|太慢|比.{0,12}慢|slower|too slow|"
+                      r"much slower|speed (?:is|was) (?:low|slow)|\b(?:is|was|are|were|seems?|runs?|got) (?:very |so |really |extremely |quite |too |"
+                      r"pretty |super )?slow\b|速度.{0,8}(?:慢|相同|一样|下降)|throughput.{0,20}(?:drop|lower|low)|"
                       r"lower throughput|significant difference in throughput|not reduc|doesn'?t reduc|does not reduc|"
                       r"higher (?:gpu )?memory|more memory than|same amount of memory|显存占用(?:异常|很大|超出)|"
                       r"占用.{0,6}(?:异常|很大|过高|超出预期)|超出预期|异常|is that expected|is this normal|正常吗|是正常的吗|"
@@ -332,6 +333,40 @@ _API_VERSIONS = re.compile(r"fsdp\s*-?\s*1\b.{0,40}?fsdp\s*-?\s*2\b|fsdp\s*-?\s*
 
 
 # --- the cue table: which class of question a sentence asks -------------------------------------
+# One strategy's counterpart in the other library ("what is FSDP's equivalent of ZeRO-2?", "FSDP的哪个策略
+# 对应ZeRO-2？", "ZeRO-3 在 FSDP 里叫什么"): how the two map, whatever setup the message also states
+# (first-contact batch j). A strategy word with a word of correspondence ("is FULL_SHARD the FSDP
+# equivalent of it?"); not a choice between them ("FSDP or its ZeRO-3 equivalent, which is faster?").
+_DS_WORD = r"(?:zero[- _]?(?:stage[- _]?)?[0-3]?\b|deepspeed|deep speed)"
+_TORCH_WORD = r"(?:fsdp2?|fully_shard|shard_grad_op|full_shard|hybrid_shard|no_shard|hsdp|\bddp\b|sharding[_ ]strategy)"
+_CORRESPOND = (r"(?:equivalent|counterpart|analog(?:ue)?|correspond\w*|maps? (?:on)?to|mapping|the same (?:thing )?as|same as|"
+               r"identical to|called in|叫什么|对应|相当于|等价|等同|等效|对标|是同一个|一样吗)")
+_STRATEGY_EQUIVALENT = re.compile(r"^(?=.*?" + _CORRESPOND + r")(?=.*?(?:" + _DS_WORD + "|" + _TORCH_WORD + r"))"
+                                  r"(?!.*?(?:\bor\b|还是|\bvs\.?|versus|faster|slower|better|worse|更快|更慢|更好|更省|选哪|用哪|"
+                                  r"which one|should (?:i|we)\b))", _I | re.S)
+# How batch size or learning rate follow the number of GPUs ("how should batch size and learning rate change
+# when I go to two GPUs?", "换成4卡后学习率要怎么调？", "多卡训练时batch size要除以卡数吗"): how data
+# parallelism scales the global batch, a concept even when the message states the setup (batch j)
+_HYPERPARAMS = r"(?:learning[- _]?rate|\blr\b|学习率|batch[- _]?size|\bbs\b|批大小|批量大小|批次大小|global batch|effective batch)"
+_GPU_CHANGE = (r"(?:\b(?:go|going|goes|went|move|moving|switch|switching|scale|scaling|change|changing|increase|increasing|expand|"
+               r"expanding|upgrade|upgrading)\s+(?:up\s+)?(?:from\s+\S+\s+(?:gpus?\s+)?)?to\s+(?:\d+|two|three|four|eight|sixteen|more|"
+               r"multiple|several)\s*(?:x\s*)?(?:\S+\s+)?(?:gpus|cards|devices|nodes)|"
+               r"\b(?:with|on|using|across|over)\s+(?:\d+|two|three|four|eight|sixteen|multiple|more|several)\s+(?:gpus|cards|devices)|"
+               r"\bnumber of (?:gpus|cards|devices)|\bmore gpus|\bmulti-?gpu|\bper[- ](?:gpu|device)|\bworld[_ ]size|"
+               r"(?:换成|改成|变成|换到|扩到|扩展到|增加到|加到|用)\s*(?:\d+|[两二三四五六七八十双多])\s*(?:张|块)?\s*(?:卡|gpu|GPU|显卡)|"
+               r"多卡|双卡|多机|卡数|几张卡|(?:\d+|[两二三四五六七八十])\s*(?:张|块)?\s*(?:卡|gpu|GPU)(?:训练)?(?:后|时|的时候|之后|以后))")
+# One strategy faster or better than another for the setup the message states ("Is DeepSpeed faster than DDP
+# on 4 x 8 A100?", "8张A100训练7B，FSDP比DDP快吗？"): a choice for that setup, recommend; without a setup, or
+# between cards ("Is an H100 faster than an A100 for 7B?"), a comparison in general; "why is ZeRO-3 slower
+# than ZeRO-2?" asks about the run (the why cues decide)
+_STRAT = r"(?:\bddp\b|fsdp2?|deepspeed|deep speed|zero[- _]?(?:stage[- _]?)?[0-3]\b|\bhsdp\b|full_shard|shard_grad_op|megatron)"
+_STRATEGY_FASTER = re.compile(r"^(?!.*?(?:\bwhy\b|\bhow come\b|为什么|为啥|什么原因|原因))(?=.*?(?:"
+                              + _STRAT + r"[^.?!。？！\n]{0,60}?\b(?:faster|slower|quicker|better|worse|more efficient|cheaper)\s+than\s+"
+                              r"(?:(?:plain|vanilla|pure|simple|pytorch|the|using|with)\s+)*" + _STRAT + "|"
+                              + _STRAT + r"\s*(?:会|要|能)?\s*比\s*(?:用)?\s*" + _STRAT + r"\s*(?:更|还|要)?\s*(?:快|慢|好|省|高效)))",
+                              _I | re.S)
+_SCALING_Q = re.compile(r"^(?=.*?" + _HYPERPARAMS + r")(?=.*?" + _GPU_CHANGE + r")", _I | re.S)
+
 # Cues the rules above do not cover, each a class of wording (never one thread's sentence):
 # the person asks what went wrong in their run ("what is the problem?", "问题出在哪里")
 _PROBLEM_Q = re.compile(r"what(?:'s| is) (?:wrong|the (?:problem|issue|cause))|问题出在哪|哪里出(?:现)?了?问题|出了什么问题|"
@@ -545,6 +580,8 @@ def _cue(name: str, intent: str, pattern: re.Pattern[str], needs: str = "", unle
 # asks what to do ("should", "need", "用什么").
 QUESTION_CUES: tuple[Cue, ...] = (
     _cue("two_api_versions", "concept", _API_VERSIONS),       # "FSDP1 or FSDP2?" wherever it is asked
+    _cue("strategy_equivalent", "concept", _STRATEGY_EQUIVALENT),  # "FSDP's equivalent of ZeRO-2?" with any setup
+    _cue("batch_and_lr_with_gpus", "concept", _SCALING_Q, unless="symptom"),  # "lr and batch size on 4 GPUs?"
     _cue("what_went_wrong", "troubleshoot", _PROBLEM_Q),
     _cue("is_it_normal", "troubleshoot", _NORMAL_Q, needs="symptom"),  # before the comparison cues
     _cue("per_process_copy", "concept", _PER_PROCESS_COPY, unless="symptom"),  # before the quantity cues
@@ -553,6 +590,7 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("diagnose_after_symptom", "troubleshoot", _DIAGNOSE_Q, needs="symptom"),  # "how can I locate it?"
     _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="i_here"),
     _cue("how_achieved", "concept", _ACHIEVED),
+    _cue("strategy_faster_for_setup", "recommend", _STRATEGY_FASTER, needs="setup"),  # "DeepSpeed faster than DDP on 32 A100?"
     _cue("which_is_faster", "concept", _FASTER_THAN, unless="mine"),  # "Is an H100 faster than an A100 for 7B?"
     _cue("design_choice", "concept", _DESIGN_WHY, unless="i_here"),
     _cue("why_in_general", "concept", _WHY, needs="why_only", unless="own symptom"),  # "为什么FSDP的显存比DDP少？"

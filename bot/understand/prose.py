@@ -440,6 +440,32 @@ _SEVERAL_CARDS = re.compile(r"多张|多块|多卡|多个(?:gpu|卡|显卡)|多(
                             r"\bacross\s+(?:the\s+)?(?:gpus|cards)", re.I | re.A)
 
 
+# Several of the asker's cards with no number written: "multiple RTX 3090s", "several A100 GPUs", "a few
+# 4090s", "多张3090", "几张卡": a count to ask (never one, never a default). A single card named beside it
+# ("runs on a single 3090", "is it possible on one GPU?") is a baseline or a question, not the run's count
+# (first-contact batch j). Said in a question ("should I use multiple GPUs?", "需要几张卡？") or after a
+# modal it is no count of the asker's.
+_SEVERAL_OWN = re.compile(r"\b(?:multiple|several|a few|a couple of)\s+(?:nvidia\s+|rtx\s+|geforce\s+)?(?:" + G + r"s?|gpus\b|cards\b)|"
+                          r"(?:多张|多块|多个|几张|几块|好几张|好几块|若干张?)\s*(?:nvidia\s*|rtx\s*)?(?:" + G + r"|显卡|卡|gpu)",
+                          re.I | re.A)
+_SEVERAL_HYPOTHETICAL = re.compile(r"\b(?:should|would|could|can|if|whether|want to|plan to|planning to|going to|need|needs|"
+                                   r"to use|how many)\b|如果|是否|要不要|想|打算|准备|需要|要|得|至少|最少|多少", re.I | re.A)
+
+
+def several_cards(text: str) -> str | None:
+    """The words saying the run is on several cards, no number given ("multiple RTX 3090s",
+    "多张3090"), or None; never in a question sentence or after a modal ("should I use several GPUs?")."""
+    for m in _SEVERAL_OWN.finditer(text):
+        start = max(text.rfind(ch, 0, m.start()) for ch in ".?!。？！\n;；") + 1
+        stops = [i for ch in ".?!。？！\n" if (i := text.find(ch, m.end())) >= 0]
+        end = min(stops) if stops else len(text)
+        sentence, before = text[start:end + 1], text[start:m.start()]
+        if re.search(r"[?？吗呢]", sentence) or _SEVERAL_HYPOTHETICAL.search(before[-24:]):
+            continue
+        return m.group(0)
+    return None
+
+
 def _per_card_phrases_blanked(text: str) -> str:
     """``text`` with the card words of per-card memory phrases blanked, where the run is on several cards."""
     if not _SEVERAL_CARDS.search(text):
@@ -544,7 +570,10 @@ def read_counts(text: str, out: ProseReading) -> None:
             per_node, per_text, count = count, count_text, None
         elif re.search(r"^\s*(?:gpus?|cards?)?\s*(?:each|per node|每台)", text[count_span[1]: count_span[1] + 14], re.I | re.A):
             per_node, per_text, count = count, count_text, None
-    single = next((m for m in _SINGLE_GPU.finditer(text) if not re.search(
+    several = several_cards(text) if "gpu_count" not in out.fields and "gpus_per_node" not in out.fields else None
+    if several is not None and count == 1 and not re.search(r"\d", count_text):
+        count = None  # "runs on a single A6000 ... fails with multiple A6000s": the one card is no count
+    single = None if several is not None else next((m for m in _SINGLE_GPU.finditer(text) if not re.search(
         r"(?:than|比|fits?|fit (?:on|in|into)|vs\.?|compared to|instead of)\s*(?:that of\s*)?(?:on|in|into)?\s*(?:an?\s*)?$",
         text[max(0, m.start() - 16): m.start()], re.I | re.A) and not _LIKE_ONE_GPU.search(text, max(0, m.start() - 3), m.end() + 24)
         and not one_gpu_symptom(text, m.start(), m.end())), None)
@@ -555,12 +584,13 @@ def read_counts(text: str, out: ProseReading) -> None:
                 and re.match(r"\s*(?:and|or|vs\.?|/|,)\s*(?:an?\s+)?" + GPU, text[single.end():], re.I)):
         count, count_text = 1, single.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields \
-            and "gpus_per_node" not in out.fields and not indexed and len(re.findall(G, text)) and len(re.findall(G + "+", text)) == 1 \
+            and "gpus_per_node" not in out.fields and not indexed and several is None and len(re.findall(G, text)) \
+            and len(re.findall(G + "+", text)) == 1 \
             and (one := _ONE_CARD.search(text)) and not _many(text, one.group(0)) \
             and not one_gpu_symptom(text, one.start(), one.end()):
         count, count_text = 1, one.group(0)
     if count is None and nodes is None and per_node is None and "gpu_count" not in out.fields and \
-            "gpus_per_node" not in out.fields:
+            "gpus_per_node" not in out.fields and several is None:
         if pair := _PAIR.search(text):
             count, count_text = 2, pair.group(0)
             out.notes.append(("count_implied", {"count": 2, "span": pair.group(0)}))
@@ -593,6 +623,8 @@ def read_counts(text: str, out: ProseReading) -> None:
         out.notes.append(("count_implied", {"count": 1, "span": count_text.strip()}))
     if count is not None:
         _set(out, "gpu_count", count, count_text)
+    elif several is not None and "gpu_count" not in out.fields:
+        out.notes.append(("count_several", {"span": several}))  # the answer asks how many
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
 from bot.understand.prose import read_prose
 from bot.understand.roles import set_aside
+from bot.understand.run_roles import reference_run
 from bot.understand.spans import (
     NameMention,
     _resolve_gpu,
@@ -280,6 +281,29 @@ def _foreign_family(text: str, mention: NameMention) -> tuple[str, NameSize] | N
     return token, read
 
 
+# Path segments that name no model: a checkpoint or step folder, a weights file's generic name, the
+# usual folders models are kept in, a version or a hash
+_GENERIC_SEGMENT = re.compile(r"(?:checkpoint|ckpt|step|global_step|epoch|iter|run)[-_]?\d*|\d+|v\d+(?:\.\d+)*|"
+                              r"models?|weights?|ckpts?|checkpoints?|hf|hf_models?|huggingface|hub|snapshots?|final|latest|best|"
+                              r"outputs?|merged|pytorch_model|model(?:[-_.]\d+(?:-of-\d+)?)?|adapter_model|consolidated(?:\.\d+)?|"
+                              r"[0-9a-f]{12,}|~|\.{1,2}|data\d*|mnt|home|root|tmp|users?|workspace|share|shared|disk\d*|nas\d*",
+                              re.I | re.A)
+_WEIGHT_FILE = re.compile(r"\.(?:bin|safetensors|pt|pth|ckpt|gguf|h5|msgpack|index\.json|json|tar|gz|zip)$", re.I | re.A)
+
+
+def model_segment(value: str) -> str | None:
+    """The last meaningful segment of a model path or id: "/data/x/Meta-Llama-3-8B-Instruct" ->
+    "Meta-Llama-3-8B-Instruct", "models/llama-13b.bin" -> "llama-13b", ".../Llama-2-7b-hf/checkpoint-500"
+    -> "Llama-2-7b-hf" (a checkpoint folder, a weights file's generic name or a storage folder names
+    no model); None when no segment has a name."""
+    for part in reversed([p for p in re.split(r"[/\\]+", value.strip().strip("\"'")) if p]):
+        while (bare := _WEIGHT_FILE.sub("", part)) != part:
+            part = bare
+        if (re.search(r"[A-Za-z]{2}", part) or size_from_name(part)) and not _GENERIC_SEGMENT.fullmatch(part):
+            return part  # a name, or a bare size ("model: 7B")
+    return None
+
+
 def _catalog_memory(name: str | None) -> float | None:
     if not name:
         return None
@@ -371,6 +395,13 @@ def read_turn(raw: object) -> Reading:
     intent_text = asked_text if before_aside == marked else "".join(
         " " if m == " " and b != " " and not _clause_asks(before_aside, i) else o
         for i, (o, b, m) in enumerate(zip(asked_text, before_aside, marked, strict=False)))
+    # an earlier run beside the one asked about ("I ran a 3B on one H100 fine, now I want 7B on 4 A100s"):
+    # its model, size and card are a reference, not the setup (never a contradiction with it)
+    marked, earlier, earlier_words = reference_run(marked, own)
+    if earlier:
+        models = [m for m in models if not any(s <= m.start < e for s, e in earlier)]
+        unknown_models = [m for m in unknown_models if not any(s <= m.start < e for s, e in earlier)]
+        aside_notes = [*aside_notes, *(("reference_run", {"span": w}) for w in earlier_words)]
     gpus = [g for g in gpus if marked[g.start] == GPU]
     unknown_cards = [g for g in unknown_cards if marked[g.start] == GPU]
     prose = read_prose(marked)
@@ -388,13 +419,16 @@ def read_turn(raw: object) -> Reading:
     if models:
         put("model", models[0].name, "stated", models[0].raw)
     elif cfg.model_text:
-        cm = find_models(cfg.model_text)
+        # the last meaningful segment of a path names the model ("/data/x/Meta-Llama-3-8B-Instruct",
+        # "models/llama-13b.bin", "/mnt/ckpt/qwen2-7b-chat/", ".../Llama-2-7b-hf/checkpoint-500")
+        base = model_segment(cfg.model_text)
+        cm = (find_models(base) if base else []) or find_models(cfg.model_text)
         if cm:
             put("model", cm[0].name, "config", cfg.spans.get("model_text", cfg.model_text))
-        elif size := _size_from_name(cfg.model_text.rstrip("/").rsplit("/", 1)[-1]):
+        elif base and (size := _size_from_name(base)):
             put("params_b", size[0], "config", cfg.spans.get("model_text", cfg.model_text))
-            out.unknown_model = cfg.model_text.rstrip("/").rsplit("/", 1)[-1][:80]
-        elif (base := cfg.model_text.rstrip("/").rsplit("/", 1)[-1].strip("\"'")) and re.search(r"[A-Za-z]{2}", base):
+            out.unknown_model = base[:80]
+        elif base:
             # "model_name_or_path: org/SomeVisionModel": the name is kept and its size asked
             out.notes.append(ReadNote("model_unsized", {"name": base[:80]}))
     if "model" not in f and "params_b" not in f and (example := _LLAMAFACTORY_EXAMPLE.search(text)):
@@ -547,6 +581,8 @@ def read_turn(raw: object) -> Reading:
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (vis := visible_devices(work)):
         put("gpu_count", vis[0], "config", vis[1], confidence=0.6)
         out.notes.append(ReadNote("count_from_device_list", {"count": vis[0], "span": vis[1]}))
+        if not _MULTI_NODE_FLAG.search(work):
+            put("nodes", 1, "config", vis[1], confidence=0.6)  # the device list of one machine: one node
     if "gpu_count" not in f and not ("gpus_per_node" in f and "nodes" in f) and (ids := prose.observed.get("device_list_count")):
         # "GPUs 0 and 1", "0,1号卡": as weak as CUDA_VISIBLE_DEVICES, and said to come from the list
         put("gpu_count", ids[0], "stated", origin(ids[1], marked, text), confidence=0.6)

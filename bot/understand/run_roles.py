@@ -2,7 +2,10 @@
 symptom that is not a count.
 
 "works on 2 GPUs but OOMs on 4", "单卡能跑，四卡就报错": the failing run is the setup the question is
-about; the working one is an observation (first-contact batches c and d). "it only uses one GPU",
+about; the working one is an observation (first-contact batches c and d). An earlier run that worked beside the run
+asked about ("I ran a 3B on one H100 fine, now I want a 7B on 4 A100s") is a reference for models and
+cards too: ``reference_run`` blanks its model, size and card where the run asked about names its own
+(first-contact batch j). "it only uses one GPU",
 "只有一张卡在跑" say what a run does, not how many GPUs there are (batch b). ``bot.understand.prose``
 reads counts through these rules.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.understand.counts import COUNT, G, to_int
+from bot.understand.counts import COUNT, GPU, MODEL, G, to_int
 
 # "it uses only one GPU", "only use single GPU training", "only GPU 0 is busy", "只用了一张卡",
 # "只有一张卡在跑": what the run does (a symptom), not how many GPUs there are (first-contact batch b)
@@ -157,3 +160,90 @@ def grid_roles(text: str, grids: list[tuple[int, int, tuple[int, int], str]]) ->
     if len({grids[i][:2] for i in failed}) != 1 or not worked or {grids[i][:2] for i in worked} & {grids[failed[0]][:2]}:
         return None
     return failed[0], worked
+
+
+# --- an earlier run beside the one asked about -----------------------------------------------------
+# "I ran a 3B on a single 80GB H100 fine, now I want a 7B on 4 A100s", "Qwen2.5-7B trains on my 4090 without
+# trouble but Qwen2.5-14B runs out of memory", "之前在一张A100上微调3B没问题，现在想在4张4090上微调7B"
+# (first-contact batch j): a run that worked, beside a run that failed or one the asker wants or asks about,
+# is history. Its model, size and card are a reference, not the setup, wherever the run asked about names
+# its own (a model or size; a card, with the count and memory written with it); what the asked run does
+# not name again is kept (the same card, a bigger model). Never a contradiction between the two.
+_REF_CLAUSE = re.compile(r"[,，;；。!?！？\n()（）]|(?<!\d)\.(?!\d)|\bbut\b|\bhowever\b|\bwhereas\b|\bwhile\b|但是?|可是|然而|不过|"
+                         r"(?=\b(?:now|next)\b|现在|如今|接下来)", re.I | re.A)
+_REF_WORKS = re.compile(_RUN_WORKS.pattern + r"|\bno (?:issues?|trouble|errors?|oom)\b|\bwithout (?:any )?(?:issues?|problems?|"
+                        r"trouble|errors?|oom)\b|\bsuccessfully\b|\b(?:was|were) able to\b|\bmanaged to\b|\bjust fine\b|"
+                        r"\bcould (?:do|train|run|fine-?tune|finetune|fit)\b|\b(?:fine|ok|okay|well)\s*$|很顺利|顺利", re.I | re.A)
+# the run asked about: one the asker wants, plans or tries now, or asks about
+_REF_WANTS = re.compile(r"\b(?:want|wants|wanted|would like|'d like|plan|planning|going|hope|hoping|trying|try|need)\s+to\b|"
+                        r"\b(?:now|next|this time)\b|\bwould\b|\bwill\b|\bcan i\b|\bshould\b|想|打算|准备|计划|现在|如今|接下来|要不要|能不能|"
+                        r"可以吗|行吗|吗|呢", re.I | re.A)
+_SIZE = re.compile(r"(?<![\w.])\d{1,4}(?:\.\d{1,3})?\s*[bB](?![a-zA-Z])", re.A)
+_CARD_WORDS = re.compile(r"(?:(?:\d{1,3}|a single|single|one|an?|[一两二三四五六七八九十单]+)\s*(?:x|×|\*|张|块|个)?\s*)?"
+                         r"(?:\d{1,3}\s*(?:gi?b|g)\s*)?" + G + r"(?:\s*\d{1,3}\s*(?:gi?b|g)(?![a-z]))?s?"
+                         r"(?:\s*(?:gpus?|cards?|显卡|卡)\b)?", re.I)
+
+
+def _kind_spans(chunk: str, start: int, kind: str) -> list[tuple[int, int]]:
+    """The spans (in the whole text) of a clause's model names and sizes, or of its cards with the
+    count and memory written with them."""
+    if kind == "model":
+        return [(start + m.start(), start + m.end()) for m in re.finditer(MODEL + "+", chunk)] + \
+            [(start + m.start(), start + m.end()) for m in _SIZE.finditer(chunk)]
+    return [(start + m.start(), start + m.end()) for m in _CARD_WORDS.finditer(chunk) if GPU in m.group(0)]
+
+
+def _said(original: str, spans: list[tuple[int, int]], kind: str) -> set[str]:
+    """What the spans say, as words to compare (a card without its count)."""
+    out = set()
+    for s, e in spans:
+        words = original[s:e].lower()
+        if kind == "card":
+            words = re.sub(r"^(?:\d{1,3}|a single|single|one|an?|[一两二三四五六七八九十单]+)\s*(?:x|×|\*|张|块|个)?\s*", "", words)
+            words = re.sub(r"s?(?:\s*(?:gpus?|cards?|显卡|卡))?$", "", words)
+        out.add(re.sub(r"[\s_\-]+", "", words))
+    return out
+
+
+def reference_run(marked: str, original: str) -> tuple[str, list[tuple[int, int]], list[str]]:
+    """(``marked`` with an earlier run's model, size and card blanked, the blanked spans, the earlier
+    run's clauses in the person's words) where a run that worked stands beside the run asked about
+    and the two name different models or cards; else (``marked``, [], [])."""
+    bounds = [0, *(x for m in _REF_CLAUSE.finditer(marked) for x in (m.start(), m.end())), len(marked)]
+    clauses = [(s, e) for s, e in zip(bounds[::2], bounds[1::2], strict=False) if marked[s:e].strip()]
+    states: list[str | None] = []
+    for s, e in clauses:
+        chunk = marked[s:e]
+        rest = marked[e: e + 3]
+        if _RUN_FAILS.search(chunk) or _REF_WANTS.search(chunk) or rest.lstrip()[:1] in ("?", "？"):
+            states.append("asked")
+        elif _REF_WORKS.search(chunk):
+            states.append("worked")
+        else:
+            states.append(None)
+    figures = [bool(_kind_spans(marked[s:e], s, "model") or _kind_spans(marked[s:e], s, "card")) for s, e in clauses]
+    for i in range(len(clauses) - 1):  # "I tried Llama 7B on 8 A100s" + "but hit an OOM": the next clause says how it went
+        if states[i] is None and figures[i] and not figures[i + 1] and states[i + 1] is not None:
+            states[i] = states[i + 1]
+    worked = [i for i, st in enumerate(states) if st == "worked" and figures[i]]
+    asked = [i for i, st in enumerate(states) if st == "asked" and figures[i]]
+    if not worked or not asked:
+        return marked, [], []
+    blanked: list[tuple[int, int]] = []
+    for kind in ("model", "card"):
+        asked_spans = [sp for i in asked for sp in _kind_spans(marked[clauses[i][0]: clauses[i][1]], clauses[i][0], kind)]
+        if not asked_spans:
+            continue
+        asked_said = _said(original, asked_spans, kind)
+        for i in worked:
+            spans = _kind_spans(marked[clauses[i][0]: clauses[i][1]], clauses[i][0], kind)
+            if spans and not _said(original, spans, kind) <= asked_said:
+                blanked += spans
+    if not blanked:
+        return marked, [], []
+    chars = list(marked)
+    for s, e in blanked:
+        chars[s:e] = " " * (e - s)
+    words = [original[clauses[i][0]: clauses[i][1]].strip() for i in worked
+             if any(clauses[i][0] <= s < clauses[i][1] for s, _ in blanked)]
+    return "".join(chars), blanked, words

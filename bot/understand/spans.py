@@ -9,6 +9,11 @@ positions, then the full alias patterns are tried only there (linear in the text
 A card the catalog lacks is still recognised as a card (never as a model size): "Ascend 910B"
 is a card even in a catalog without it, and an unknown name shaped like a card next to a count
 or a memory size ("8x Zephyrion Z9", "4 MI325X 256GB") is reported so the answer can ask.
+
+Model names are read by words (first-contact batch j): an alias matched only by gluing its words into
+one that is another catalog family's name ("tinyllama" is TinyLlama, not the test model "tiny-llama"),
+a size word alone or joined before a family word ("tiny", "tiny-bert"), and a folder or organisation of
+a path ("mistral-community/pixtral-12b") are not the catalog entry they contain.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bot.catalog import UnknownNameError, list_gpus, list_models, lookup_gpu, lookup_model
+from bot.catalog import UnknownNameError, list_gpus, list_models, lookup_family, lookup_gpu, lookup_model
 from bot.catalog.accelerators import BARE_NUMBER_NAMES
 
 MAX_MENTIONS = 24  # a question names a few cards; a pasted list of thousands is read no further
@@ -61,8 +66,9 @@ def _alias_pattern(alias: str) -> str | None:
     return "".join(parts)
 
 
-def _compile(aliases: dict[str, str]) -> tuple[re.Pattern, re.Pattern, dict[str, str]]:
-    """(head regex, full regex with one group per alias order, normalised alias -> catalog name)."""
+def _compile(aliases: dict[str, str]) -> tuple[re.Pattern, re.Pattern, dict[str, str], dict[str, str]]:
+    """(head regex, full regex with one group per alias order, group -> catalog name, group -> the
+    alias as the catalog writes it)."""
     items = []
     for alias, name in aliases.items():
         pat = _alias_pattern(alias)
@@ -80,7 +86,8 @@ def _compile(aliases: dict[str, str]) -> tuple[re.Pattern, re.Pattern, dict[str,
     full_re = re.compile(r"(?:" + "|".join(f"({p})" for _, p, _, _ in items) + r")(?:(?<=\d)(?!\d)|(?=s(?![a-z0-9])|[^a-z0-9]|$))",
                          re.I | re.A)
     names = {str(i): name for i, (_, _, _, name) in enumerate(items)}
-    return head_re, full_re, names
+    written = {str(i): alias for i, (_, _, alias, _) in enumerate(items)}
+    return head_re, full_re, names, written
 
 
 def _head(alias: str) -> str:
@@ -126,7 +133,8 @@ _CARD_SUFFIX = re.compile(r"(?:[-_ ]{0,3}(pcie|sxm\d?|nvl))?(?:[-_ ]{0,3}(\d{1,3
 _FORM_SUFFIX = re.compile(r"(?:[-_ ]{0,3}(pcie|sxm\d?|nvl))?", re.I | re.A)
 
 
-def _scan(text: str, head_re: re.Pattern, full_re: re.Pattern, names: dict[str, str]):
+def _scan(text: str, head_re: re.Pattern, full_re: re.Pattern, names: dict[str, str], written: dict[str, str]):
+    """(start, end, catalog name, the alias that matched) for each name found, left to right."""
     pos = 0
     for head in head_re.finditer(text):
         if head.start() < pos:
@@ -135,15 +143,15 @@ def _scan(text: str, head_re: re.Pattern, full_re: re.Pattern, names: dict[str, 
         if not m:
             continue
         idx = m.lastindex - 1 if m.lastindex else 0
-        yield m.start(), m.end(), names[str(idx)]
+        yield m.start(), m.end(), names[str(idx)], written[str(idx)]
         pos = m.end()
 
 
 def find_gpus(text: str) -> list[NameMention]:
     """Every catalog card named in ``text`` with the size/form written beside it."""
-    head_re, full_re, names = _gpu_matchers(_signature(list_gpus()))
+    head_re, full_re, names, written = _gpu_matchers(_signature(list_gpus()))
     out: list[NameMention] = []
-    for start, end, name in _scan(text, head_re, full_re, names):
+    for start, end, name, _alias in _scan(text, head_re, full_re, names, written):
         if len(out) >= MAX_MENTIONS:
             break
         if text[end - 1].isdigit() and _o_typo_ahead(text, start, end):
@@ -241,15 +249,112 @@ def _resolve_gpu(raw: str, size: float | None, form: str) -> str | None:
 
 
 # A release word between a family and its size ("Qwen-2.5-instruct 32B", "llama 3.1 chat 70B"):
-# blanked for matching (same length, so spans stay the user's text).
-_VARIANT_WORD = re.compile(r"(?<=[a-z0-9.])[-_ ]?(?:instruct|chat|base|hf)(?=[-_ ]+\d+(?:\.\d+)?\s*b(?![a-z]))",
+# blanked for matching (same length, so spans stay the user's text). Glued to the family's letters it
+# is part of the family's one word ("StarCoderBase-7B" is StarCoderBase, not StarCoder at 7B).
+_VARIANT_WORD = re.compile(r"(?:(?<=[a-z0-9.])[-_ ]|(?<=[0-9.]))(?:instruct|chat|base|hf)(?=[-_ ]+\d+(?:\.\d+)?\s*b(?![a-z]))",
                            re.I | re.A)
+# Words that say a size within a family's names ("Whisper-tiny", "BERT-base", "GPT-2 Medium"): alone
+# they name no model, and joined before a family word they make another, smaller family's name
+# ("tiny-bert", "MiniLlama": not BERT-base, not a Llama of the catalog)
+_SIZE_WORDS = r"(?:tiny|mini|small|base|medium|large|nano|micro|xl|xxl)"
+_SIZE_WORD = re.compile(_SIZE_WORDS, re.I | re.A)
+_SIZE_WORD_JOINED = re.compile(r"(?<![A-Za-z0-9])" + _SIZE_WORDS + r"[-_]?$", re.I | re.A)
+_LETTER_WORDS = re.compile(r"[a-z]+")
+# a path or a repository id: the characters of one token that holds a "/"
+_PATH_CHARS = re.compile(r"[^\s'\"`()\[\]{},;=]")
+
+
+def _glued_words(written: str, alias: str) -> list[str]:
+    """The words of ``written`` that glue two or more of the alias's letter words into one
+    ("tinyllama" against the alias "tiny-llama"), in order."""
+    mine, theirs = _LETTER_WORDS.findall(written.lower()), _LETTER_WORDS.findall(alias.lower())
+    glued = []
+    for word in mine:
+        if word in theirs:
+            continue
+        for i in range(len(theirs)):
+            joined = ""
+            for j in range(i, len(theirs)):
+                joined += theirs[j]
+                if j > i and joined == word:
+                    glued.append(word)
+                if len(joined) >= len(word):
+                    break
+    return glued
+
+
+def _word_reading(text: str, start: int, end: int, name: str, alias: str) -> str | None | bool:
+    """How a catalog match reads as a name (word boundaries and the longest name win):
+
+    - the alias's words glued into one word that is another catalog family's name ("tinyllama"
+      against the alias "tiny-llama" of a 6M test model, the family TinyLlama): that family's model
+      when it has one size, else no model (its size is asked);
+    - a size word alone ("tiny", "base"), or a catalog name after a size word joined to it
+      ("tiny-bert", "mini_llama"): no model of the catalog;
+    True: the match stands."""
+    written = text[start:end]
+    for word in _glued_words(written, alias):
+        family = lookup_family(word)
+        if family is None:
+            continue
+        members = {catalog for _, catalog in family.members}
+        if name in members:
+            return True
+        return members.pop() if len(members) == 1 else None
+    if _SIZE_WORD.fullmatch(written.strip()) and written.strip() != text.strip():
+        return None
+    token_start = start
+    while token_start > 0 and re.match(r"[A-Za-z0-9_\-]", text[token_start - 1]):
+        token_start -= 1
+    if token_start < start and _SIZE_WORD_JOINED.search(text[token_start:start]):
+        return None
+    return True
+
+
+def _path_token(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span of the path or repository id holding ``text[start:end]`` (None: not in one)."""
+    a, b = start, end
+    while a > 0 and _PATH_CHARS.match(text[a - 1]):
+        a -= 1
+    while b < len(text) and _PATH_CHARS.match(text[b]):
+        b += 1
+    return (a, b) if "/" in text[a:b] or "\\" in text[a:b] else None
 
 
 def find_models(text: str) -> list[NameMention]:
-    head_re, full_re, names = _model_matchers(_signature(list_models()))
+    """Every catalog model named in ``text``, read by words: a match that glues the alias's words into
+    another family's name, or a size word alone, is not the catalog entry (``_word_reading``); in a
+    path, a name in a folder before the one that names a model is the folder ("mistral-community/
+    pixtral-12b" is Pixtral)."""
+    head_re, full_re, names, written = _model_matchers(_signature(list_models()))
     masked = _VARIANT_WORD.sub(lambda m: " " * len(m.group(0)), text)
-    return [NameMention(s, e, text[s:e], name) for s, e, name in _scan(masked, head_re, full_re, names)]
+    found: list[NameMention] = []
+    for s, e, name, alias in _scan(masked, head_re, full_re, names, written):
+        reading = _word_reading(text, s, e, name, alias)
+        if reading is None or reading is False:
+            continue
+        found.append(NameMention(s, e, text[s:e], name if reading is True else str(reading)))
+    names, folders = [], []
+    for m in found:
+        token = _path_token(text, m.start, m.end)
+        later = token is not None and any(o is not m and token[0] <= o.start < token[1] and "/" in text[m.end: o.start]
+                                          for o in found)
+        (folders if later and _is_folder(text, token, m) else names).append(m)
+    # a folder's name is still a name (its digits are no size of the run), listed after the model the path names
+    return names + folders
+
+
+def _is_folder(text: str, token: tuple[int, int], m: NameMention) -> bool:
+    """Whether the name ``m`` is a folder of the path ``token``: a path of several folders or from a root
+    ("/data/llama/Qwen2.5-7B", "~/hf/..."), or an organisation holding a family word
+    ("mistral-community/pixtral-12b"); "chatglm-6b/chatglm2-6B" is two names offered together."""
+    path = text[token[0]: token[1]]
+    if path.count("/") + path.count("\\") > 1 or path[:1] in "/~.\\" or "://" in path:
+        return True
+    seg_start = max(text.rfind("/", token[0], m.start), text.rfind("\\", token[0], m.start)) + 1 or token[0]
+    seg_start = max(seg_start, token[0])
+    seg_end = min([i for i in (text.find("/", m.end, token[1]), text.find("\\", m.end, token[1])) if i >= 0] or [token[1]])
+    return (m.start, m.end) != (seg_start, seg_end)
 
 
 def card_family(gpu_name: str) -> str:

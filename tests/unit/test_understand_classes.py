@@ -96,7 +96,7 @@ def test_hyphenated_card_names(text, gpu, memory):
     ("2台8卡A800 80G", 16, 2, 8),
     ("2 nodes with 4x 80GB A100", 8, 2, 4),
     ("torchrun --nproc_per_node 8 --nnodes 2 train.py", 16, 2, 8),
-    ("deepspeed --include localhost:4,5,6,7 train.py", 4, None, None),
+    ("deepspeed --include localhost:4,5,6,7 train.py", 4, 1, 4),  # localhost: one node (first-contact batch j)
 ])
 def test_counts(text, count, nodes, per_node):
     s = parse_conversation(text).setup
