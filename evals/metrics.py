@@ -442,13 +442,22 @@ def _traceability(case: Case, answer: Answer) -> MetricResult:
     return MetricResult("number_traceability", True, f"all {len(mentions)} figures traced ({bound} bound to keys)")
 
 
+# A quote's sentences (Latin stops before a space, CJK stops anywhere, as evals.first_contact splits them)
+_QUOTE_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
 def _without_corpus_quotes(answer: Answer) -> str:
     """The answer text minus its verbatim forum/doc quotes: a number word inside a cited sentence
-    ("放进一张80 GB的卡") is the source's own wording, sourced by the citation itself."""
+    ("放进一张80 GB的卡") is the source's own wording, sourced by the citation itself. A quote's
+    sentences count one by one, since an answer may print some of them apart (a diagnosis prints a
+    playbook entry's check and fix after its own gist, and the entry's cause in the full answer)."""
     text = answer.text
     for c in getattr(answer, "citations", None) or []:
         if getattr(c, "kind", "") in ("forum", "doc") and getattr(c, "quote", None):
             text = text.replace(c.quote, " ")
+            for sentence in _QUOTE_SENTENCE_END.split(c.quote):
+                if sentence.strip():
+                    text = text.replace(sentence.strip(), " ")
     return text
 
 

@@ -98,7 +98,8 @@ class Sections(BaseModel):
 
     headline: str = ""  # first line: answers the question asked, then the recommendation
     direct_answer: str | None = None  # yes/no, which of two options, why slow, how many GPUs
-    # the direct answer's further sentences past the short form's budget (shown folded, in order)
+    # the direct answer's further sentences in the full answer only (shown folded, in order): those
+    # only it carries (a diagnosis's full cause behind its gist), then those past the short form's budget
     direct_more: list[str] = Field(default_factory=list)
     setup_read: list[SetupItem] = Field(default_factory=list)
     table: list[TableRow] = Field(default_factory=list)

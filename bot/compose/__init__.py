@@ -43,6 +43,7 @@ from bot.compose.say import (
 )
 from bot.decide import (
     TOLERANCE,
+    Code,
     Decision,
     checkpointing_on,
     combined_fix,
@@ -264,8 +265,24 @@ def _out_of_scope(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Cit
         sec.reasons.append(say.word("headline.earlier_setup_kept"))
 
 
+# Direct sentences only the full answer carries, whatever the budget: a diagnosis's first cause in
+# full (its gist leads the short form, issue 25: an expert's few lines, not the source's paragraph).
+FULL_ANSWER_ONLY = frozenset({Code.PLAYBOOK_CAUSE})
+
+
+def _direct(ev: Evidence, d: Decision, say: Say, cites: Citations) -> tuple[list[str], list[str]]:
+    """(the direct answer's sentences, in order; those of them only the full answer carries),
+    worded in ``d.direct``'s order so the citations are numbered as they are read."""
+    shown, folded = [], []
+    for r in d.direct:
+        text = reason_text(ev, d, r, say, cites)
+        if text:
+            (folded if r.code in FULL_ANSWER_ONLY else shown).append(text)
+    return shown, folded
+
+
 def _without_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
-    direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
+    direct, sec.direct_more = _direct(ev, d, say, cites)
     # answered: the first sentence leads (the headline); the rest follow it as the first reasons (the
     # renderer prints a direct answer above the headline, which would put the second sentence
     # first). The sizes a set of cards trains answer "what can I train on these?" though the model
@@ -326,7 +343,7 @@ def _joined(sentences: list[str], say: Say) -> str | None:
 
 def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citations) -> None:
     lang = ev.language
-    direct = [x for x in (reason_text(ev, d, r, say, cites) for r in d.direct) if x]
+    direct, folded = _direct(ev, d, say, cites)
     conf = say.word(f"words.confidence.{d.confidence}")
     fix = combined_fix(ev, d)
     if count_is_asked(ev) and ev.capacity is not None and ev.capacity.gpu_count is not None:
@@ -361,9 +378,9 @@ def _with_setup(ev: Evidence, d: Decision, say: Say, sec: Sections, cites: Citat
         if headline and lead:
             direct = [lead] + direct
     # the short form's prose is the direct answer and the headline: the direct sentences past the
-    # budget are folded (the first always stays, with its figures)
-    shown, sec.direct_more = _within_budget(direct, _budget(lang) - len(sec.headline))
-    sec.direct_answer = _joined(shown, say)
+    # budget are folded (the first always stays, with its figures), after those only the full answer carries
+    shown, past = _within_budget(direct, _budget(lang) - len(sec.headline))
+    sec.direct_answer, sec.direct_more = _joined(shown, say), folded + past
     sec.table = [_row(c, d, lang) for c in d.rows]
     if sec.table and is_stated(ev.parallel):
         # the rows are the calculator's pure data parallelism over every GPU; the stated TP/CP/PP

@@ -43,8 +43,9 @@ _NO_CONFIG = {Code.LORA_DDP_FITS, Code.FINETUNE_FITS, Code.CAPACITY, Code.LINK_A
               Code.FAST_LINK_FULL_SHARD, Code.COMPARE, Code.ASKED_STRATEGY, Code.FEASIBLE, Code.LOG_ZERO2_STEP,
               Code.NEED_CHECKPOINTING, Code.CAPACITY_ANSWER, Code.DDP_KNOBS, Code.WHY_FSDP_SLOWER,
               Code.WHY_MULTI_NODE_SLOW, Code.ZERO_MAPPING, Code.MEMORY_NOT_DIVIDED, Code.LORA_SHARDING_GAIN,
-              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PLAYBOOK_OTHERS, Code.PARALLEL_PLAN, Code.ASKED_PARALLEL,
-              Code.SIZE_LIMITS, Code.DIAGNOSE_NEEDS, Code.COMBINED_FIX, Code.NO_COMBINATION_FITS}
+              Code.FROM_PASSAGES, Code.PLAYBOOK, Code.PLAYBOOK_OTHERS, Code.PLAYBOOK_CAUSE, Code.PARALLEL_PLAN,
+              Code.ASKED_PARALLEL, Code.SIZE_LIMITS, Code.DIAGNOSE_NEEDS, Code.COMBINED_FIX,
+              Code.NO_COMBINATION_FITS}
 
 
 def words_for(*codes: Code) -> Callable[[Wording], Wording]:
@@ -395,15 +396,17 @@ def _from_passages(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citati
 
 
 
-@words_for(Code.PLAYBOOK, Code.PLAYBOOK_OTHERS)
+@words_for(Code.PLAYBOOK, Code.PLAYBOOK_OTHERS, Code.PLAYBOOK_CAUSE)
 def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) -> str:
     """The causes a troubleshooting question's symptoms match, ranked: PLAYBOOK names the first with
-    how to check and fix it, PLAYBOOK_OTHERS names the others (a short form may fold them); each
-    cited to its playbook entry (its first source as the URL). The first sentence names the cause
-    and carries its citation: in this setup's figures where the decision has a ``lead`` (the cards
-    too small for the model states, the link between the nodes), else the entry's own words after
-    the marker ("Most likely [n]: <cause> <check> <fix>", the quote verbatim). The figures in an
-    entry's words are the entry's own, bound to its citation."""
+    how to check and fix it, PLAYBOOK_OTHERS names the others (a short form may fold them),
+    PLAYBOOK_CAUSE says the first in full (the full answer only); each cited to its playbook entry
+    (its first source as the URL; the quote is the entry's cause, check and fix). The first
+    sentence names the cause and carries its citation: in this setup's figures where the decision
+    has a ``lead`` (the cards too small for the model states, the link between the nodes, the
+    question's own figures), else the entry's gist after the marker ("Most likely [n]: <gist>."),
+    followed by the check and the fix. The figures in an entry's words are the entry's own, bound
+    to its citation (a gist has only figures its cause has: tests/unit/test_playbook_gist.py)."""
     lang = say.lang
 
     def cite(m: Any) -> int:
@@ -411,6 +414,12 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
 
     first, *others = r.values["matches"]
     n = cite(first)
+    if r.code == Code.PLAYBOOK_CAUSE:
+        cause = first.text("cause", lang)
+        line = say.word("direct.playbook_cause", n=n, cause=cause)
+        if figure_count(cause):
+            say.figure_keys[line] = [f"cite.{n}"] * figure_count(cause)
+        return line
     if r.code == Code.PLAYBOOK_OTHERS:
         if not others:
             return ""
@@ -439,8 +448,12 @@ def _playbook(ev: Evidence, d: Decision, r: Reason, say: Say, cites: Citations) 
         head = say.msg(f"direct.cause.{lead}", n=n,
                        **{name: say.val(value, f"diagnosis.{name}") for name, value in figures.items()})
         rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
-    else:  # the marker before the entry's words, which follow verbatim (the citation's quote)
-        head, rest = say.word("direct.playbook_lead", n=n), first.quote(lang)
+    else:  # the entry's gist after the marker, then how to check and fix it (the full cause is folded)
+        gist = first.text("gist", lang)
+        head = say.word("direct.playbook_lead", n=n, gist=gist)
+        if figure_count(gist):
+            say.figure_keys[head] = [f"cite.{n}"] * figure_count(gist)
+        rest = " ".join(first.text(name, lang) for name in ("check", "fix"))
     keys = say.figure_keys.get(head, []) + [f"cite.{n}"] * figure_count(rest)
     line = say.word("direct.playbook", head=head, rest=rest)
     if keys:

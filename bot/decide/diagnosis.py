@@ -77,9 +77,10 @@ def causes(ev: Evidence, d: Decision | None = None) -> list[Reason]:
         values.update(lead="network", config=d.chosen, link_assumed=link_assumed(ev))
     else:
         values.update(_stated_lead(ev, ev.playbook[0]))
-    # the first cause (with how to check and fix it) first; the rival causes after, their own
-    # sentence, so a short form may fold them
-    return [Reason(Code.PLAYBOOK, values), Reason(Code.PLAYBOOK_OTHERS, {"matches": values["matches"]})]
+    # the first cause (its gist, how to check and fix it) first; the rival causes after, their own
+    # sentence, so a short form may fold them; the first cause in full last, for the full answer only
+    return [Reason(Code.PLAYBOOK, values), Reason(Code.PLAYBOOK_OTHERS, {"matches": values["matches"]}),
+            Reason(Code.PLAYBOOK_CAUSE, {"matches": values["matches"]})]
 
 
 # What a diagnosis asks for when nothing matches, by the kind of failure, most decisive first: each

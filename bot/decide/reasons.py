@@ -41,6 +41,7 @@ class Code(StrEnum):
     HSDP_IF_SLOW = "hsdp_if_slow"
     PLAYBOOK = "playbook"
     PLAYBOOK_OTHERS = "playbook_others"
+    PLAYBOOK_CAUSE = "playbook_cause"
     PARALLEL_PLAN = "parallel_plan"
     KNOB_FLIPS = "knob_flips"
     LINK_ASSUMED = "link_assumed"
@@ -96,6 +97,7 @@ PAYLOAD: dict[Code, frozenset[str]] = {
     Code.FROM_PASSAGES: frozenset({'passages'}),
     Code.PLAYBOOK: frozenset({'matches', 'lead', 'config', 'link_assumed', 'figures'}),
     Code.PLAYBOOK_OTHERS: frozenset({'matches'}),
+    Code.PLAYBOOK_CAUSE: frozenset({'matches'}),
     Code.DIAGNOSE_NEEDS: frozenset({'kind', 'facts'}),
     Code.PARALLEL_PLAN: frozenset({'suggestion'}),
     Code.HOST_RAM_SHORT: frozenset({'config'}),

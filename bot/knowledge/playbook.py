@@ -13,7 +13,7 @@ API (what the answer layer calls)::
     matches = match_playbook(PlaybookQuery(text=question, oom=True, finetune="lora"))
     for m in matches:                                        # best first, at most ``limit``
         m.id, m.score, m.matched_symptoms, m.matched_triggers
-        m.text("cause", "zh"), m.text("check", "en"), m.text("fix", "en"), m.entry.sources
+        m.text("gist", "en"), m.text("cause", "zh"), m.text("check", "en"), m.text("fix", "en"), m.entry.sources
 
 - :class:`PlaybookQuery` is what the matcher reads: the question text and the facts the parser
   found (intent, topics, OOM and its phase, host-RAM kill, several nodes, GPU count, size,
@@ -35,6 +35,9 @@ API (what the answer layer calls)::
   by score, then symptom count, then id.
 - :class:`PlaybookMatch` carries the entry, the score and which symptoms (pattern and the text it
   matched) and triggers fired, so an answer can say why it leads with a cause.
+- Every entry has a ``gist``, the cause in one short sentence, the answer's first sentence
+  (``Most likely [n]: <gist>.``; the full ``cause`` goes to the folded answer): required in both
+  languages and at most :data:`GIST_MAX_CHARS` characters, for every file alike (``_check_gist``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ from typing import Any
 from bot.env import repo_root
 
 LANGS = ("en", "zh")
-TEXT_FIELDS = ("title", "cause", "check", "fix")
+TEXT_FIELDS = ("title", "gist", "cause", "check", "fix")
+# The gist is the cause as an expert says it first, the answer's first sentence ("Most likely [n]:
+# <gist>."); the full cause is in the folded answer. One rule for every entry of every file: a gist
+# in both languages, at most this many characters (issue 25: a first sentence, not a paragraph).
+GIST_MAX_CHARS = {"en": 120, "zh": 60}
 OOM_PHASES = ("load", "wrap", "first_step", "optimizer_step", "mid_run", "save", "eval")
 # The order phases are read from the text: the most specific first ("OOM at optimizer.step() on
 # the first iteration" is the optimizer step, "OOM at the eval step every 500 steps" is evaluation).
@@ -91,6 +98,7 @@ class PlaybookError(ValueError):
 class PlaybookEntry:
     id: str
     title: dict[str, str]
+    gist: dict[str, str]  # the cause in one short sentence, no final stop (GIST_MAX_CHARS)
     cause: dict[str, str]
     check: dict[str, str]
     fix: dict[str, str]
@@ -104,7 +112,7 @@ class PlaybookEntry:
     context: tuple[str, ...] = ()  # regexes naming the setting, not the symptom (both languages)
 
     def text(self, name: str, language: str = "en") -> str:
-        """``title``/``cause``/``check``/``fix`` in ``language`` (zh or en)."""
+        """``title``/``gist``/``cause``/``check``/``fix`` in ``language`` (zh or en)."""
         return getattr(self, name)["zh" if language == "zh" else "en"]
 
 
@@ -217,6 +225,7 @@ def _entry(raw: Any, where: str) -> PlaybookEntry:
         if not isinstance(value, dict) or any(not str(value.get(lang) or "").strip() for lang in LANGS):
             raise PlaybookError(f"{where}: {name} needs non-empty en and zh text")
         texts[name] = {lang: str(value[lang]).strip() for lang in LANGS}
+    _check_gist(texts["gist"], where)
     symptoms = raw.get("symptoms") or {}
     if not isinstance(symptoms, dict) or any(not symptoms.get(lang) for lang in LANGS):
         raise PlaybookError(f"{where}: symptoms need en and zh patterns")
@@ -243,6 +252,18 @@ def _entry(raw: Any, where: str) -> PlaybookEntry:
                          topics=tuple(str(t) for t in raw.get("topics") or ()), triggers=triggers,
                          requires=requires, excludes=tuple(str(p) for p in raw.get("excludes") or ()),
                          related=related, context=tuple(str(p) for p in context), **texts)
+
+
+def _check_gist(gist: dict[str, str], where: str) -> None:
+    """The gist rule (GIST_MAX_CHARS), the same for every entry: the answer adds the final stop,
+    so a gist written with one loses it here, and the limit counts the words alone."""
+    for lang in LANGS:
+        gist[lang] = gist[lang].rstrip(".。").rstrip()
+        if not gist[lang]:
+            raise PlaybookError(f"{where}: gist needs non-empty en and zh text")
+        if len(gist[lang]) > GIST_MAX_CHARS[lang]:
+            raise PlaybookError(f"{where}: gist.{lang} has {len(gist[lang])} characters, at most "
+                                f"{GIST_MAX_CHARS[lang]} (the cause in one short sentence)")
 
 
 def _check_facts(facts: dict[str, Any], where: str) -> None:

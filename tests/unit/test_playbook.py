@@ -260,13 +260,13 @@ def test_matching_is_fast():
 
 def test_a_bad_file_names_itself(tmp_path):
     (tmp_path / "part1.yaml").write_text(
-        "entries:\n- id: pb-x\n  title: {en: a, zh: 一}\n  cause: {en: a, zh: 一}\n  check: {en: a, zh: 一}\n"
+        "entries:\n- id: pb-x\n  title: {en: a, zh: 一}\n  gist: {en: a, zh: 一}\n  cause: {en: a, zh: 一}\n  check: {en: a, zh: 一}\n"
         "  fix: {en: a}\n  symptoms: {en: [a], zh: [一]}\n  sources: [https://example.org]\n", encoding="utf-8")
     clear_caches()
     with pytest.raises(PlaybookError, match=r"part1\.yaml.*pb-x.*fix"):
         load_playbook(tmp_path)
     (tmp_path / "part1.yaml").write_text(
-        "entries:\n- id: pb-x\n  title: {en: a, zh: 一}\n  cause: {en: a, zh: 一}\n  check: {en: a, zh: 一}\n"
+        "entries:\n- id: pb-x\n  title: {en: a, zh: 一}\n  gist: {en: a, zh: 一}\n  cause: {en: a, zh: 一}\n  check: {en: a, zh: 一}\n"
         "  fix: {en: a, zh: 一}\n  symptoms: {en: ['(a'], zh: [一]}\n  sources: [https://example.org]\n",
         encoding="utf-8")
     clear_caches()
