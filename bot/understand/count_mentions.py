@@ -253,12 +253,19 @@ _ONLY_SOME = re.compile(COUNT + r"\s*(?:张|块|个)?\s*(?:卡|显卡|gpu|GPU|" 
                         r"分给我|分到了?|给我|能用的?(?:只有)?)\s*(?:了)?\s*(?:其中)?\s*" + COUNT + r"\s*(?:张|块|个)")
 
 
+# the words that make "one of the N" the cards a run uses ("I only use one of the 8 GPUs", "只能用其中一张")
+_USES_ONE = re.compile(r"\b(?:use[sd]?|using|only|train(?:s|ed|ing)? on|run(?:s|ning)? on|ran on|allocated|assigned|given)\b|"
+                       r"只用|只能用|只有|仅能用|仅用|分给我|分到|给我|能用", re.I | re.A)
+
+
 def subset_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | None:
     """(``text`` with the machine's total blanked, the note, (the cards used, their words)) where the
     run uses some of the machine's cards; else None."""
     for pattern in (_OF_THE, _ONLY_SOME):
         for m in pattern.finditer(text):
             used, total = (to_int(m.group(1)), to_int(m.group(2))) if pattern is _OF_THE else (to_int(m.group(2)), to_int(m.group(1)))
+            if used == 1 and not _USES_ONE.search(text, max(0, m.start() - 24), m.end()):
+                continue  # "one of my 4 cards is idle", "其中一个rank卡住": the card a symptom is on
             if used and total and 0 < used < total:
                 at = m.start(2) if pattern is _OF_THE else m.start(1)
                 end = m.end(2) if pattern is _OF_THE else m.end(1)
@@ -270,7 +277,8 @@ def subset_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | N
 # One card of the run said as "one of them" before "the other N": "one GPU sits at 0% while the other 7
 # are at 100%", "某个gpu利用率为0，另外7个100%", "一张卡0%，其余7张100%" (first-contact batch j): a part and
 # the rest, so the run has N + 1 cards
-_A_PART = re.compile(r"\b(?:one|a single|a|one of the|one of my|one of our)\s+(?:nvidia\s+)?(?:gpus?|cards?|devices?|" + G + r")|"
+_A_PART = re.compile(r"\b(?:one|a single|a|one of the|one of my|one of our)\s+(?:nvidia\s+)?(?:gpus?|cards?|devices?|ranks?|processe?s?|workers?|" + G + r")|"
+                     r"(?:某|有|其中)(?:一)?(?:个)\s*(?:rank|进程|worker)|"
                      r"(?:某|有)(?:一)?(?:个|张|块)\s*(?:gpu|GPU|卡|显卡|" + G + r")|(?<![\d一两二三四五六七八九十几])(?:一)(?:个|张|块)\s*(?:gpu|GPU|卡|显卡|" + G + r")",
                      re.I | re.A)
 # "the other 2 nodes", "其余3台机器": others of another kind, never cards
@@ -293,10 +301,35 @@ def rest_and_one(text: str) -> tuple[str, tuple[int, str]] | None:
     return _blank(text, *others.span()), (n + 1, others.group(0).strip())
 
 
+# One of the run's cards or ranks named as a part of them, "其中一张卡", "其中一个rank", "one of the GPUs",
+# "one of my 4 cards": the card a symptom is on, never the run's count (which is said elsewhere)
+_ONE_OF_THEM = re.compile(r"其中(?:的)?\s*(?:一|1)\s*(?:个|张|块|台)?\s*(?:卡|显卡|gpu|GPU|rank|进程|worker|" + G + r")?|"
+                          r"\bone of (?:the|my|our|its|those|these)\b(?=\s+(?:\d+\s+)?(?:gpus|cards|devices|ranks|processes|workers)\b)",
+                          re.I | re.A)
+
+
+# An operating system's version: "Windows 10", "win11", "Ubuntu 22.04", "CentOS 7" (never a count)
+_OS_VERSION = re.compile(r"\b(?:windows|win|ubuntu|centos|debian|macos|mac ?os|rhel|rocky|fedora|opensuse|kylin|麒麟|统信)"
+                         r"\s*-?\s*\d+(?:\.\d+)*(?:\s*(?:lts|pro|server))?", re.I | re.A)
+
+
+# A sequence or context length with its figure: "seq 4096", "seq_len=8192", "max_length: 2048",
+# "context 32k", "序列长度4096", "上下文 8k" (a length read by the setup rules, never a count)
+_LENGTH_FIGURE = re.compile(r"\b(?:seq(?:uence)?(?:[_ -]?len(?:gth)?)?|max[_ ]?(?:seq[_ ]?)?len(?:gth)?|cutoff[_ ]?len|"
+                            r"block[_ ]size|context(?:[_ ]length)?|ctx(?:[_ ]len)?)\s*[=:]?\s*\d+(?:\.\d+)?\s*k?\b|"
+                            r"(?:序列长度|序列长|上下文长度|上下文|长度)\s*[=:：为是]?\s*\d+(?:\.\d+)?\s*[kK]?", re.I | re.A)
+
+
 def settle_counts(text: str) -> tuple[str, list[tuple[str, dict]], tuple[int, str] | None]:
     """(text with non-counts blanked, notes, the count a device list gives or None)."""
     notes: list[tuple[str, dict]] = []
     device_list: tuple[int, str] | None = None
+    for m in list(_ONE_OF_THEM.finditer(text)):
+        text = _blank(text, *m.span())
+    for m in list(_OS_VERSION.finditer(text)):  # "Windows 10 电脑" is one computer, not ten
+        text = _blank(text, *m.span())
+    for m in list(_LENGTH_FIGURE.finditer(text)):  # "seq 4096 2 nodes": the 4096 is a length
+        text = _blank(text, *m.span())
     for m in list(_INDEX_LIST.finditer(text)):
         n = _indices(m.group(0))
         if device_list is None and 1 < n <= 64:

@@ -35,6 +35,11 @@ _INFERENCE = re.compile(r"vllm|\btgi\b|text-generation-inference|sglang|tensorrt
 _TRAIN = re.compile(r"训练|微调|精调|fine-?tun|finetun|\btrain|sft\b|pretrain|预训练|lora|grpo|ppo|dpo|rlhf|backward|"
                     r"optimizer|优化器|梯度|gradient", _I)
 _QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)|胡说八道|不收敛|效果(?:差|不好)", _I)
+# a failure of the distributed run beside a quality word ("loss 变成 nan 后其他卡卡住", "NaN on one rank,
+# the others hang", fp16 overflow): the training system's problem, in scope
+_SYSTEM_FAILURE = re.compile(r"(?<![a-z])hang|\bstuck\b|freez|deadlock|卡住|卡死|卡着|不动|\branks?\b|nccl|timed? ?out|超时|"
+                             r"out of memory|\boom\b|爆显存|overflow|溢出|loss[ _]?scal|grad[ _]?scaler|其[他余]的?(?:卡|gpu|显卡)|"
+                             r"other (?:\d+ |two |three |seven )?(?:gpus|cards|ranks)", _I)
 _PAPER = re.compile(r"(?:your|the) (?:web page|paper|readme|blog)|you (?:say|said) you used|论文里", _I)
 _OWN_OOM = re.compile(r"out of memory|\boom\b|outofmemory|显存不足|显存不够|爆显存", _I)
 _FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|\b(?:we|our)\b|我们|我的|我在|我用", _I)
@@ -230,7 +235,7 @@ _FIX_Q = re.compile(r"为什么|为啥|是什么原因|什么原因|原因是|\b
                     r"is (?:this|that|it) (?:normal|expected)|(?:if|whether) (?:this|that|it) is (?:normal|expected)|正常吗|是正常的|这正常吗|"
                     r"what (?:am i|are we|did i|did we) (?:do(?:ing)? wrong|did wrong|miss(?:ing)?)|"
                     r"what (?:could|might) (?:cause|be)|what causes|i(?:'m| am)? wonder(?:ing)? why|doesn'?t work as expected|"
-                    r"speed (?:it |things |training )?up|to speed|加速|提速|出错|哪个地方|什么地方|哪里.{0,4}(?:错|问题)|"
+                    r"speed (?:it |things |training )?up|to speed|加速|提速|出错|哪个地方|什么地方|哪里.{0,4}(?:错|问题)|(?:哪里|哪儿|哪|什么地方)(?:做|设置?|配置?|写)?得?不对|"
                     r"(?:怎样|怎么|如何)[^？?。]{0,40}(?:不报错|不出错|不再报错|不oom|不爆显存)|"
                     r"how (?:can|do|could|to) [^?.]{0,40}without (?:the |an |this |any )?(?:\w+ ){0,2}(?:error|oom|crash|exception)|"
                     r"what (?:might|could|would) (?:this |that |it )?(?:cause|be causing)|what should (?:i|we) (?:change|do|try|modify|set)|"
@@ -757,8 +762,8 @@ def _scope(text: str, *, has_setup: bool) -> str | None:
             _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam|"
                                                   r"训练我的狗|训狗|狗狗|宠物", text, _I):
         return "out_of_scope"
-    if _QUALITY.search(text):
-        return "out_of_scope"
+    if _QUALITY.search(text) and not _SYSTEM_FAILURE.search(text):
+        return "out_of_scope"  # a model that learns badly; a NaN that hangs the other ranks is the run's
     other = _OTHER_STACK.search(text)
     if other and not (_OWN_TORCH_LAUNCH.search(text) and not _NOT_CUDA.search(other.group(0))):
         # another framework is the subject, unless it is only a comparison beside the user's own
