@@ -84,14 +84,10 @@ def test_the_first_sentence_names_it(entry_id, text):
     pytest.param("8卡训练时某张卡的loss变成nan，然后其他卡就一直卡住，直到超时。", id="zh-loss-nan"),
     pytest.param("DDP on 4 GPUs: the loss becomes nan on rank 1 and the others hang", id="en-loss-nan"),
 ])
-@pytest.mark.xfail(reason="reader: 'loss ... nan' reads as a model-quality question, out of scope (bot/understand "
-                          "intent._QUALITY), even beside a multi-GPU hang", strict=True)
 def test_a_nan_loss_beside_a_hang_is_troubleshooting(text):
     assert parse_conversation(text).intent != "out_of_scope"
 
 
-@pytest.mark.xfail(reason="reader: 'Windows 10 电脑' reads as ten machines (nodes_over_count), the answer is invalid",
-                   strict=True)
 def test_windows_10_is_no_count_of_machines():
     assert not parse_conversation("Windows 10 电脑上两张 3090 用 torchrun 跑 DDP 报错没有 NCCL").problems
 
