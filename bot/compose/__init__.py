@@ -273,7 +273,8 @@ FULL_ANSWER_ONLY = frozenset({Code.PLAYBOOK_CAUSE})
 def _direct(ev: Evidence, d: Decision, say: Say, cites: Citations) -> tuple[list[str], list[str]]:
     """(the direct answer's sentences, in order; those of them only the full answer carries),
     worded in ``d.direct``'s order so the citations are numbered as they are read."""
-    shown, folded = [], []
+    shown: list[str] = []
+    folded: list[str] = []
     for r in d.direct:
         text = reason_text(ev, d, r, say, cites)
         if text:

@@ -352,8 +352,8 @@ def read_config(text: str) -> ConfigReading:
             obs["framework"] = _unquote(value).lower()
 
     for value, span_text in models:
-        if (v := _model_value(value, assigned)) is not None:
-            out.model_text, spans["model_text"] = v, span_text
+        if (named := _model_value(value, assigned)) is not None:
+            out.model_text, spans["model_text"] = named, span_text
             break
     # sequence length: the most specific key wins (LlamaFactory's cutoff_len over a generic max_length)
     if "seq_len" in f:

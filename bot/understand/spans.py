@@ -334,14 +334,15 @@ def find_models(text: str) -> list[NameMention]:
         if reading is None or reading is False:
             continue
         found.append(NameMention(s, e, text[s:e], name if reading is True else str(reading)))
-    names, folders = [], []
+    models: list[NameMention] = []
+    folders: list[NameMention] = []
     for m in found:
         token = _path_token(text, m.start, m.end)
         later = token is not None and any(o is not m and token[0] <= o.start < token[1] and "/" in text[m.end: o.start]
                                           for o in found)
-        (folders if later and _is_folder(text, token, m) else names).append(m)
+        (folders if later and token is not None and _is_folder(text, token, m) else models).append(m)
     # a folder's name is still a name (its digits are no size of the run), listed after the model the path names
-    return names + folders
+    return models + folders
 
 
 def _is_folder(text: str, token: tuple[int, int], m: NameMention) -> bool:
