@@ -1,0 +1,37 @@
+"""Reader classes of first-contact batch k ("Failures, by class" 1, 2, 3 and 5): the card that works
+beside the run's count, launch lines with one process over visible devices, a reference count from
+another project, alternatives weighed that are not the run's method, and the intent of an OOM report
+with "should I use X?", a sufficiency question, a term in a paper and a per-card batch question."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.understand.reader import read_turn
+
+
+def gpu_count(question: str):
+    return read_turn(question).fields.get("gpu_count")
+
+
+@pytest.mark.parametrize(("question", "total"), [
+    ("四张卡跑DDP，只有一张卡在工作", 4),
+    ("用4块3090训练，结果只有一块在用", 4),
+    ("6张卡只有一个有利用率，其他都是0", 6),
+    ("三块卡训练只有一块在计算", 3),
+    ("8张卡训练时只有两张在跑", 8),
+    ("Only one of my 4 cards is used during training", 4),
+    ("Only one of the 8 GPUs is busy while training", 8),
+    ("just one of our 2 GPUs shows any load", 2),
+])
+def test_the_card_that_works_beside_the_count_is_no_count(question, total):
+    assert gpu_count(question) == total
+
+
+@pytest.mark.parametrize(("question", "used"), [
+    ("服务器有8张卡，只能用其中一张", 1),
+    ("8张卡其中只用了2张", 2),
+    ("I only use one of the 8 GPUs on this server", 1),
+])
+def test_a_subset_the_run_uses_is_still_its_count(question, used):
+    assert gpu_count(question) == used
