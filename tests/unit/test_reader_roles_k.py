@@ -35,3 +35,18 @@ def test_the_card_that_works_beside_the_count_is_no_count(question, total):
 ])
 def test_a_subset_the_run_uses_is_still_its_count(question, used):
     assert gpu_count(question) == used
+
+
+@pytest.mark.parametrize(("question", "visible"), [
+    ("CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node=1 finetune.py runs very slowly", 3),
+    ("I launch with CUDA_VISIBLE_DEVICES=2,3 torchrun --nproc_per_node 1 main.py and only one card is busy", 2),
+    ("Why is `CUDA_VISIBLE_DEVICES=0,1,2,3 python -m torch.distributed.launch --nproc_per_node=1 run.py` slow?", 4),
+    ("执行 CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=1 sft.py 训练很慢", 2),
+    ("用 CUDA_VISIBLE_DEVICES=4,5,6 torchrun --nproc_per_node 1 pretrain.py 启动，为什么只有一张卡在跑？", 3),
+    ("启动命令是CUDA_VISIBLE_DEVICES=0,1,2,3 python -m torch.distributed.run --nproc_per_node=1 main.py，速度没变化", 4),
+])
+def test_one_process_over_visible_devices_is_one_node(question, visible):
+    turn = read_turn(question)
+    fields = turn.fields
+    assert (fields.get("gpu_count"), fields.get("nodes") or 1, fields.get("gpus_per_node")) == (visible, 1, None), fields
+    assert "one_process_visible_devices" in [n.code for n in turn.notes]
