@@ -50,3 +50,20 @@ def test_one_process_over_visible_devices_is_one_node(question, visible):
     fields = turn.fields
     assert (fields.get("gpu_count"), fields.get("nodes") or 1, fields.get("gpus_per_node")) == (visible, 1, None), fields
     assert "one_process_visible_devices" in [n.code for n in turn.notes]
+
+
+@pytest.mark.parametrize(("question", "method"), [
+    ("Our full fine-tune of 7B on 4 A100s is slow; one alternative we weigh is using LoRA", "full"),
+    ("We train Mistral 7B on 2 A6000s and are thinking of switching to QLoRA", None),
+    ("Pretraining 1B on 8 GPUs OOMs, we're considering moving to LoRA", "full"),
+    ("全参微调13B在4张A100上太慢，准备改用LoRA", "full"),
+    ("两张3090训练7B，我打算换成QLoRA", None),
+    ("8卡训练Qwen 14B，也想过干脆用LoRA", None),
+])
+def test_an_alternative_considered_is_not_the_method(question, method):
+    assert read_turn(question).fields.get("finetune") == method
+
+
+@pytest.mark.parametrize("question", ["I do LoRA on 7B with 2 GPUs, FSDP or DDP?", "用LoRA微调7B，两张4090，用DDP还是FSDP？"])
+def test_a_stated_lora_run_stays_lora(question):
+    assert read_turn(question).fields.get("finetune") == "lora"
