@@ -86,6 +86,7 @@ class ReadNote:
     {count, span} (a weak count from device indices), all from ``bot.understand.count_mentions``;
     ``count_several`` {span} (several cards, no number: asked) from ``bot.understand.prose``;
     ``reference_run`` {span} (an earlier run beside the one asked about) from ``bot.understand.run_roles``.
+    ``one_process_visible_devices`` {count, span} (a launch of one process that sees several cards) from the reader.
     """
 
     code: str

@@ -258,6 +258,16 @@ _USES_ONE = re.compile(r"\b(?:use[sd]?|using|only|train(?:s|ed|ing)? on|run(?:s|
                        r"只用|只能用|只有|仅能用|仅用|分给我|分到|给我|能用", re.I | re.A)
 
 
+# A verb of work or load right after the cards a message says "only N" of: "只有一张在跑", "只有一张有负载",
+# "只有一块在用", "only one is busy" (first-contact batch k): the cards the symptom is on, the run has them all
+_WORKS_AFTER = re.compile(r"\s*(?:卡|显卡|gpu|GPU|" + G + r")?\s*(?:是|还|才|一直|始终|会)?\s*(?:在|有|被)?\s*(?:跑|运行|工作|计算|用|使用|"
+                          r"负载|利用率|占用|动|忙|干活|训练|满载|显存占用|跑满|吃满|有活)|"
+                          r"\s+(?:of them\s+)?(?:is|are|was|were|seems?|appears?)\s+(?:\w+\s+)?(?:busy|working|used|running|active|loaded|"
+                          r"utili[sz]ed|computing|doing)\b|"
+                          r"\s+(?:of them\s+)?(?:does|do|did|shows?|showed|has|had|gets?|got|works?|worked)\s+(?:any\s+|some\s+)?"
+                          r"(?:work|load|utili[sz]ation|activity|busy|compute)\b", re.I | re.A)
+
+
 def subset_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | None:
     """(``text`` with the machine's total blanked, the note, (the cards used, their words)) where the
     run uses some of the machine's cards; else None."""
@@ -266,6 +276,8 @@ def subset_count(text: str) -> tuple[str, tuple[str, dict], tuple[int, str]] | N
             used, total = (to_int(m.group(1)), to_int(m.group(2))) if pattern is _OF_THE else (to_int(m.group(2)), to_int(m.group(1)))
             if used == 1 and not _USES_ONE.search(text, max(0, m.start() - 24), m.end()):
                 continue  # "one of my 4 cards is idle", "其中一个rank卡住": the card a symptom is on
+            if _WORKS_AFTER.match(text, m.end()):
+                continue  # "8张卡只有一张有负载": the card that works, the run has all eight
             if used and total and 0 < used < total:
                 at = m.start(2) if pattern is _OF_THE else m.start(1)
                 end = m.end(2) if pattern is _OF_THE else m.end(1)

@@ -571,6 +571,18 @@ def read_turn(raw: object) -> Reading:
         put("nodes", logs.nodes, "log", logs.hw_span)
         if "gpu_count" not in f:
             put("gpu_count", logs.nodes * (logs.gpus_per_node or 0) or None, "log", logs.hw_span)
+    if f.get("gpus_per_node") == 1 and prov["gpus_per_node"].source == "config" and (vis := visible_devices(work)) \
+            and vis[0] > 1 and not _MULTI_NODE_FLAG.search(work) and (f.get("nodes") or 1) == 1 \
+            and f.get("gpu_count") in (None, 1):
+        # "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=1": one process on one node that sees both
+        # cards (first-contact batch k): the count is the visible devices, never two nodes of one GPU
+        f.pop("gpus_per_node")
+        prov.pop("gpus_per_node")
+        f.pop("gpu_count", None)
+        prov.pop("gpu_count", None)
+        put("gpu_count", vis[0], "config", vis[1])
+        put("nodes", 1, "config", vis[1])
+        out.notes.append(ReadNote("one_process_visible_devices", {"count": vis[0], "span": vis[1]}))
     if "gpu_count" not in f and "gpus_per_node" in f and "nodes" not in f and prov["gpus_per_node"].source == "config":
         put("gpu_count", f["gpus_per_node"], "config", prov["gpus_per_node"].span)  # torchrun's default: one node
     if "gpu_count" not in f and (world := degrees.world_size()):  # torchtitan: dp_replicate x dp_shard x cp x tp x pp

@@ -30,6 +30,16 @@ _WEIGHED = re.compile(r"(?:\bor\s+(?:should|shall|do|would|could|can)\s+(?:i|we)
                       r"\binstead,?\s+(?:should\s+(?:i|we)\s+)?(?:use\s+)?|还是(?:说)?(?:干脆|直接)?(?:换成|改用|用|上)?|"
                       r"要不要(?:换成|改用|用)|或者(?:干脆|直接)?(?:换成|改用|用)|不如(?:换成|改用|用)?|是不是(?:应该)?(?:换成|改用|用))"
                       + LORA_WORD + r"(?=[^\n。.!！]{0,40}?[?？]|\s*(?:呢|吗|更好|比较好|会不会))", re.I | re.A)
+# an alternative considered, said without a question mark: "some alternatives we are considering are just
+# doing LoRA", "we're thinking of switching to LoRA", "would switching to LoRA help", "我们也在考虑改用LoRA",
+# "打算换成QLoRA" (first-contact batch k): a change weighed, not the run's method
+_CONSIDERED = re.compile(r"(?:\balternatives?\b[^\n.;!?]{0,40}?\b(?:is|are|include|including|would be|like)\s+(?:just\s+|simply\s+)?"
+                         r"(?:doing|using|going with|switching to|trying)?\s*|"
+                         r"\b(?:considering|thinking (?:of|about)|planning (?:on|to)|contemplating)\s+(?:just\s+)?"
+                         r"(?:switching|moving|changing|going|falling back)\s+(?:over\s+)?to\s+|"
+                         r"\b(?:would|will|could|should)\s+(?:i\s+|we\s+)?(?:just\s+)?(?:switching|moving|changing|falling back)\s+to\s+|"
+                         r"(?:考虑|打算|想|准备|计划)(?:过|一下)?(?:要不要)?(?:干脆|直接)?(?:改用|换成|换用|改成|转用|切换到|用))"
+                         + LORA_WORD, re.I | re.A)
 _BOTH_METHODS = re.compile(r"(q[-_ ]?lora|lora)[\s,，/+]*((?:全参|全量|full)[^\s,，。]{0,12})|"
                            r"((?:全参|全量|full)[^\s,，。]{0,12})[\s,，/+]*(q[-_ ]?lora|lora)(?![^\n]{0,3}(?:呢|吗|\?))", re.I | re.A)
 
@@ -95,7 +105,7 @@ def read_training(text: str, out: ProseReading) -> None:
         neg_lora = neg_lora[: alt.start()] + " " * (alt.end() - alt.start()) + neg_lora[alt.end():]
     # an alternative being weighed in a question is not the setup: "or should I just do LoRA?",
     # "would LoRA be better?", "还是换成LoRA？", "要不要改用LoRA"
-    for weighed in list(_WEIGHED.finditer(neg_lora)):
+    for weighed in [*_WEIGHED.finditer(neg_lora), *_CONSIDERED.finditer(neg_lora)]:
         out.notes.append(("alternative_weighed", {"option": "qlora" if "q" in weighed.group(1).lower() else "lora",
                                                   "span": text[weighed.start(): weighed.end()].strip()}))
         neg_lora = neg_lora[: weighed.start()] + " " * (weighed.end() - weighed.start()) + neg_lora[weighed.end():]
