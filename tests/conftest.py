@@ -67,20 +67,58 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# Slow tests that run the simulator or torchrun and read neither the knowledge index nor the page:
-# marked ``simulation`` so that CI can run them beside the unit step and the eval gate (.ci/run),
-# while the rest of the integration tests wait for the index.
+# CI splits the slow tests in four steps by what they need (.ci/run; tests/unit/test_ci.py checks
+# that the four selections take every slow test once):
+# - ``simulation``: the simulator and torchrun, reading neither the knowledge index nor the page;
+#   they run from the start, beside the unit tests, in a data dir of their own.
+# - ``noindex``: the other slow tests that read neither the index nor the page (their own servers,
+#   children and tmp dirs); they run after the unit tests, in a data dir of their own, while the
+#   index is built and the eval gate runs.
+# - ``page``: the page's browser suites (one app.py and one Chromium for both), after the eval gate,
+#   on a copy of the index (the page's Simulate stores results, which answers cite).
+# - the rest read the index: after the eval gate, beside the page.
+# A test is named here by its module (every slow test of it) or by module and function.
 SIMULATION_MODULES = {
     "test_bench_cli", "test_bench_run", "test_bench_script", "test_bench_simulate", "test_bench_simulate_layout",
     "test_bench_simulate_loss", "test_bench_validate", "test_calc_simulator_options", "test_howto",
     "test_simulate_tp", "test_simulation_children",
 }
+NOINDEX: dict[str, set[str] | None] = {
+    "test_index_generations": None, "test_index_killed_builds": None, "test_page_connections": None,
+    "test_retrieval_http": None, "test_retrieval_index": None, "test_catalog": None, "test_cli_errors": None,
+    "test_decide": None, "test_decide_alternatives_order": None, "test_decide_observed": None,
+    "test_dependencies": None, "test_tools_config": None, "test_understand_properties": None,
+    "test_llm": {"test_a_401_echoing_the_key_is_redacted_in_shardwise_ask_stderr"},
+    "test_mcp": {"test_simulate_memory_tiny_model", "test_streamable_http_server_on_localhost",
+                 "test_stdio_server_fetches_a_hub_id_from_a_fake_hub_config_only",
+                 "test_simulate_memory_builds_a_config_with_transformers_like_bench_simulate_config"},
+    "test_web_pool": {"test_a_dead_worker_loses_no_answer", "test_jobs_waiting_for_a_busy_worker_go_together",
+                      "test_workers_leave_when_the_server_is_killed"},
+}
+PAGE_MODULES = {"test_page_agrees", "test_webui_live"}
+_STEP_MODULES = {"simulation": SIMULATION_MODULES, "noindex": set(NOINDEX), "page": PAGE_MODULES}
+
+
+def ci_paths(step: str) -> list[str]:
+    """The test files holding the ``step`` tests (``simulation``, ``noindex`` or ``page``), for
+    .ci/run: a step that names its files collects only those (a whole-suite collection imports
+    gradio, torch, chromadb and langchain, ~10 s of CPU for nothing)."""
+    root = Path(__file__).resolve().parent
+    stems = _STEP_MODULES[step]
+    return sorted(str(p.relative_to(root.parent)) for p in root.rglob("test_*.py") if p.stem in stems)
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.get_closest_marker("slow") and Path(str(item.fspath)).stem in SIMULATION_MODULES:
+        if not item.get_closest_marker("slow"):
+            continue
+        stem = Path(str(item.fspath)).stem
+        if stem in SIMULATION_MODULES:
             item.add_marker(pytest.mark.simulation)
+        elif stem in PAGE_MODULES:
+            item.add_marker(pytest.mark.page)
+        elif stem in NOINDEX and (NOINDEX[stem] is None or item.originalname in NOINDEX[stem]):
+            item.add_marker(pytest.mark.noindex)
 
 
 FAKE_KNOWLEDGE_ENV = {"SHARDWISE_EMBEDDING_MODEL": "hashed-bag-of-words", "SHARDWISE_VECTOR_STORE": "memory"}

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import importlib.metadata
 import json
 import logging
 import secrets
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -337,11 +339,9 @@ class ResultStore:
 
     def find_simulation(self, config):
         """The stored ``SimResult`` (with ``run_id`` set) for this ``SimConfig``, or None."""
-        import torch
-
         from bot.bench.simulate import SimResult
 
-        run = self.find_by_hash("simulate", config.key(torch.__version__))
+        run = self.find_by_hash("simulate", config.key(torch_version()))
         if run is None:
             return None
         return SimResult.from_dict({**run.figures, "config": run.config,
@@ -356,6 +356,22 @@ class ResultStore:
                 query += f" AND {column} = ?"
                 args.append(value)
         return self._select(query + " ORDER BY finished_at DESC", args)
+
+
+def torch_version() -> str:
+    """The installed torch's ``__version__``, without importing torch when nothing has yet: a
+    lookup needs only the string, and the import (2-10 s on a busy two-core machine) was most of
+    a fresh process's first estimate (every answer looks its simulations up). The distribution's
+    version is the string ``torch.__version__`` is made from (tests/unit/test_bench_store.py)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return str(torch.__version__)
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # importable without metadata (a source tree)
+        import torch
+
+        return str(torch.__version__)
 
 
 def _row(row: sqlite3.Row) -> StoredRun:

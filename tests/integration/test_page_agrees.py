@@ -16,7 +16,6 @@ import time
 
 import pytest
 
-from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches)
 from tests.integration.test_webui_live import AXE, DESKTOP, PHONE, Tab
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# (importing bot sets the offline switches gradio_client needs: no gradio import in this process)
 from bot.env import repo_root
 from bot.strategies import TRAINING_STRATEGIES, label
-from bot.surfaces import webui  # noqa: F401  (importing it sets the offline switches gradio_client needs)
 
 pytestmark = pytest.mark.slow
 

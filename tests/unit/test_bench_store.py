@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
-from bot.bench.store import ResultStore, config_hash
+from bot.bench.store import ResultStore, config_hash, torch_version
 
 
 def test_add_get_list_and_find(tmp_path):
@@ -56,3 +57,14 @@ def test_default_path_is_in_the_data_dir():
     from bot.env import data_dir
 
     assert ResultStore().path == data_dir() / "bench.sqlite"
+
+
+def test_the_torch_version_is_read_without_importing_torch(monkeypatch):
+    """Stored simulations are keyed by ``torch.__version__``: the string read from the installed
+    distribution (no import) must be that same string, or every lookup would miss."""
+    import torch
+
+    assert torch_version() == torch.__version__
+    monkeypatch.delitem(sys.modules, "torch")  # as in a process that never imported it
+    assert torch_version() == torch.__version__
+    assert "torch" not in sys.modules

@@ -31,6 +31,7 @@ from bot.catalog.hf_config import (
     model_from_hf_config,
 )
 from bot.catalog.models import _norm
+from tests.netutil import NO_HUB_RETRIES
 
 MODELLED = [m for m in list_models() if m.declared_params is None]
 
@@ -279,7 +280,7 @@ class _FakeHub(BaseHTTPRequestHandler):
 
 def _fetch_in_child(repo: str, endpoint: str, data_dir: str, offline: str) -> subprocess.CompletedProcess:
     # huggingface_hub reads HF_HUB_OFFLINE when imported: a child process gets its own setting.
-    code = ("import json,sys\nfrom bot.catalog.hf_config import model_from_hf_config, ConfigError\n"
+    code = (NO_HUB_RETRIES + "import json,sys\nfrom bot.catalog.hf_config import model_from_hf_config, ConfigError\n"
             f"try:\n    s = model_from_hf_config({repo!r})\n    print(json.dumps([s.name, s.params]))\n"
             "except ConfigError as e:\n    print(json.dumps(['error', str(e)]))\n")
     env = {**os.environ, "HF_HUB_OFFLINE": offline, "TRANSFORMERS_OFFLINE": offline, "HF_ENDPOINT": endpoint,

@@ -4,6 +4,8 @@ step helpers are run here on stand-in commands (exit 5 from pytest, no test sele
 
 from __future__ import annotations
 
+import ast
+import itertools
 import re
 import subprocess
 from pathlib import Path
@@ -24,25 +26,83 @@ def test_the_readmes_one_test_command_is_a_ci_step():
     assert any(line.endswith(commands[0]) and line.startswith("pytest_step unit") for line in _commands(CI))
 
 
-def test_integration_is_its_own_step_the_eval_gate_runs_once_and_pytest_closes_the_log():
+def _slow_steps(lines: list[str]) -> dict[str, str]:
+    """Each slow pytest step's name -> its marker expression."""
+    steps = {}
+    for line in lines:
+        found = re.match(r'pytest_step (integration\S*) .*-m "([^"]+)"', line)
+        if found:
+            steps[found.group(1)] = found.group(2)
+    return steps
+
+
+def test_the_slow_steps_take_every_slow_test_but_the_gates_once():
+    steps = _slow_steps(_commands(CI))
+    assert set(steps) == {"integration", "integration-sim", "integration-noindex", "integration-page"}
+    # tests/conftest.py gives a slow test at most one of the three markers (its modules are disjoint)
+    from tests.conftest import NOINDEX, PAGE_MODULES, SIMULATION_MODULES
+
+    groups = (SIMULATION_MODULES, set(NOINDEX), PAGE_MODULES)
+    assert sum(map(len, groups)) == len(set().union(*groups))
+    markers = ("simulation", "noindex", "page")
+    for evalgate, marked in itertools.product((False, True), (None, *markers)):
+        names = {"slow": True, "evalgate": evalgate, **{m: m == marked for m in markers}}
+        taken = [step for step, expr in steps.items() if eval(expr, {}, names)]  # noqa: S307 (pytest's -m grammar)
+        assert len(taken) == (0 if evalgate else 1), (names, taken)
+
+
+def test_a_step_that_names_its_files_names_those_of_its_marker():
+    lines = _commands(CI)
+    for marker, variable in (("simulation", "sim_paths"), ("noindex", "noindex_paths"), ("page", "page_paths")):
+        assert f'read -ra {variable} <<<"$(paths {marker})"' in lines
+        step = next(line for line in lines if f'-m "slow and {marker} and not evalgate"' in line)
+        follows = lines[lines.index(step) + 1] if step.endswith("\\") else step
+        assert f'"${{{variable}[@]}}"' in follows, step
+
+
+def test_every_module_and_test_named_for_a_step_exists():
+    from tests.conftest import NOINDEX, PAGE_MODULES, SIMULATION_MODULES, ci_paths
+
+    for step, stems in (("simulation", SIMULATION_MODULES), ("noindex", set(NOINDEX)), ("page", PAGE_MODULES)):
+        assert {Path(p).stem for p in ci_paths(step)} == stems, step
+    for path in ci_paths("noindex"):
+        names = NOINDEX[Path(path).stem]
+        if names:
+            tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+            defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+            assert names <= defined, (path, names - defined)
+
+
+def test_the_gate_runs_once_before_what_reads_the_index_and_pytest_closes_the_log():
     lines = _commands(CI)
     assert sum("-m evals run" in line for line in lines) == 1
-    # the slow tests split in two steps that together select every slow test but the gate's
-    assert any(line.startswith("pytest_step integration ") and '-m "slow and not evalgate and not simulation"' in line
-               for line in lines)
-    assert any(line.startswith("pytest_step integration-sim ") and '-m "slow and simulation and not evalgate"' in line
-               for line in lines)
     # the integration summary is kept in a file and printed last: nothing but exits after it
     printed = [i for i, line in enumerate(lines) if line == "cat artifacts/integration.txt"]
     assert len(printed) == 1
     assert lines[printed[0] + 1:] == ['[ "$integration" -eq 0 ] || exit "$integration"', 'exit "$gate"']
-    # integration starts before waiting for the simulation tests (they ran beside the unit tests)
+    # install and ruff first; the index, then the gate on it, then the page (lane 2); the unit tests,
+    # the noindex tests, the wait for the gate, then the integration tests that read the index
+    # (lane 1); every background step waited for before the summaries
     order = [next(i for i, line in enumerate(lines) if key in line)
-             for key in ("scripts/install.sh", "ruff check", "mypy", "shardwise ingest", 'pytest -q -m "not slow"',
-                         'wait "$mypy_pid"', "-m evals run",
-                         '-m "slow and not evalgate and not simulation"', 'wait "$sim_pid"',
-                         "cat artifacts/integration-sim.txt", "cat artifacts/integration.txt")]
+             for key in ("scripts/install.sh", "ruff check", "mypy", "shardwise ingest", "-m evals run",
+                         '-m "slow and page', 'pytest -q -m "not slow"', 'wait "$mypy_pid"',
+                         '-m "slow and noindex', 'while [ ! -e "$gate_done" ]',
+                         '-m "slow and not evalgate and not simulation and not noindex and not page"',
+                         'wait "$index_pid"', 'wait "$sim_pid"', "cat artifacts/integration-sim.txt",
+                         "cat artifacts/integration-page.txt", "cat artifacts/integration.txt")]
     assert order == sorted(order)
+    # the gate's status reaches lane 1 only once the gate has run: written after it, read before
+    # the integration step
+    gate_write = next(i for i, line in enumerate(lines) if line.startswith('echo "evals $rc" >"$gate_done.tmp"'))
+    assert order[4] < gate_write < order[5]
+
+
+def test_steps_that_write_have_data_dirs_of_their_own():
+    lines = _commands(CI)
+    for step in ("unit", "integration-sim", "integration-noindex", "integration-page"):
+        line = next(line for line in lines if line.startswith(f"pytest_step {step} "))
+        assert re.match(rf'pytest_step {step} "\$\{{\w+_env\[@\]\}}" ', line), line
+    assert any(line.startswith('cp -a "$SHARDWISE_DATA_DIR/." "$page_dir/"') for line in lines)  # the page's copy
 
 
 def _helpers(tmp_path: Path) -> str:

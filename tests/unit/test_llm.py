@@ -380,9 +380,13 @@ def test_a_401_echoing_the_key_is_redacted_in_shardwise_ask_stderr(tmp_path):
     import sys
 
     from bot.env import repo_root
+    from tests.conftest import FAKE_KNOWLEDGE_ENV
 
     with _EchoingUnauthorized() as stub:
-        env = {**os.environ, "SHARDWISE_LLM_BASE_URL": stub.url, "SHARDWISE_LLM_MODEL": "m",
+        # The child answers on the unit tests' fakes (named: a slow test's environment has the real
+        # components): the key goes only to the LLM endpoint, whatever ranks the passages, and the
+        # real embedding model and chromadb cost the child ~10 s of loading.
+        env = {**os.environ, **FAKE_KNOWLEDGE_ENV, "SHARDWISE_LLM_BASE_URL": stub.url, "SHARDWISE_LLM_MODEL": "m",
                "SHARDWISE_LLM_API_KEY": LEAKY_KEY, "OTHER_SERVICE_TOKEN": "other-secret-value-123"}
         proc = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "ask", FULL_Q], capture_output=True, text=True,
                               env=env, cwd=repo_root(), timeout=180)

@@ -202,11 +202,28 @@ def test_stdio_server_lists_and_calls_tools_and_matches_ask_json():
     assert not good.is_error and good.structured_content["memory"]["fsdp_full_shard"]["fits"] is True
     assert bad.is_error and "valid number" in bad.content[0].text
     assert not answer.is_error, answer.content[0].text
-    # ``shardwise ask --json`` prints the same object for the same question
-    printed = subprocess.run([sys.executable, "-m", "bot.surfaces.cli", "ask", "--json", QUESTION], cwd=repo_root(),
-                             env={**os.environ, **_env()}, capture_output=True, text=True, timeout=300)
-    assert printed.returncode == 0, printed.stderr
-    assert answer.structured_content == json.loads(printed.stdout)
+    # ``shardwise ask --json`` prints the same object for the same question. The command runs here
+    # (CliRunner), on the same knowledge components as the server's child: a second child loaded
+    # torch, the embedding model and the index again (~15 s) to print what this process prints.
+    assert answer.structured_content == json.loads(_ask_json_here(QUESTION))
+
+
+def _ask_json_here(question: str) -> str:
+    """What ``shardwise ask --json QUESTION`` prints, run in this process; the root logger's level,
+    which the command sets for its own process (warnings only), is put back."""
+    import logging
+
+    from click.testing import CliRunner
+
+    from bot.surfaces.cli import main
+
+    root, level = logging.getLogger(), logging.getLogger().level
+    try:
+        printed = CliRunner().invoke(main, ["ask", "--json", question])
+    finally:
+        root.setLevel(level)
+    assert printed.exit_code == 0, printed.output
+    return printed.stdout
 
 
 @pytest.mark.slow

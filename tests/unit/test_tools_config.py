@@ -25,6 +25,7 @@ from bot.catalog import lookup_model
 from bot.catalog.hf_config import OFFLINE_MESSAGE, hf_config_for
 from bot.env import repo_root
 from bot.tools import make_tools
+from tests.netutil import NO_HUB_RETRIES
 
 H100x8 = {"gpu": "H100", "gpu_count": 8}
 
@@ -215,7 +216,7 @@ def test_simulate_memory_takes_hf_config_or_model():
     assert "hf_config" in tool.args_schema.model_json_schema()["properties"]
 
 
-_CHILD = """
+_CHILD = NO_HUB_RETRIES + """
 import json, os, sys
 from bot.tools import make_tools
 tool = next(t for t in make_tools() if t.name == "estimate_memory")

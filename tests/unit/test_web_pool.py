@@ -93,6 +93,7 @@ def test_a_dead_worker_loses_no_answer():
         assert answer_pool.run(os.getpid) in (os.getpid(), *answer_pool.pids())
         again = answer_pool.run(os.getpid)
         assert again not in (first, os.getpid()) and _alive(again)
+        assert answer_pool.ready == []  # restarted as it was started: not warmed up
     finally:
         answer_pool.close()
 
@@ -140,11 +141,21 @@ def _slow_echo(value, seconds=0.0):
     return value, os.getpid()
 
 
-def test_run_batch_keeps_order_and_each_jobs_own_error():
+def test_run_batch_keeps_order_and_each_jobs_own_error(monkeypatch):
+    from bot import tools
+
+    prefetched = []
+    monkeypatch.setattr(tools, "prefetch_questions", prefetched.append)
     out = pool.run_batch([(_slow_echo, ("a",)), (_slow_echo, ("boom",)), (_slow_echo, ("c",))])
     assert [ok for ok, _ in out] == [True, False, True]
     assert out[0][1][0] == "a" and out[2][1][0] == "c"
     assert isinstance(out[1][1], ValueError)
+    assert prefetched == []  # no question among them: nothing to embed, no index loaded for it
+    monkeypatch.setattr(pool, "chat_markdown", lambda text: "md " + text)
+    monkeypatch.setattr(pool, "ask_question", lambda text, history: "answer " + text)
+    out = pool.run_batch([(pool.chat_markdown, ("q1",)), (_slow_echo, ("a",)), (pool.ask_question, ("q2", []))])
+    assert [value for _, value in out][::2] == ["md q1", "answer q2"]
+    assert prefetched == [["q1", "q2"]]  # two questions: embedded together first
 
 
 @pytest.mark.slow

@@ -117,10 +117,11 @@ def run_batch(jobs: list[tuple[Any, tuple]]) -> list[tuple[bool, Any]]:
     """Several jobs in this worker: their questions embedded together first, then each job on
     its own. Returns ``(True, result)`` or ``(False, exception)`` per job, in order, so one job's
     error is only that job's."""
-    if len(jobs) > 1:
+    questions = [args[0] for fn, args in jobs if fn in (chat_markdown, ask_question) and args]
+    if len(questions) > 1:  # (a batch without two questions has nothing to embed together: no index to load)
         from bot.tools import prefetch_questions
 
-        prefetch_questions([args[0] for fn, args in jobs if fn in (chat_markdown, ask_question) and args])
+        prefetch_questions(questions)
     out: list[tuple[bool, Any]] = []
     for fn, args in jobs:
         try:
@@ -186,11 +187,13 @@ class AnswerPool:
         self._free = threading.Semaphore(workers)  # one batch in flight per worker
         self._dispatcher: threading.Thread | None = None
         self.batch_sizes: list[int] = []  # every batch handed out (for tests and the benchmark)
+        self._warm = True  # whether start() warmed the workers up: a restart does as the start did
 
     def start(self, warm: bool = True) -> None:
         """Spawn the workers and start their warm-up (not waited for: the page serves meanwhile;
         early questions queue behind the warm-up)."""
         with self._lock:
+            self._warm = warm
             self._executor = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
                 initializer=_init_worker, initargs=(os.getpid(),))
@@ -270,7 +273,7 @@ class AnswerPool:
                     executor.shutdown(wait=False, cancel_futures=True)
                     self._executor = None
             if restart:
-                self.start()
+                self.start(self._warm)
         for job in batch:
             try:
                 job.done.set_result(job.fn(*job.args))
