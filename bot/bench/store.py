@@ -363,9 +363,9 @@ def torch_version() -> str:
     lookup needs only the string, and the import (2-10 s on a busy two-core machine) was most of
     a fresh process's first estimate (every answer looks its simulations up). The distribution's
     version is the string ``torch.__version__`` is made from (tests/unit/test_bench_store.py)."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        return str(torch.__version__)
+    loaded = sys.modules.get("torch")
+    if loaded is not None:
+        return str(loaded.__version__)
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:  # importable without metadata (a source tree)
