@@ -335,8 +335,10 @@ _STEPS = """() => { window.__steps = {}; const s = window.__steps;
 def test_the_answer_text_chart_and_panel_land_in_separate_tasks(desktop):
     """The first answer used to put text, chart, panel and downloads on the page in one update,
     one long main-thread task; the chart (Plotly's drawing) now comes in its own event, after the
-    browser has shown the text, and the panel after the chart. Structure, not a time: the times
-    are measured by ``evals/bench_web_load.py --long-tasks``."""
+    browser has shown the text, and the panel in another. Structure, not a time: the times are
+    measured by ``evals/bench_web_load.py --long-tasks``. Which of chart and panel shows first is
+    not asserted: Plotly draws after its event arrives, and its first drawing on a page loads the
+    library (a fresh-clone CI saw the chart's ticks 1.9 s after the panel, an earlier run before it)."""
     page = desktop.page
     page.evaluate(_STEPS)
     desktop.ask(LLAMA)
@@ -344,7 +346,7 @@ def test_the_answer_text_chart_and_panel_land_in_separate_tasks(desktop):
     steps = page.evaluate("() => window.__steps")
     # (Before: the panel landed in the text's own task, 1 ms after it, before the queued timer.)
     assert steps["text"] < steps["timer"] < steps["panel"], steps
-    assert steps["timer"] < steps["chart"] <= steps["panel"], steps
+    assert steps["timer"] < steps["chart"], steps  # the chart in a task after the text's
     layout = page.evaluate("() => { const gd = document.querySelector('#sw-chart .js-plotly-plot');"
                            " return {auto: gd.layout.yaxis.automargin, l: gd._fullLayout._size.l}; }")
     assert layout["auto"] is False, layout  # one drawing, no automargin redraw
