@@ -411,9 +411,10 @@ def failure_kind(text: str, root: Path | str | None = None) -> str | None:
 
 
 def reports_hang(text: str, root: Path | str | None = None) -> bool:
-    """Of the failures the text reports, a run that stops moving (signals.yaml ``hang``): a hang,
-    a freeze, a job stuck without output."""
-    if failure_kind(text, root) not in ("error", "slow"):
+    """The text's words of a run that stops moving (signals.yaml ``hang``): a hang, a freeze, a job
+    stuck without output. Whether a failure is reported at all is ``failure_kind``'s: the caller,
+    which has read it already, combines the two (bot.corpus_evidence.read_failure)."""
+    if not isinstance(text, str):
         return False
     pattern = _load(str(Path(root) if root else default_root()))[1].get("hang")
     return bool(pattern is not None and pattern.search(text))
