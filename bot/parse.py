@@ -24,6 +24,7 @@ from bot.understand.asked_axes import asked_parallel_axes
 from bot.understand.condense import condense
 from bot.understand.intent import asked_strategy, asks_feasibility
 from bot.understand.reader import read_turn
+from bot.understand.scope import TRAINING_SYSTEM_WORDS
 from bot.understand.spans import card_family
 from bot.understand.text import MAX_CHARS, MAX_HISTORY_CHARS, MAX_HISTORY_TURNS, clean
 
@@ -76,16 +77,12 @@ def detect_language(text: str) -> str:
     return answer_language(text)
 
 
+# On topic: the in-scope vocabulary (bot.understand.scope, its one home) plus what a reply about a
+# run's memory, model or links says without a training word; host memory (内存) of a run, whether it
+# is a training run is the scope rule's
 _TOPIC = re.compile(
-    r"ddp|fsdp|hsdp|zero|deepspeed|megatron|分布式|distributed|gpu|显卡|显存|\d\s*卡|单卡|多卡|训练|微调|"
-    r"train|fine-?tun|finetun|shard|分片|memory|\boom\b|nccl|torchrun|lora|batch|parallel|并行|"
-    r"checkpoint|a100|h100|h800|a800|4090|v100|l40s|h200|llama|qwen|mistral|模型|model|参数|param|"
-    r"通信|communication|all-?reduce|all-?gather|节点|node|bf16|fp16|offload|卸载|pytorch|torch|"
-    r"梯度|gradient|accumulat|累积|优化器|optimizer|精度|precision|npu|昇腾|ascend|"
-    # the words of a distributed run's hang or its epochs (batch f class 1)
-    r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|其[他余]的?(?:卡|gpu|显卡)|\bcollectives?\b|集合通信|"
-    # host memory (内存) of a run; whether it is a training run is the scope rule's (bot.understand.intent)
-    r"内存", re.I | re.A)
+    TRAINING_SYSTEM_WORDS + r"|gpu|train|memory|batch|checkpoint|h800|a800|v100|l40s|h200|模型|model|param|"
+    r"通信|communication|node|内存", re.I | re.A)
 _INJECTION = re.compile(
     r"ignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|your)\s+(?:instructions?|prompts?|rules?)|"
     r"disregard\s+(?:all\s+|the\s+)?(?:previous|prior|above)|"

@@ -202,7 +202,7 @@ def asks_about_serving(question: str, topics: Sequence[str] = ()) -> bool:
     in both cases the message's subject is serving, not a training run that names inference in
     passing (bot.understand.intent.serving_subject): a training answer never quotes a serving doc,
     whatever topic an inference word added."""
-    from bot.understand.intent import names_inference, serving_subject
+    from bot.understand.scope import names_inference, serving_subject
 
     text = question or ""
     if topics:  # the text vetoes only where it names inference beside a training run

@@ -349,7 +349,7 @@ def derive_facts(query: PlaybookQuery, root: Path | str | None = None) -> Playbo
     if query.bf16_on_pre_ampere is None and text.strip():
         updates["bf16_on_pre_ampere"] = _bf16_on_pre_ampere(query, text, signals)
     if query.serving_question is None and text.strip():
-        from bot.understand.intent import serving_subject
+        from bot.understand.scope import serving_subject
 
         updates["serving_question"] = serving_subject(text)
     return replace(query, **updates) if updates else query

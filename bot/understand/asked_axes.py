@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from bot.understand.intent import is_question, sentences_of
+from bot.understand.sentences import is_question, sentences_of
 
 # One pattern per axis, both languages. "sequence parallel" is counted as the sequence split (CP):
 # Ulysses-style sequence parallelism divides the sequence as CP does; Megatron's SP rides on TP

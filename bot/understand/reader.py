@@ -25,18 +25,14 @@ from bot.understand.contradictions import read_alternatives, roles_and_contradic
 from bot.understand.count_mentions import mixed_cards
 from bot.understand.counts import GPU, MODEL
 from bot.understand.degrees import read_degrees
-from bot.understand.intent import (
-    asks_training_beside_inference,
-    compare_of,
-    read_intent,
-    sentences_of,
-    topics_of,
-)
+from bot.understand.intent import compare_of, read_intent, topics_of
 from bot.understand.logs import card_size_gb, read_logs
 from bot.understand.names import NameSize, size_from_name, unsized_name
 from bot.understand.prose import read_prose
 from bot.understand.roles import set_aside
 from bot.understand.run_roles import reference_run
+from bot.understand.scope import asks_training_beside_inference
+from bot.understand.sentences import sentences_of
 from bot.understand.spans import (
     NameMention,
     _resolve_gpu,

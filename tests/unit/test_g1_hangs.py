@@ -145,7 +145,7 @@ def test_a_hang_across_nodes_is_not_answered_with_the_communication_share(questi
 
 
 def test_a_paper_question_without_an_own_run_stays_out_of_scope_and_with_an_oom_is_read():
-    from bot.understand.intent import _scope
+    from bot.understand.scope import scope_of as _scope
 
     assert _scope("论文里用了多少张卡训练？", has_setup=False) == "out_of_scope"
     assert _scope("按论文里的batch size 64训练，单卡直接显存不足", has_setup=True) is None

@@ -15,7 +15,7 @@ from _helpers import lead_of
 from bot.knowledge.answering import asks_about_serving
 from bot.knowledge.playbook import PlaybookQuery, derive_facts, match_playbook
 from bot.parse import parse_conversation
-from bot.understand.intent import serving_subject
+from bot.understand.scope import serving_subject
 
 PADDING, LONG_INPUTS, AUGMENT = ("pb-oom-padding-to-max-length", "pb-oom-long-inputs-per-sample-batch",
                                  "pb-oom-augmentation-lengthens-inputs")

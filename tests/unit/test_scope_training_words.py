@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.understand.intent import _scope
+from bot.understand.scope import scope_of as _scope
 
 
 @pytest.mark.parametrize("text", [

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bot.parse import parse_conversation
-from bot.understand.intent import read_intent, sentences_of
+from bot.understand.intent import read_intent
+from bot.understand.sentences import sentences_of
 
 
 def intent(text: str, history: list[str] | None = None) -> str:
