@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from bot.understand import TOPICS
-from bot.understand.scope import scope_of
+from bot.understand.scope import NAN_LOSS, scope_of
 from bot.understand.sentences import NOT_OTHERS as _NOT_OTHERS
 from bot.understand.sentences import QUESTION as _QUESTION
 from bot.understand.sentences import sentences_of
@@ -243,7 +243,9 @@ _FEATURE = re.compile(r"it would be (?:beneficial|nice|great|useful|helpful|good
                       r"\bpropos|建议(?:增加|支持)|希望(?:能)?支持|discussion:|^discussion\b", _I)
 # symptoms of a run the person did (context for a question; the intent when nothing is asked)
 _SYMPTOM = re.compile(r"out of (?:gpu |cuda )?memory|can ?not load|couldn'?t load|unable to load|慢于|奇怪|占满|满了|"
-                      r"(?:slower|faster) than|比.{0,16}(?:快|慢)|速度.{0,10}(?:快|慢)", _I)
+                      r"(?:slower|faster) than|比.{0,16}(?:快|慢)|速度.{0,10}(?:快|慢)|"
+                      # the loss went NaN/inf: a run's failure (in scope on a multi-GPU launch, bot.understand.scope)
+                      + NAN_LOSS.pattern, _I)
 @dataclass
 class IntentReading:
     intent: str
@@ -352,7 +354,8 @@ _DIAGNOSE_Q = re.compile(r"what should (?:i|we) (?:check|look at|look for|debug)
                          r"how (?:do|can|should) (?:i|we) (?:handle|deal with|approach|tackle|stop|prevent)\b|"
                          r"what (?:should|can|do) (?:i|we) do\b|(?:any|a) (?:method|way|tool)s? to (?:find|check|see|debug|locate)|"
                          r"正确的?(?:用法|做法|方式|方法|使用方法|配置|姿势|打开方式)|定位|排查|调试|诊断|找(?:到|出)?(?:原因|问题)|"
-                         r"(?:怎么|如何|怎样)(?:处理|应对|避免)|什么原因", _I)
+                         r"(?:怎么|如何|怎样)(?:处理|应对|避免)|什么原因|(?:应该|该|要)(?:查|检查|看)(?:什么|哪些|哪里)|"
+                         r"\bwhat to (?:check|look at)\b", _I)
 # "is this normal?" about a symptom the message reports: a fix asked for, before any comparison cue
 # ("is barely faster than one GPU, is that normal?", "这样算正常么", "属于正常现象吗", "supposed to be this slow")
 _NORMAL_Q = re.compile(r"\b(?:is|are) (?:this|that|these|it)\b[^.?!\n]{0,20}\b(?:normal|expected)\b|"
@@ -410,6 +413,9 @@ _RUN_SYMPTOM = re.compile(r"\bonly (?:uses?|using|used|runs? on|utili[sz]es?) (?
                           r"不均匀|\d\s*号卡[^。，,]{0,12}(?:占用|显存|利用率)|不起作用|没有?作用|没有?效果|doesn'?t (?:work|take effect|help)|"
                           r"has no effect|burst\w* (?:the )?(?:gpu )?memory|memory (?:burst|explod)|爆内存|exits? with (?:return )?code|"
                           r"return code\s*=?\s*-?\d|"
+                          # an error the run raised, named: a traceback's "XError:" line, the launcher's wrapper or
+                          # its exit code, the rendezvous port taken ("是什么原因" after one asks for its cause)
+                          r"\b\w+(?:error|exception):|childfailederror|address already in use|eaddrinuse|\bexitcode\b|"
                           # memory compared with another run of the asker's: more than on one GPU, than the older model
                           r"\b(?:uses?|takes?|needs?|shows?|using) (?:much |far |a lot |significantly |way )?more (?:gpu )?"
                           r"(?:memory|vram) than\b|\b(?:more|higher) (?:gpu )?(?:memory|vram) (?:usage )?than\b|"

@@ -31,6 +31,11 @@ _QUALITY = re.compile(r"loss.{0,10}(?:下不去|不降|not decreas|nan\b|diverg)
 _SYSTEM_FAILURE = re.compile(r"(?<![a-z])hang|\bstuck\b|freez|deadlock|卡住|卡死|卡着|不动|\branks?\b|nccl|timed? ?out|超时|"
                              r"out of memory|\boom\b|爆显存|overflow|溢出|loss[ _]?scal|grad[ _]?scaler|其[他余]的?(?:卡|gpu|显卡)|"
                              r"other (?:\d+ |two |three |seven )?(?:gpus|cards|ranks)", _I)
+# the loss went NaN/inf on a multi-GPU launch: the run's problem (mixed precision beside DeepSpeed,
+# one rank's data), not a model that learns badly; a loss that only falls slowly stays quality
+NAN_LOSS = re.compile(r"loss[^。，,.;\n]{0,10}?\b(?:nan|inf)\b|\bnan loss", _I)
+_MULTI_GPU_LAUNCH = re.compile(r"--multi_gpu|--num_processes|--nproc_per_node|\btorchrun\b|accelerate launch|deepspeed --|"
+                               r"多卡|多机|multi-?gpu|multiple gpus|several gpus", _I)
 _PAPER = re.compile(r"(?:your|the) (?:web page|paper|readme|blog)|you (?:say|said) you used|论文里", _I)
 _OWN_OOM = re.compile(r"out of memory|\boom\b|outofmemory|显存不足|显存不够|爆显存", _I)
 _FIRST_PERSON = re.compile(r"\bi (?:use|have|try|tried|ran|run|am)\b|\bi'(?:ve|m|d)\b|\bmy\b|\b(?:we|our)\b|我们|我的|我在|我用", _I)
@@ -58,7 +63,13 @@ TRAINING_SYSTEM_WORDS = (
     r"精度|precision|参数|llama|qwen|mistral|pytorch|torch|npu|昇腾|ascend|"
     # the words of a distributed run's hang or its epochs (batch f class 1)
     r"\branks?\b|主进程|进程组|init_process_group|gloo|epoch|dataloader|\bcollectives?\b|集合通信|"
-    r"其[他余]的?(?:卡|gpu|显卡)")
+    r"其[他余]的?(?:卡|gpu|显卡)|"
+    # errors only a distributed launch raises, which often come with no other distributed word:
+    # the elastic agent's wrapper (torch.distributed.elastic ChildFailedError, "failed (exitcode"),
+    # the rendezvous store's port taken (c10d's TCPStore raises "RuntimeError: Address already in
+    # use"; a web server's "OSError: [Errno 98]" is not this), the rendezvous address variables
+    r"childfailederror|elastic|rendezvous|\bc10d\b|tcpstore|master_(?:port|addr)|"
+    r"runtimeerror:\s*address already in use|eaddrinuse")
 _DIST = re.compile(TRAINING_SYSTEM_WORDS + r"|gpus?\b|vram|out of memory|accelerate|nodes?\b|checkpointing|重计算|"
                    r"batch|micro|\bsgd\b|adam|params?\b|seq|context|序列|上下文|\d+(?:\.\d+)?\s*b\b", _I)
 _OFF_TOPIC = re.compile(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy|horse|parrot|team|staff|voice|muscles?)|"
@@ -153,7 +164,8 @@ def scope_of(text: str, *, has_setup: bool) -> str | None:
             _OFF_TOPIC.search(text) and re.search(r"train(?:ing)? (?:my|a|the|our) (?:dog|cat|puppy)|mattress|memory foam|"
                                                   r"训练我的狗|训狗|狗狗|宠物", text, _I):
         return "out_of_scope"
-    if _QUALITY.search(text) and not _SYSTEM_FAILURE.search(text):
+    if _QUALITY.search(text) and not _SYSTEM_FAILURE.search(text) and \
+            not (NAN_LOSS.search(text) and _MULTI_GPU_LAUNCH.search(text)):
         return "out_of_scope"  # a model that learns badly; a NaN that hangs the other ranks is the run's
     other = _OTHER_STACK.search(text)
     if other and not (_OWN_TORCH_LAUNCH.search(text) and not _NOT_CUDA.search(other.group(0))):
