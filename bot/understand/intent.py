@@ -392,6 +392,10 @@ _ENOUGH = r"(?:\benough\b|\bsuffic\w*|\bcover\b|\bmeet\b)"
 _REQ_MEM_ZH = r"(?:所需|需要)的?(?:显存|内存|资源)"
 _REQUIRED_MEMORY = re.compile(_ENOUGH + r"[^.?!\n]{0,80}?" + _REQ_MEM + "|" + _REQ_MEM + r"[^.?!\n]{0,40}?" + _ENOUGH + "|"
                               r"(?:够|满足|足够)[^。？?！\n]{0,30}?" + _REQ_MEM_ZH + "|" + _REQ_MEM_ZH + r"[^。？?！\n]{0,20}(?:够|满足|足够)", _I)
+# a choice between two memory sizes (of one card or two): how much memory the run needs, capacity
+# ("40G or 80G A100?", "A100 40G还是80G", "24GB vs 48GB card")
+_MEMORY_SIZE_CHOICE = re.compile(r"\b\d{2,3}\s*g(?:i?b)?\b[^.?!。？\n]{0,12}?(?:\bor\b|还是|\bvs\.?|versus|或者?)\s*"
+                                 r"(?:(?:a|h)\d{3}\s*)?\d{2,3}\s*g(?:i?b)?\b", _I)
 _REQUIREMENTS = re.compile(r"requirements?\b|minimum (?:number|amount|count) of (?:gpus?|cards?|nodes?|machines?|(?:gpu )?memory|vram)|硬件(?:条件|要求|需求)|配置要求|最低配置", _I)
 _PREAMBLE = re.compile(r"^\s*(?:hi|hello|hey)?[,!\s]*(?:i(?:'m| am) curious|i wonder(?:ing)?|i(?:'d| would) like to (?:ask|know)|"
                        r"i want to (?:ask|know)|请问|想问一下|我想问一下|我想请教一下)\s*[,，:：]?\s*", _I)
@@ -520,6 +524,7 @@ QUESTION_CUES: tuple[Cue, ...] = (
     _cue("is_it_normal", "troubleshoot", _NORMAL_Q, needs="symptom"),  # before the comparison cues
     _cue("per_process_copy", "concept", _PER_PROCESS_COPY, unless="symptom"),  # before the quantity cues
     _cue("requirements", "capacity", _REQUIREMENTS),
+    _cue("memory_size_choice", "capacity", _MEMORY_SIZE_CHOICE),
     _cue("best_option", "recommend", _BEST_Q, needs="setup"),
     _cue("diagnose_after_symptom", "troubleshoot", _DIAGNOSE_Q, needs="symptom"),  # "how can I locate it?"
     _cue("how_it_works", "concept", _CONCEPT_STRONG, unless="i_here"),
