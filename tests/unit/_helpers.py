@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bot.assistant import answer_parsed
+from bot.knowledge.playbook import match_playbook
 from bot.parse import parse_conversation
 from evals.bench_diagnosis import lead_cause
 
@@ -24,3 +27,15 @@ def answer_offline(question: str, *, with_knowledge: bool = False) -> Any:
 def lead_of(question: str) -> tuple[str, str]:
     """(the cause the answer's first sentence names, that sentence) for ``question``."""
     return lead_cause(answer_offline(question))
+
+
+def playbook_named(text: str) -> list[str]:
+    """The playbook entries whose symptoms ``text`` matches, best first (what an answer would lead with)."""
+    parsed = parse_conversation(text)
+    return [m.id for m in match_playbook(parsed, text=text, limit=0) if m.matched_symptoms]
+
+
+def entry_cases(cases: dict[str, list[str]]) -> list[Any]:
+    """``pytest.param(entry_id, text)`` for every phrasing of every entry, with readable ids."""
+    return [pytest.param(entry_id, text, id=f"{entry_id}-{i}") for entry_id, texts in cases.items()
+            for i, text in enumerate(texts)]

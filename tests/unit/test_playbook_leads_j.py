@@ -8,7 +8,7 @@ the answer diagnoses first whatever its intent."""
 from __future__ import annotations
 
 import pytest
-from _helpers import lead_of
+from _helpers import entry_cases, lead_of, playbook_named
 
 from bot.knowledge.playbook import failure_kind, match_playbook
 from bot.parse import parse_conversation
@@ -52,15 +52,10 @@ CASES = {
 }
 
 
-def _cases():
-    return [pytest.param(entry_id, text, id=f"{entry_id}-{i}") for entry_id, texts in CASES.items()
-            for i, text in enumerate(texts)]
-
-
-@pytest.mark.parametrize("entry_id,text", _cases())
+@pytest.mark.parametrize("entry_id,text", entry_cases(CASES))
 def test_the_class_leads_and_the_answer_diagnoses(entry_id, text):
     parsed = parse_conversation(text)
-    named = [m.id for m in match_playbook(parsed, text=text, limit=0) if m.matched_symptoms]
+    named = playbook_named(text)
     assert named[:1] == [entry_id], named
     # a troubleshooting question, or any message reporting a failure, is diagnosed first
     assert parsed.intent == "troubleshoot" or failure_kind(text) is not None, parsed.intent
@@ -101,8 +96,7 @@ def test_windows_10_is_no_count_of_machines():
     ("pb-fp16-nan-overflow", "单卡 fp16 训练出现 overflow，loss scale 一直在降"),
 ])
 def test_neighbouring_causes_keep_their_lead(entry_id, text):
-    parsed = parse_conversation(text)
-    named = [m.id for m in match_playbook(parsed, text=text, limit=0) if m.matched_symptoms]
+    named = playbook_named(text)
     assert named[:1] == [entry_id], named
 
 

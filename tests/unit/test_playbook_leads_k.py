@@ -8,9 +8,7 @@ evals/diagnosis_own.jsonl)."""
 from __future__ import annotations
 
 import pytest
-
-from bot.knowledge.playbook import match_playbook
-from bot.parse import parse_conversation
+from _helpers import entry_cases, playbook_named
 
 CASES = {
     "pb-rendezvous-port-in-use": [
@@ -48,19 +46,9 @@ CASES = {
 }
 
 
-def _cases():
-    return [pytest.param(entry_id, text, id=f"{entry_id}-{i}") for entry_id, texts in CASES.items()
-            for i, text in enumerate(texts)]
-
-
-def _named(text: str) -> list[str]:
-    parsed = parse_conversation(text)
-    return [m.id for m in match_playbook(parsed, text=text, limit=0) if m.matched_symptoms]
-
-
-@pytest.mark.parametrize("entry_id,text", _cases())
+@pytest.mark.parametrize("entry_id,text", entry_cases(CASES))
 def test_the_class_leads(entry_id, text):
-    named = _named(text)
+    named = playbook_named(text)
     assert named[:1] == [entry_id], named
 
 
@@ -77,5 +65,5 @@ def test_the_class_leads(entry_id, text):
     ("pb-dataloader-workers-oversubscribe", "8 GPUs with num_workers=16 on a 32-core machine: the CPU is at 100 % and 8 GPUs are no faster than one"),
 ])
 def test_neighbouring_causes_keep_their_lead(entry_id, text):
-    named = _named(text)
+    named = playbook_named(text)
     assert named[:1] == [entry_id], named

@@ -6,9 +6,7 @@ phrasings per language of this file's own (not the batch's words)."""
 from __future__ import annotations
 
 import pytest
-
-from bot.knowledge.playbook import match_playbook
-from bot.parse import parse_conversation
+from _helpers import entry_cases, playbook_named
 
 CASES = {
     "pb-elastic-child-failed-wrapper": [
@@ -22,15 +20,9 @@ CASES = {
 }
 
 
-def _named(text: str) -> list[str]:
-    parsed = parse_conversation(text)
-    return [m.id for m in match_playbook(parsed, text=text, limit=0) if m.matched_symptoms]
-
-
-@pytest.mark.parametrize("entry_id,text", [pytest.param(e, t, id=f"{e}-{i}") for e, ts in CASES.items()
-                                           for i, t in enumerate(ts)])
+@pytest.mark.parametrize("entry_id,text", entry_cases(CASES))
 def test_the_class_leads(entry_id, text):
-    named = _named(text)
+    named = playbook_named(text)
     assert named[:1] == [entry_id], named
 
 
@@ -39,5 +31,5 @@ def test_the_class_leads(entry_id, text):
     "四卡 torchrun 加载模型时 ChildFailedError，exitcode: -9，进程被 killed",
 ])
 def test_a_sigkill_keeps_the_host_ram_lead(text):
-    named = _named(text)
+    named = playbook_named(text)
     assert named[:1] != ["pb-elastic-child-failed-wrapper"], named
